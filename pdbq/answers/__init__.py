@@ -1,0 +1,1 @@
+"""pdbq.answers"""

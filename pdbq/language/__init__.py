@@ -1,0 +1,1 @@
+"""The pdbq SQL dialect: parsing scripts into typed statement nodes."""

@@ -1,0 +1,251 @@
+"""Typed, frozen statement nodes: what the parser produces and the catalog stores.
+
+SQL fragments that DuckDB evaluates later (a FROM query, a condition, a weight expression, a
+constant) are kept as SQL text in the DuckDB dialect, normalised by sqlglot, so that nodes are
+hashable, comparable and serialisable into the catalog. Symbols in rule conditions and weight
+expressions appear in that text as bare column names (``p <> 'bot'``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Union
+
+import sqlglot.expressions as exp
+
+
+class Semantics(enum.IntEnum):
+    """How a head group's votes combine (seed 004, eq. 6): g(x) = x, sgn(x), sgn(x)·log(1+|x|)."""
+
+    LINEAR = 0
+    LOGICAL = 1
+    RATIO = 2
+
+
+class FactorFunction(enum.IntEnum):
+    """Factor-function codes; DeepDive/numbskull's codes where they overlap. docs/factors.md is the
+    contract for the value each computes."""
+
+    IMPLY = 0
+    OR = 1
+    AND = 2
+    EQUAL = 3
+    ISTRUE = 4
+    LINEAR = 7
+    RATIO = 8
+    LOGICAL = 9
+    IMPLY_MLN = 13
+    VOTE = 30
+    TABLE = 31
+
+
+class DomainKind(enum.Enum):
+    BOOLEAN = "boolean"
+    VALUES = "values"  # DOMAIN ('a', 'b', ...): value i <-> values[i]
+    CATEGORICAL = "categorical"  # DOMAIN CATEGORICAL(k): values 0 .. k-1
+
+
+@dataclass(frozen=True)
+class Domain:
+    kind: DomainKind
+    values: tuple[str, ...] = ()  # for VALUES, in declaration order (index = internal value)
+    size: int = 2  # cardinality: 2 for BOOLEAN, len(values) for VALUES, k for CATEGORICAL
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # DuckDB type text as written, upper-cased (e.g. "TEXT", "INTEGER", "DECIMAL(10,2)")
+
+
+class TermKind(enum.Enum):
+    SYMBOL = "symbol"
+    CONSTANT = "constant"
+    WILDCARD = "wildcard"
+
+
+@dataclass(frozen=True)
+class Term:
+    kind: TermKind
+    text: str = ""  # symbol name (lower-cased), or constant as SQL literal text ("'bot'", "3", "TRUE")
+    head: bool = False  # written with ^ (a head symbol)
+
+
+@dataclass(frozen=True)
+class Atom:
+    relation: str  # table/view or variable relation name (lower-cased)
+    terms: tuple[Term, ...]
+    negated: bool = False  # NOT atom(...) in a body: the literal "variable is false"
+
+
+class HeadKind(enum.Enum):
+    ATOM = "atom"  # is_popular(^m)
+    COMPARE = "compare"  # tag(^t) = 'PER'  (head literal: variable equals the constant)
+    EQUAL = "equal"  # a(x) = b(y)    (FUNCTION EQUAL between two random atoms)
+
+
+@dataclass(frozen=True)
+class Head:
+    kind: HeadKind
+    atoms: tuple[Atom, ...]  # one atom, or two for EQUAL
+    value: str | None = None  # COMPARE: the constant as SQL literal text
+
+
+class WeightKind(enum.Enum):
+    CONSTANT = "constant"  # WEIGHT 0.8
+    LEARNABLE = "learnable"  # WEIGHT ?
+    TIED = "tied"  # WEIGHT ?(sym, ...): one learnable weight per distinct value of the symbols
+    EXPRESSION = "expression"  # WEIGHT = expr: fixed weight per grounding from body symbols
+
+
+@dataclass(frozen=True)
+class Weight:
+    kind: WeightKind
+    value: float = 1.0  # CONSTANT: the weight; LEARNABLE/TIED: the initial value
+    symbols: tuple[str, ...] = ()  # TIED
+    expression: str | None = None  # EXPRESSION: DuckDB SQL over symbols
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class PassThrough:
+    """Any statement that is not pdbq's: sent to DuckDB as its original text."""
+
+    sql: str
+    line: int = 1  # where it starts in the script (1-based), for error messages
+    col: int = 1
+
+
+@dataclass(frozen=True)
+class CreateVariable:
+    name: str
+    columns: tuple[Column, ...]
+    domain: Domain
+    source: str  # the FROM (select) query text
+    evidence: str | None = None  # the EVIDENCE (select keys..., value) query text
+    or_replace: bool = False
+    text: str = ""  # the statement as written
+
+
+@dataclass(frozen=True)
+class CreateRule:
+    name: str
+    head: Head
+    body: tuple[Atom, ...]
+    conditions: tuple[str, ...] = ()  # DuckDB boolean expressions over symbols
+    weight: Weight = Weight(WeightKind.CONSTANT, 1.0)
+    semantics: Semantics = Semantics.LINEAR
+    function: FactorFunction = FactorFunction.VOTE  # EQUAL when the head is a(x) = b(y)
+    head_symbols: tuple[str, ...] = ()  # resolved: ^-marked symbols, else the head atoms' symbols
+    or_replace: bool = False
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Drop:
+    kind: str  # "VARIABLE" | "RULE"
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class Show:
+    kind: str  # "VARIABLES" | "RULES"
+
+
+class EstimateKind(enum.Enum):
+    PROB = "PROB"
+    DIST = "DIST"
+    MAP = "MAP"
+    STDERR = "STDERR"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One PROB/DIST/MAP/STDERR call in the SELECT list."""
+
+    kind: EstimateKind
+    alias: str  # the FROM alias (or relation name) it names: PROB(m)
+    value: str | None = None  # PROB(m = 'PER'): the value as SQL literal text
+    placeholder: str = ""  # the column name that stands for it in `select` (see ProbQuery)
+
+
+@dataclass(frozen=True)
+class GivenAtom:
+    """GIVEN rel(key, ...) = value"""
+
+    relation: str
+    keys: tuple[str, ...]  # SQL literal texts
+    value: str  # SQL literal text
+
+
+@dataclass(frozen=True)
+class GivenQuery:
+    """GIVEN (select keys..., value) AS rel"""
+
+    relation: str
+    query: str
+
+
+class Method(enum.Enum):
+    AUTO = "AUTO"
+    QAM = "QAM"
+    GIBBS = "GIBBS"
+    EXACT = "EXACT"
+    ANNEAL = "ANNEAL"
+
+
+OptionValue = Union[int, float, str, bool, None]
+
+
+@dataclass(frozen=True)
+class ProbQuery:
+    """A SELECT using PROB/DIST/MAP/STDERR.
+
+    ``select`` is the query with every estimate call replaced by a column reference named by its
+    ``Estimate.placeholder`` (and GIVEN/USING/WITH removed): DuckDB evaluates it once the
+    estimates exist as a relation. ``tree`` is the same as a sqlglot tree (do not mutate; copy).
+    """
+
+    select: str
+    estimates: tuple[Estimate, ...]
+    given: tuple[GivenAtom | GivenQuery, ...] = ()
+    method: Method = Method.AUTO
+    options: tuple[tuple[str, OptionValue], ...] = ()  # WITH (name = value, ...) in written order
+    explain: bool = False
+    text: str = ""
+    tree: exp.Expression | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery]
+
+__all__ = [
+    "Semantics",
+    "FactorFunction",
+    "DomainKind",
+    "Domain",
+    "Column",
+    "TermKind",
+    "Term",
+    "Atom",
+    "HeadKind",
+    "Head",
+    "WeightKind",
+    "Weight",
+    "PassThrough",
+    "CreateVariable",
+    "CreateRule",
+    "Drop",
+    "Show",
+    "EstimateKind",
+    "Estimate",
+    "GivenAtom",
+    "GivenQuery",
+    "Method",
+    "OptionValue",
+    "ProbQuery",
+    "Statement",
+]
