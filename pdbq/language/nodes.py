@@ -128,6 +128,9 @@ class CreateVariable:
     evidence: str | None = None  # the EVIDENCE (select keys..., value) query text
     or_replace: bool = False
     text: str = ""  # the statement as written
+    # Importers (UAI): the FROM query yields the key columns then one INTEGER column holding each
+    # variable's own cardinality (>= 2); `domain` is then CATEGORICAL with size = the largest.
+    per_row_cardinality: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,126 @@
+"""Typed options of a probabilistic query: ``USING method WITH (name = value, ...)``.
+
+Every option has a type, a range and a default; unknown names and wrong types raise
+`OptionError` naming the option and listing the valid ones.
+
+>>> opts = QueryOptions.from_pairs((("seed", 7), ("tolerance", 0.01)))
+>>> (opts.seed, opts.tolerance, opts.chains)
+(7, 0.01, 4)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pdbq.errors import OptionError, suggest
+
+__all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
+
+SELECTIONS = ("trail", "uniform", "query_only", "distance", "tv", "mi")
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """Options of one probabilistic query (all optional in SQL).
+
+    ``steps`` counts single-variable updates per chain; ``sweeps`` counts them in units of the
+    number of sampled variables (x_q ∪ x_l); ``burn_in`` is in the unit of whichever was given
+    (sweeps by default). With an explicit ``steps``/``sweeps`` and no ``tolerance`` or
+    ``time_limit`` a run does exactly that many updates; otherwise it stops at the first of:
+    tolerance reached, time limit, the default budget.
+    """
+
+    steps: int | None = None
+    sweeps: float | None = None
+    burn_in: float | None = None
+    chains: int = 4
+    threads: int | None = None  # None: min(chains, cores)
+    seed: int | None = None  # None: fresh entropy (the answer says which seed it used)
+    time_limit: float | None = None
+    tolerance: float | None = None
+    selection: str = "trail"
+    epsilon: float = 0.05
+    power: float = 2.0
+    max_table: int = 2**26
+    temperature: float = 2.0  # ANNEAL: start temperature
+    cooling: float | None = None  # ANNEAL: geometric factor per sweep (None: reach 0.01 at the end)
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, Any]], defaults: Mapping[str, Any] | None = None) -> "QueryOptions":
+        """Build from ``WITH`` pairs (already lower-cased names), over ``defaults`` (e.g. --seed)."""
+        values: dict[str, Any] = {}
+        for name, value in list((defaults or {}).items()) + list(pairs):
+            name = str(name).lower()
+            if name not in _SPECS:
+                valid = ", ".join(sorted(_SPECS))
+                raise OptionError(f"unknown option '{name}'.{suggest(name, _SPECS)} Valid options: {valid}")
+            values[name] = _coerce(name, value)
+        if values.get("steps") is not None and values.get("sweeps") is not None:
+            raise OptionError("give either 'steps' or 'sweeps', not both")
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> "QueryOptions":
+        return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+
+    @property
+    def fixed_length(self) -> bool:
+        """True when the run length is exactly what the user asked for."""
+        return (self.steps is not None or self.sweeps is not None) and self.tolerance is None and self.time_limit is None
+
+
+# name -> (kind, lower bound, lower inclusive, help)
+_SPECS: dict[str, tuple[str, float | None, bool, str]] = {
+    "steps": ("int", 1, True, "single-variable updates per chain"),
+    "sweeps": ("float", 0, False, "updates per chain in units of |x_q ∪ x_l|"),
+    "burn_in": ("float", 0, True, "updates discarded first (unit of steps/sweeps)"),
+    "chains": ("int", 1, True, "independent chains (default 4)"),
+    "threads": ("int", 1, True, "threads running chains (default: min(chains, cores))"),
+    "seed": ("int", 0, True, "random seed; same seed, same answer"),
+    "time_limit": ("float", 0, False, "stop after this many seconds"),
+    "tolerance": ("float", 0, False, "stop when every 95% half-width is at most this"),
+    "selection": ("choice", None, True, "trail | uniform | query_only | distance | tv | mi"),
+    "epsilon": ("float", 0, True, "uniform share mixed into the selection distribution (≤ 1)"),
+    "power": ("float", 0, False, "exponent N of selection = distance (distance^-N)"),
+    "max_table": ("int", 1, True, "largest exact-inference table (entries)"),
+    "temperature": ("float", 0, False, "ANNEAL start temperature"),
+    "cooling": ("float", 0, False, "ANNEAL temperature factor per sweep (< 1)"),
+}
+
+OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind, low, inclusive, _ = _SPECS[name]
+    if value is None:
+        if name in ("chains", "selection", "epsilon", "power", "max_table", "temperature"):
+            raise OptionError(f"option '{name}' cannot be NULL")
+        return None
+    if kind == "choice":
+        if not isinstance(value, str) or value.lower() not in SELECTIONS:
+            raise OptionError(
+                f"option 'selection' must be one of {', '.join(SELECTIONS)}, got {value!r}."
+                + (suggest(value, SELECTIONS) if isinstance(value, str) else "")
+            )
+        return value.lower()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise OptionError(f"option '{name}' takes a number, got {value!r}")
+    if kind == "int":
+        if isinstance(value, float) and not value.is_integer():
+            raise OptionError(f"option '{name}' takes a whole number, got {value!r}")
+        value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            raise OptionError(f"option '{name}' must be finite, got {value!r}")
+    if low is not None and (value < low or (value == low and not inclusive)):
+        bound = f">= {low:g}" if inclusive else f"> {low:g}"
+        raise OptionError(f"option '{name}' must be {bound}, got {value!r}")
+    if name == "epsilon" and value > 1:
+        raise OptionError(f"option 'epsilon' must be at most 1, got {value!r}")
+    if name == "cooling" and value >= 1:
+        raise OptionError(f"option 'cooling' must be below 1, got {value!r}")
+    return value
