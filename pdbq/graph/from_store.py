@@ -1,0 +1,356 @@
+"""FactorGraph arrays from the DuckDB factor store (Arrow + numpy, no per-row Python).
+
+Entry points for the query engine and ``Database.ground()``:
+
+- `query_graph(con, variables, rules, seeds, evidence)` → ``(graph, vids, stats)``: ground what
+  the seeds reach (stopping at evidence) and build its graph; ``vids[i]`` is the global vid of the
+  graph's variable ``i``.
+- `full_graph(con, variables, rules, evidence=None)` → ``(graph, vids, stats)``: everything.
+- `graph_from_store(con, region=None, evidence=None)` → ``(graph, vids)``: arrays from what is
+  stored, without grounding.
+
+Factor order: rules in `rule_order` (ungrouped rules first, then grouped ones sorted by group),
+factors of a rule in stored order; so a stable sort of the edges by variable sorts each
+variable's factors by (group, factor), as the layout requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import duckdb
+import numba
+import numpy as np
+import sqlglot.expressions as exp
+
+from pdbq.errors import GroundingError
+from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, FactorGraph, GraphError, validate
+from pdbq.graph.subgraph import subgraph
+from pdbq.grounding.ground import GroundingStats, ground_all, prepare, tie_json, transaction
+from pdbq.grounding.limits import GroundingConfig
+from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
+from pdbq.grounding.store import col, factor_table, ident, sql_text, table_ref
+from pdbq.grounding.variables import cardinalities, stored_evidence
+from pdbq.language.nodes import CreateRule, CreateVariable
+
+__all__ = ["query_graph", "full_graph", "graph_from_store", "reachable", "Evidence"]
+
+Evidence = Mapping[int, int] | tuple[np.ndarray, np.ndarray]
+
+
+@numba.njit(cache=True)
+def _csr_by_var(factor_vars, n_vars):  # pragma: no cover - compiled
+    """Counting sort of edges by variable (stable: factor order kept within a variable)."""
+    offsets = np.zeros(n_vars + 1, np.int64)
+    for e in range(factor_vars.shape[0]):
+        offsets[factor_vars[e] + 1] += 1
+    for v in range(n_vars):
+        offsets[v + 1] += offsets[v]
+    # int32 write cursors: half the cache footprint of int64 in the random scatter that follows
+    # (edge counts are capped below 2^31 by graph_from_store)
+    pos = offsets[:-1].astype(np.int32)
+    var_factors = np.empty(factor_vars.shape[0], np.int32)
+    return offsets, pos, var_factors
+
+
+@numba.njit(cache=True)
+def _fill_csr(factor_offsets, factor_vars, pos, var_factors):  # pragma: no cover - compiled
+    for f in range(factor_offsets.shape[0] - 1):
+        for e in range(factor_offsets[f], factor_offsets[f + 1]):
+            v = factor_vars[e]
+            var_factors[pos[v]] = f
+            pos[v] += 1
+
+
+def _var_csr_fast(factor_offsets: np.ndarray, factor_vars: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
+    offsets, pos, var_factors = _csr_by_var(factor_vars, n_vars)
+    _fill_csr(factor_offsets, factor_vars, pos, var_factors)
+    return offsets, var_factors
+
+
+def _evidence_arrays(evidence: Evidence | None) -> tuple[np.ndarray, np.ndarray]:
+    if evidence is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    if isinstance(evidence, tuple):
+        return np.asarray(evidence[0], dtype=np.int64), np.asarray(evidence[1], dtype=np.int32)
+    keys = np.fromiter(evidence.keys(), dtype=np.int64, count=len(evidence))
+    vals = np.fromiter(evidence.values(), dtype=np.int32, count=len(evidence))
+    return keys, vals
+
+
+def _stored_rules(con) -> list[tuple]:
+    return con.execute(
+        "SELECT rule, function, semantics, arity, literals, weight_kind FROM pdbq_fs_rules ORDER BY position"
+    ).fetchall()
+
+
+def _column(table, name: str, dtype) -> np.ndarray:
+    return np.ascontiguousarray(table.column(name).to_numpy(), dtype=dtype)
+
+
+def graph_from_store(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    region: str | None = None,
+    extra_vids: np.ndarray | None = None,
+    evidence: Evidence | None = None,
+    check: bool = True,
+) -> tuple[FactorGraph, np.ndarray]:
+    """Build graph arrays from the stored factors.
+
+    region: name of a table of vids (column ``vid``): only factors touching one of them (whole
+        head groups) are read, and the graph's variables are their variables plus ``extra_vids``,
+        renumbered densely in vid order. Without it, every stored factor and every variable
+        (graph ids = global vids).
+    evidence: {vid: value} or (vids, values); defaults to the stored evidence for a full graph.
+    Returns ``(graph, vids)`` with ``vids[i]`` the global vid of graph variable ``i``.
+    """
+    rules = _stored_rules(con)
+    fv_parts, lit_parts, fn_parts, w_parts, g_parts, ar_parts = [], [], [], [], [], []
+    weights, learnable, sem_parts, gw_parts = [], [], [], []
+    n_w = 0
+    n_g = 0
+    for name, function, semantics, arity, literals, weight_kind in rules:
+        ft = factor_table(name)
+        cols = [d[0] for d in con.execute(f"SELECT * FROM {sql_text(table_ref(ft))} LIMIT 0").description]
+        ties = tuple(c for c in cols if c.startswith("t_"))
+        heads = tuple(c for c in cols if c.startswith("h_"))
+        if region is None:
+            base = exp.select(exp.column("rowid").as_("pdbq_fid"), exp.Star()).from_(table_ref(ft))
+        else:
+            base = region_factor_select(None, name, arity, heads, region)
+            base = base.select(col("rowid", ft).as_("pdbq_fid"), copy=False)
+        sel = exp.select(*[col(f"v{i}", "f") for i in range(arity)]).from_(
+            exp.Subquery(this=base, alias=exp.TableAlias(this=ident("f")))
+        )
+        order: list[exp.Expression] = []
+        if weight_kind == "expression":
+            sel = sel.select(col("w", "f"), copy=False)
+        if weight_kind == "tied":
+            sel = sel.select(col("wid", "pw"), copy=False).join(
+                table_ref("pdbq_fs_weights", "pw"),
+                on=f"pw.rule = '{name}' AND pw.tie = {tie_json(ties, 'f')}",
+                join_type="LEFT",
+            )
+            order = [col("pdbq_fid", "f")]
+        if heads:
+            rank = exp.Window(this=exp.func("dense_rank"), order=exp.Order(expressions=[exp.Ordered(this=col(h, "f")) for h in heads]))
+            sel = sel.select(exp.Sub(this=rank, expression=exp.Literal.number(1)).as_("g"), copy=False)
+            order = [exp.column("g"), col("pdbq_fid", "f")]
+        elif region is not None:
+            order = [col("pdbq_fid", "f")]
+        if order:
+            sel = sel.order_by(*order)
+        t = con.sql(sql_text(sel)).to_arrow_table()
+        n = t.num_rows
+        fv = np.empty(n * arity, dtype=np.int32)
+        for i in range(arity):
+            fv[i::arity] = _column(t, f"v{i}", np.int32)
+        fv_parts.append(fv)
+        lit_parts.append(np.tile(np.asarray(literals, dtype=np.int32), n))
+        fn_parts.append(np.full(n, function, dtype=np.int8))
+        ar_parts.append((arity, n))
+        if weight_kind == "expression":
+            weights.append(_column(t, "w", np.float64))
+            learnable.append(np.zeros(n, dtype=np.bool_))
+            fw = n_w + np.arange(n, dtype=np.int64)
+            n_w += n
+        else:
+            d = con.execute("SELECT wid, value, learnable FROM pdbq_fs_weights WHERE rule = ? ORDER BY wid", [name]).fetchnumpy()
+            k = int(d["wid"].shape[0])
+            if k and not np.array_equal(d["wid"], np.arange(k)):
+                raise RuntimeError(f"weights of rule '{name}' are not numbered 0 .. {k - 1}")
+            weights.append(np.asarray(d["value"], dtype=np.float64))
+            learnable.append(np.asarray(d["learnable"], dtype=np.bool_))
+            fw = n_w + (_column(t, "wid", np.int64) if weight_kind == "tied" else np.zeros(n, dtype=np.int64))
+            n_w += k
+        w_parts.append(fw.astype(np.int32))
+        if heads:
+            g = _column(t, "g", np.int64)
+            ng = int(g[-1]) + 1 if n else 0
+            first = np.searchsorted(g, np.arange(ng))
+            g_parts.append((n_g + g).astype(np.int32))
+            sem_parts.append(np.full(ng, semantics, dtype=np.int8))
+            gw_parts.append(fw[first].astype(np.int32))
+            n_g += ng
+        else:
+            g_parts.append(np.full(n, NO_GROUP, dtype=np.int32))
+
+    def cat(parts, dtype):
+        if len(parts) == 1:  # the common one-rule case: no copy
+            return np.ascontiguousarray(parts[0], dtype=dtype)
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+    factor_vars = cat(fv_parts, np.int32)
+    n_factors = sum(n for _, n in ar_parts)
+    factor_offsets = np.zeros(n_factors + 1, dtype=np.int64)
+    start, edge = 0, 0
+    for a, n in ar_parts:  # fixed arity per rule: offsets are an arithmetic progression per block
+        factor_offsets[start + 1 : start + n + 1] = edge + a * np.arange(1, n + 1, dtype=np.int64)
+        start += n
+        edge += a * n
+    card_all = cardinalities(con)
+    if region is None:
+        vids = np.arange(card_all.shape[0], dtype=np.int64)
+        card = card_all
+        if evidence is None:
+            evidence = stored_evidence(con)
+    else:
+        extra = np.zeros(0, np.int64) if extra_vids is None else np.asarray(extra_vids, dtype=np.int64)
+        vids = np.union1d(np.unique(factor_vars), extra)
+        card = card_all[vids]
+        factor_vars = np.searchsorted(vids, factor_vars).astype(np.int32)
+    ev = np.full(vids.shape[0], NO_EVIDENCE, dtype=np.int32)
+    ek, evv = _evidence_arrays(evidence)
+    if ek.size:
+        pos = np.searchsorted(vids, ek)
+        pos_c = np.minimum(pos, max(vids.shape[0] - 1, 0))
+        hit = (pos < vids.shape[0]) & (vids[pos_c] == ek) if vids.size else np.zeros(ek.shape, bool)
+        ev[pos[hit]] = evv[hit]
+    if factor_vars.shape[0] >= 2**31 - 1:
+        raise GraphError(f"{factor_vars.shape[0]:,} factor edges: more than int32 ids allow")
+    var_offsets, var_factors = _var_csr_fast(factor_offsets, factor_vars, int(vids.shape[0]))
+    graph = FactorGraph(
+        cardinality=np.ascontiguousarray(card, dtype=np.int32),
+        evidence=ev,
+        var_offsets=var_offsets,
+        var_factors=var_factors,
+        function=cat(fn_parts, np.int8),
+        weight=cat(w_parts, np.int32),
+        group=cat(g_parts, np.int32),
+        factor_offsets=factor_offsets,
+        factor_vars=factor_vars,
+        factor_literals=cat(lit_parts, np.int32),
+        table_offset=np.full(n_factors, NO_TABLE, dtype=np.int64),
+        tables=np.zeros(0, dtype=np.float64),
+        weights=cat(weights, np.float64),
+        learnable=cat(learnable, np.bool_),
+        semantics=cat(sem_parts, np.int8),
+        group_weight=cat(gw_parts, np.int32),
+    )
+    return (validate(graph) if check else graph), vids
+
+
+@numba.njit(cache=True)
+def _bfs(var_offsets, var_factors, factor_offsets, factor_vars, group, group_start, group_end, evidence, seeds):  # pragma: no cover
+    n_vars = var_offsets.shape[0] - 1
+    vmark = np.zeros(n_vars, np.bool_)
+    fmark = np.zeros(factor_offsets.shape[0] - 1, np.bool_)
+    gmark = np.zeros(group_start.shape[0], np.bool_)
+    queue = np.empty(n_vars, np.int64)
+    head = 0
+    tail = 0
+    for s in seeds:
+        if not vmark[s]:
+            vmark[s] = True
+            if evidence[s] < 0:
+                queue[tail] = s
+                tail += 1
+    fstack = np.empty(factor_offsets.shape[0] - 1, np.int64)
+    while head < tail:
+        v = queue[head]
+        head += 1
+        for k in range(var_offsets[v], var_offsets[v + 1]):
+            f0 = var_factors[k]
+            if fmark[f0]:
+                continue
+            top = 0
+            g = group[f0]
+            if g >= 0:
+                if gmark[g]:
+                    continue
+                gmark[g] = True
+                for f in range(group_start[g], group_end[g]):
+                    fmark[f] = True
+                    fstack[top] = f
+                    top += 1
+            else:
+                fmark[f0] = True
+                fstack[top] = f0
+                top += 1
+            for i in range(top):
+                f = fstack[i]
+                for e in range(factor_offsets[f], factor_offsets[f + 1]):
+                    u = factor_vars[e]
+                    if not vmark[u]:
+                        vmark[u] = True
+                        if evidence[u] < 0:
+                            queue[tail] = u
+                            tail += 1
+    return vmark, fmark
+
+
+def reachable(graph: FactorGraph, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(variable mask, factor mask) of the region reached from ``seeds`` (graph ids) through
+    non-evidence variables; factors reached are those touching a reached non-evidence variable,
+    whole head groups. Requires each group's factors to be consecutive (pdbq graphs are)."""
+    ng = graph.n_groups
+    gs = np.full(ng, 0, dtype=np.int64)
+    ge = np.full(ng, 0, dtype=np.int64)
+    if ng:
+        ids = np.flatnonzero(graph.group >= 0)
+        gg = graph.group[ids]
+        gs[:] = ids[np.searchsorted(gg, np.arange(ng), side="left")]
+        ge[:] = ids[np.searchsorted(gg, np.arange(ng), side="right") - 1] + 1
+    return _bfs(
+        graph.var_offsets, graph.var_factors, graph.factor_offsets, graph.factor_vars, graph.group, gs, ge,
+        graph.evidence, np.asarray(seeds, dtype=np.int64),
+    )
+
+
+def full_graph(
+    con: duckdb.DuckDBPyConnection,
+    variables: Mapping[str, CreateVariable],
+    rules: Mapping[str, CreateRule],
+    *,
+    evidence: Evidence | None = None,
+    config: GroundingConfig = GroundingConfig(),
+) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
+    """Ground everything (reusing what is current) and build the whole graph; vids = arange."""
+    stats = ground_all(con, variables, rules, config)
+    graph, vids = graph_from_store(con, evidence=evidence)
+    return graph, vids, stats
+
+
+def query_graph(
+    con: duckdb.DuckDBPyConnection,
+    variables: Mapping[str, CreateVariable],
+    rules: Mapping[str, CreateRule],
+    seeds: np.ndarray,
+    evidence: Evidence,
+    *,
+    config: GroundingConfig = GroundingConfig(),
+) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
+    """Graph of the region the query's variables reach, grounding only what it needs.
+
+    seeds: global vids of the query's variables. evidence: {vid: value} or (vids, values): the
+    evidence for this query (stored evidence merged with GIVEN by the caller). Evidence variables
+    stop the expansion and are clamped in the graph. Returns ``(graph, vids, stats)``: ``vids[i]`` is
+    the global vid of graph variable ``i`` (sorted); every seed is among them.
+    """
+    seeds = np.unique(np.asarray(seeds, dtype=np.int64))
+    ek, _ = _evidence_arrays(evidence)
+    with transaction(con):
+        p = prepare(con, variables, rules, config)
+        n_total = int(cardinalities(con).shape[0])
+        if seeds.size and (seeds[0] < 0 or seeds[-1] >= n_total):
+            raise GroundingError(f"query_graph: seed vids must lie in 0 .. {n_total - 1}")
+        region = expand(con, p, seeds, ek, config)
+        stats = p.stats
+        stats.rounds = region.rounds
+        stats.new_factors = region.new_factors
+        if region.exhausted:
+            graph, vids = graph_from_store(con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence)
+            con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
+            return graph, vids, stats
+        con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
+    # The region is still growing after max_frontier_rounds: ground in full, explore in memory.
+    full = ground_all(con, variables, rules, config)
+    stats.full_fallback = True
+    stats.grounded += full.grounded
+    stats.new_factors += full.new_factors
+    stats.factors = full.factors
+    g, _ = graph_from_store(con, evidence=evidence)
+    vmask, fmask = reachable(g, seeds)
+    sub, vids = subgraph(g, np.flatnonzero(vmask), factors=fmask)
+    return sub, vids, stats

@@ -1,0 +1,320 @@
+"""Compile a rule into a sqlglot SELECT that yields one row per grounding.
+
+Every atom becomes a FROM item: observed atoms name the user's table or view (its columns taken
+positionally), random atoms the relation's vid map ``pdbq_vars__<relation>``. Shared symbols become
+equalities, constants filters, wildcards nothing; ``NOT t(...)`` over an observed table becomes
+``NOT EXISTS``; conditions get their symbols replaced by the columns that bind them.
+
+Output columns, in order:
+  ``v0 .. v{k-1}``  vids of the random atoms: body atoms in written order, then the head atom(s)
+                    (the head is last, docs/factors.md);
+  ``w``             EXPRESSION weights: the weight of this grounding (DOUBLE);
+  ``t_<sym>``       TIED weights: the tying symbols' values;
+  ``h_<sym>``       LOGICAL/RATIO semantics: the head symbols' values (the head-group key).
+Literals are per position and the same for every grounding, so they live in the rule's registry
+row, not in each factor row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import sqlglot
+import sqlglot.expressions as exp
+
+from pdbq.errors import GroundingError, suggest
+from pdbq.grounding.store import col, ident, table_ref, var_table
+from pdbq.grounding.variables import domain_index
+from pdbq.language.nodes import (
+    Atom,
+    CreateRule,
+    CreateVariable,
+    DomainKind,
+    FactorFunction,
+    HeadKind,
+    Semantics,
+    TermKind,
+    WeightKind,
+)
+
+__all__ = ["CompiledRule", "compile_rule", "observed_columns", "UNSUPPORTED_FUNCTIONS"]
+
+# DeepDive's single-factor aggregates hold a whole head group in one factor of varying arity, and
+# TABLE needs a table of log-potentials that no rule text gives: neither is grounded from rules.
+UNSUPPORTED_FUNCTIONS = {
+    FactorFunction.LINEAR: "use the default function with SEMANTICS LINEAR",
+    FactorFunction.RATIO: "use the default function with SEMANTICS RATIO",
+    FactorFunction.LOGICAL: "use the default function with SEMANTICS LOGICAL",
+    FactorFunction.TABLE: "TABLE factors come from importers (pdbq.graph.builder / UAI files)",
+}
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A rule ready to ground. ``select`` yields one row per grounding (see module docstring);
+    ``vid_columns[i]`` is the column that produces ``v{i}`` (used to restrict to a frontier)."""
+
+    name: str
+    select: exp.Select = field(repr=False)
+    vid_columns: tuple[exp.Column, ...] = field(repr=False)
+    relations: tuple[str, ...]  # variable relation of each position
+    literals: tuple[int, ...]
+    function: FactorFunction
+    semantics: Semantics  # effective: LINEAR when there are no head groups
+    weight_kind: WeightKind
+    weight_value: float
+    tie_columns: tuple[str, ...]
+    head_columns: tuple[str, ...]
+    observed: tuple[str, ...]  # observed tables/views read (for staleness)
+
+    @property
+    def arity(self) -> int:
+        return len(self.relations)
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.head_columns)
+
+    @property
+    def has_w(self) -> bool:
+        return self.weight_kind is WeightKind.EXPRESSION
+
+    def restricted(self, condition: exp.Expression) -> exp.Select:
+        """The grounding SELECT with an extra WHERE condition (over ``vid_columns``)."""
+        return self.select.copy().where(condition, copy=False)
+
+    def sql(self) -> str:
+        return self.select.sql(dialect="duckdb", pretty=True)
+
+
+class observed_columns:
+    """A column lookup for observed atoms: ``lookup(name)`` gives the table's/view's column names,
+    or None if there is none; ``lookup.known()`` lists table and view names (for hints)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+
+    def __call__(self, name: str) -> list[str] | None:
+        # a catalog query, not SELECT * FROM name: a failed statement would abort the transaction
+        rows = self.con.execute(
+            "SELECT database_name, schema_name, column_name FROM duckdb_columns() WHERE table_name = ? "
+            "ORDER BY (database_name = current_database()) DESC, (schema_name = current_schema()) DESC, "
+            "database_name, schema_name, column_index",
+            [name],
+        ).fetchall()
+        if not rows:
+            return None
+        first = rows[0][:2]
+        return [r[2] for r in rows if r[:2] == first]
+
+    def known(self) -> list[str]:
+        rows = self.con.execute(
+            "SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()
+        return [r[0] for r in rows if not r[0].startswith("pdbq_")]
+
+
+def _parse(rule: str, text: str, what: str) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(text, read="duckdb")
+    except sqlglot.errors.ParseError as e:
+        raise GroundingError(f"rule '{rule}': cannot read {what} {text!r}: {e}") from None
+
+
+def _substitute(rule: str, text: str, bindings: Mapping[str, exp.Expression], what: str) -> exp.Expression:
+    tree = _parse(rule, text, what)
+
+    def repl(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table:
+            name = node.name.lower()
+            if name not in bindings:
+                raise GroundingError(
+                    f"rule '{rule}': {what} {text!r} names '{node.name}', which no positive body atom binds."
+                    + suggest(name, bindings)
+                )
+            return bindings[name].copy()
+        return node
+
+    return tree.transform(repl)
+
+
+def compile_rule(
+    rule: CreateRule,
+    variables: Mapping[str, CreateVariable],
+    columns_of: Callable[[str], Sequence[str] | None],
+) -> CompiledRule:
+    """Compile one rule. ``columns_of(name)`` gives an observed table's column names (or None).
+
+    >>> # compile_rule(rule, catalog.variables(), observed_columns(con)).sql()
+    """
+    name = rule.name
+    if rule.function in UNSUPPORTED_FUNCTIONS:
+        raise GroundingError(
+            f"rule '{name}': FUNCTION {rule.function.name} is not grounded from rules; {UNSUPPORTED_FUNCTIONS[rule.function]}"
+        )
+    head_atoms = list(rule.head.atoms)
+    for a in head_atoms:
+        if a.relation not in variables:
+            raise GroundingError(f"rule '{name}': head atom '{a.relation}' is not a variable relation." + suggest(a.relation, variables))
+    atoms: list[tuple[Atom, bool]] = [(a, False) for a in rule.body] + [(a, True) for a in head_atoms]
+
+    bindings: dict[str, exp.Expression] = {}
+    where: list[exp.Expression] = []
+    from_items: list[exp.Table] = []
+    negated_observed: list[tuple[str, Atom, list[str]]] = []
+    observed: list[str] = []
+    positions: list[tuple[str, str, Atom, bool]] = []  # (alias, relation, atom, is_head)
+
+    for i, (atom, is_head) in enumerate(atoms):
+        alias = f"a{i}"
+        rel = atom.relation
+        if rel in variables:
+            cols = [c.name for c in variables[rel].columns]
+            table = var_table(rel)
+        else:
+            found = columns_of(rel)
+            if found is None:
+                raise GroundingError(
+                    f"rule '{name}': atom '{rel}' names no table, view or variable relation."
+                    + suggest(rel, list(variables) + list(getattr(columns_of, "known", list)()))
+                )
+            cols = list(found)
+            table = rel
+            observed.append(rel)
+        if len(atom.terms) != len(cols):
+            raise GroundingError(
+                f"rule '{name}': atom '{rel}' has {len(atom.terms)} terms but '{rel}' has {len(cols)} columns ({', '.join(cols)})"
+            )
+        if atom.negated and rel not in variables:
+            negated_observed.append((alias, atom, cols))
+            continue
+        from_items.append(table_ref(table, alias))
+        for term, c in zip(atom.terms, cols):
+            ref = col(c, alias)
+            if term.kind is TermKind.SYMBOL:
+                sym = term.text.lower()
+                if sym in bindings:
+                    where.append(exp.EQ(this=ref, expression=bindings[sym].copy()))
+                else:
+                    bindings[sym] = ref
+            elif term.kind is TermKind.CONSTANT:
+                where.append(exp.EQ(this=ref, expression=_parse(name, term.text, "constant")))
+        if rel in variables:
+            positions.append((alias, rel, atom, is_head))
+
+    for alias, atom, cols in negated_observed:
+        inner: list[exp.Expression] = []
+        local: dict[str, exp.Expression] = {}
+        for term, c in zip(atom.terms, cols):
+            ref = col(c, alias)
+            if term.kind is TermKind.SYMBOL:
+                sym = term.text.lower()
+                if sym in bindings:
+                    inner.append(exp.EQ(this=ref, expression=bindings[sym].copy()))
+                elif sym in local:
+                    inner.append(exp.EQ(this=ref, expression=local[sym].copy()))
+                else:
+                    local[sym] = ref
+            elif term.kind is TermKind.CONSTANT:
+                inner.append(exp.EQ(this=ref, expression=_parse(name, term.text, "constant")))
+        sub = exp.select(exp.Literal.number(1)).from_(table_ref(atom.relation, alias))
+        if inner:
+            sub = sub.where(exp.and_(*inner))
+        where.append(exp.Not(this=exp.Exists(this=sub)))
+
+    for cond in rule.conditions:
+        where.append(exp.Paren(this=_substitute(name, cond, bindings, "condition")))
+
+    # positions: body random atoms in written order, then head atoms (head last)
+    body_pos = [p for p in positions if not p[3]]
+    head_pos = [p for p in positions if p[3]]
+    ordered = body_pos + head_pos
+    literals: list[int] = []
+    for alias, rel, atom, is_head in ordered:
+        dom = variables[rel].domain
+        boolean = dom.kind is DomainKind.BOOLEAN and not variables[rel].per_row_cardinality
+        if is_head:
+            if rule.head.kind is HeadKind.COMPARE:
+                literals.append(domain_index(dom, rule.head.value or "", what=f"rule '{name}' head {rel}"))
+            elif rule.head.kind is HeadKind.EQUAL or rule.function in (FactorFunction.EQUAL,):
+                literals.append(-1)
+            elif boolean:
+                literals.append(1)
+            else:
+                raise GroundingError(
+                    f"rule '{name}': head '{rel}' is categorical; compare it with a value, e.g. {rel}(...) = 'value'"
+                )
+        else:
+            if boolean:
+                literals.append(0 if atom.negated else 1)
+            elif rule.function is FactorFunction.EQUAL and not atom.negated:
+                literals.append(-1)
+            else:
+                raise GroundingError(
+                    f"rule '{name}': body atom '{rel}' is categorical; only boolean random atoms can appear in a body "
+                    "(or raw values under FUNCTION EQUAL)"
+                )
+    if not ordered:
+        raise GroundingError(f"rule '{name}': no random atom, nothing to ground")
+
+    vid_columns = tuple(col("vid", alias) for alias, *_ in ordered)
+    projections: list[exp.Expression] = [c.copy().as_(ident(f"v{i}")) for i, c in enumerate(vid_columns)]
+    w = rule.weight
+    tie_columns: list[str] = []
+    if w.kind is WeightKind.EXPRESSION:
+        expr = _substitute(name, w.expression or "", bindings, "weight expression")
+        projections.append(exp.Cast(this=expr, to=exp.DataType.build("DOUBLE")).as_(ident("w")))
+    elif w.kind is WeightKind.TIED:
+        for s in w.symbols:
+            s = s.lower()
+            if s not in bindings:
+                raise GroundingError(f"rule '{name}': weight ?({s}) ties on a symbol no body atom binds." + suggest(s, bindings))
+            tie_columns.append(f"t_{s}")
+            projections.append(bindings[s].copy().as_(ident(f"t_{s}")))
+    head_columns: list[str] = []
+    semantics = Semantics(rule.semantics)
+    if semantics is not Semantics.LINEAR:
+        hs = [s.lower() for s in rule.head_symbols] or list(
+            dict.fromkeys(t.text.lower() for a in head_atoms for t in a.terms if t.kind is TermKind.SYMBOL)
+        )
+        for s in hs:
+            if s not in bindings:
+                raise GroundingError(f"rule '{name}': head symbol '{s}' is not bound." + suggest(s, bindings))
+            head_columns.append(f"h_{s}")
+            projections.append(bindings[s].copy().as_(ident(f"h_{s}")))
+        wsyms: set[str] = set()
+        if w.kind is WeightKind.TIED:
+            wsyms = {x.lower() for x in w.symbols}
+        elif w.kind is WeightKind.EXPRESSION:
+            wsyms = {c.name.lower() for c in _parse(name, w.expression or "", "weight expression").find_all(exp.Column)}
+        if wsyms - set(hs):
+            raise GroundingError(
+                f"rule '{name}': SEMANTICS {semantics.name} needs a weight that depends on head symbols only; "
+                f"the weight uses {sorted(wsyms - set(hs))}"
+            )
+        if not hs:  # a group per rule: every grounding shares the (empty) head key
+            head_columns.append("h_")
+            projections.append(exp.Literal.number(0).as_(ident("h_")))
+
+    select = exp.select(*projections)
+    select = select.from_(from_items[0])
+    for t in from_items[1:]:
+        select = select.join(t)
+    if where:
+        select = select.where(exp.and_(*where))
+    return CompiledRule(
+        name=name,
+        select=select,
+        vid_columns=vid_columns,
+        relations=tuple(p[1] for p in ordered),
+        literals=tuple(literals),
+        function=FactorFunction(rule.function),
+        semantics=semantics,
+        weight_kind=w.kind,
+        weight_value=float(w.value),
+        tie_columns=tuple(tie_columns),
+        head_columns=tuple(head_columns),
+        observed=tuple(dict.fromkeys(observed)),
+    )

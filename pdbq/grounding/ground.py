@@ -1,0 +1,252 @@
+"""Full grounding, staleness and the factor store's per-rule tables.
+
+`prepare` brings the store up to date with the definitions and the data without grounding
+anything new: vid maps are synced, rules whose definition, observed inputs or variable maps changed
+lose their stored factors, moved vids are shifted in place. `ground_all` then grounds every rule
+that is not complete. Both run in one DuckDB transaction: a failure leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import duckdb
+import sqlglot.expressions as exp
+
+from pdbq.errors import GroundingError
+from pdbq.grounding.compile import CompiledRule, compile_rule, observed_columns
+from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_relation
+from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate, estimate_groundings
+from pdbq.grounding.store import ensure_schema, factor_table, ident, sql_text, table_ref
+from pdbq.grounding.variables import VariableSync, sync_variables
+from pdbq.language.nodes import CreateRule, CreateVariable, WeightKind
+
+__all__ = ["GroundingStats", "Prepared", "prepare", "ground_all", "ground_rows", "transaction", "rule_order", "tie_json"]
+
+
+@dataclass
+class GroundingStats:
+    """What a grounding call did. ``factors``: rule -> stored factor rows after the call."""
+
+    grounded: list[str] = field(default_factory=list)  # rules (re)grounded in full by this call
+    reused: list[str] = field(default_factory=list)  # rules whose stored factors were kept
+    invalidated: list[str] = field(default_factory=list)  # rules whose stored factors were dropped as stale
+    new_factors: int = 0  # factor rows written by this call
+    factors: dict[str, int] = field(default_factory=dict)
+    rounds: int = 0  # query-driven: frontier rounds run in SQL
+    full_fallback: bool = False  # query-driven: region still growing after max rounds -> ground_all
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Prepared:
+    compiled: dict[str, CompiledRule]
+    complete: dict[str, bool]
+    sync: VariableSync
+    stats: GroundingStats
+
+
+class transaction:
+    """BEGIN ... COMMIT, or ROLLBACK on any exception (the store is then as it was)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+
+    def __enter__(self) -> duckdb.DuckDBPyConnection:
+        self.con.execute("BEGIN TRANSACTION")
+        return self.con
+
+    def __exit__(self, et, ev, tb) -> None:
+        self.con.execute("ROLLBACK" if et else "COMMIT")
+
+
+def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
+    """Order of rules' factors in a graph: rules without head groups first, then grouped ones, each
+    by name (so sorting a variable's factors by factor id also sorts them by (group, factor))."""
+    return sorted(compiled, key=lambda r: (compiled[r].grouped, r))
+
+
+def _inputs_fp(con, c: CompiledRule, rule: CreateRule, versions: Mapping[str, int], mode: str) -> str:
+    parts = [definition_hash(rule)]
+    parts += [f"{t}={fingerprint_relation(con, t, mode)}" for t in c.observed]
+    parts += [f"{r}@{versions[r]}" for r in sorted(set(c.relations))]
+    return combine(parts)
+
+
+def _shift_vids(con, sync: VariableSync, old_ranges: Mapping[str, tuple[int, int]]) -> None:
+    """Move vids of stored factors and expansions after relations' bases moved."""
+    if sync.shifted:
+        cases = " ".join(
+            f"WHEN vid >= {ob} AND vid < {ob + n} THEN vid + ({nb - ob})" for ob, n, nb in sync.shifted.values()
+        )
+        con.execute(f"UPDATE pdbq_fs_expanded SET vid = CASE {cases} ELSE vid END")
+    gone = [old_ranges[r] for r in sorted(sync.rebuilt | set(sync.dropped)) if r in old_ranges]
+    if gone:
+        cond = " OR ".join(f"(vid >= {b} AND vid < {b + n})" for b, n in gone)
+        con.execute(f"DELETE FROM pdbq_fs_expanded WHERE {cond}")
+
+
+def _drop_rule(con, rule: str, keep_weights: bool) -> None:
+    con.execute(f"DROP TABLE IF EXISTS {sql_text(table_ref(factor_table(rule)))}")
+    con.execute("DELETE FROM pdbq_fs_rules WHERE rule = ?", [rule])
+    con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [rule])
+    if not keep_weights:
+        con.execute("DELETE FROM pdbq_fs_weights WHERE rule = ?", [rule])
+
+
+def _register(con, c: CompiledRule, position: int, def_hash: str, fp: str, complete: bool, n: int) -> None:
+    con.execute("DELETE FROM pdbq_fs_rules WHERE rule = ?", [c.name])
+    con.execute(
+        "INSERT INTO pdbq_fs_rules VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [c.name, position, def_hash, fp, complete, int(c.function), int(c.semantics), c.arity,
+         list(c.relations), list(c.literals), c.weight_kind.value, n],
+    )
+
+
+def _sync_weights(con, c: CompiledRule) -> None:
+    """Weight rows: one for constant/learnable rules, one per new tying value for tied rules."""
+    if c.weight_kind in (WeightKind.CONSTANT, WeightKind.LEARNABLE):
+        if not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+            con.execute(
+                "INSERT INTO pdbq_fs_weights VALUES (?, 0, ?, ?, NULL)",
+                [c.name, c.weight_value, c.weight_kind is WeightKind.LEARNABLE],
+            )
+    elif c.weight_kind is WeightKind.TIED:
+        con.execute(
+            f"""INSERT INTO pdbq_fs_weights
+            SELECT ?, (SELECT coalesce(max(wid) + 1, 0) FROM pdbq_fs_weights WHERE rule = ?) + row_number() OVER (ORDER BY tie) - 1,
+                   ?, TRUE, tie
+            FROM (SELECT DISTINCT {tie_json(c.tie_columns)} AS tie FROM {sql_text(table_ref(factor_table(c.name)))}) AS d
+            WHERE tie NOT IN (SELECT tie FROM pdbq_fs_weights WHERE rule = ? AND tie IS NOT NULL)""",
+            [c.name, c.name, c.weight_value, c.name],
+        )
+
+
+def tie_json(tie_columns: tuple[str, ...] | list[str], table: str | None = None) -> str:
+    """SQL for a tied rule's tying value as JSON text: {"sym": value, ...} (columns ``t_<sym>``)."""
+    fields = ", ".join(
+        f"'{t[2:]}': {sql_text(exp.Column(this=ident(t), table=ident(table) if table else None))}" for t in tie_columns
+    )
+    return f"CAST(to_json({{{fields}}}) AS VARCHAR)"
+
+
+def _check_rows(con, c: CompiledRule, where: str = "") -> None:
+    if c.has_w:
+        t = sql_text(table_ref(factor_table(c.name)))
+        bad = con.execute(f"SELECT count(*) FROM {t} WHERE (w IS NULL OR NOT isfinite(w)) {where}").fetchone()[0]
+        if bad:
+            raise GroundingError(f"rule '{c.name}': the weight expression is NULL or not finite for {bad} groundings")
+
+
+def _create_factor_table(con, c: CompiledRule) -> None:
+    """An empty factor table with the grounding SELECT's column types.
+
+    Explicit column definitions, not ``CREATE TABLE AS ... LIMIT 0``: in DuckDB 2.0 an empty CTAS
+    followed in the same transaction by an INSERT of more than a row group loses the inserted rows
+    (count(*) reports them, scans return none); see docs/grounding.md.
+    """
+    described = con.execute("DESCRIBE " + sql_text(c.select)).fetchall()
+    schema = exp.Schema(
+        this=table_ref(factor_table(c.name)),
+        expressions=[exp.ColumnDef(this=ident(r[0]), kind=exp.DataType.build(r[1], dialect="duckdb")) for r in described],
+    )
+    con.execute(sql_text(exp.Create(this=schema, kind="TABLE")))
+
+
+def prepare(
+    con: duckdb.DuckDBPyConnection,
+    variables: Mapping[str, CreateVariable],
+    rules: Mapping[str, CreateRule],
+    config: GroundingConfig = GroundingConfig(),
+) -> Prepared:
+    """Sync vid maps and drop stale groundings (call inside a transaction). Grounds nothing."""
+    t0 = time.perf_counter()
+    ensure_schema(con)
+    old_ranges = {r: (int(b), int(n)) for r, b, n in con.execute("SELECT relation, base, n FROM pdbq_fs_relations").fetchall()}
+    sync = sync_variables(con, variables, config)
+    stats = GroundingStats(warnings=list(sync.warnings))
+    _shift_vids(con, sync, old_ranges)
+    versions = {r: int(v) for r, v in con.execute("SELECT relation, map_version FROM pdbq_fs_relations").fetchall()}
+    stored = {
+        r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors FROM pdbq_fs_rules").fetchall()
+    }
+    for name in sorted(set(stored) - set(rules)):
+        _drop_rule(con, name, keep_weights=False)
+    lookup = observed_columns(con)
+    compiled = {name: compile_rule(rules[name], variables, lookup) for name in sorted(rules)}
+    order = rule_order(compiled)
+    complete: dict[str, bool] = {}
+    for pos, name in enumerate(order):
+        c = compiled[name]
+        dh = definition_hash(rules[name])
+        fp = _inputs_fp(con, c, rules[name], versions, config.fingerprint)
+        prev = stored.get(name)
+        if prev is not None and prev[1] == dh and prev[2] == fp:
+            shifts = {i: sync.shifted[r] for i, r in enumerate(c.relations) if r in sync.shifted}
+            if shifts:
+                sets = ", ".join(f'"v{i}" = "v{i}" + ({nb - ob})' for i, (ob, _n, nb) in shifts.items())
+                con.execute(f"UPDATE {sql_text(table_ref(factor_table(name)))} SET {sets}")
+            con.execute("UPDATE pdbq_fs_rules SET position = ? WHERE rule = ?", [pos, name])
+            complete[name] = bool(prev[3])
+            stats.factors[name] = int(prev[5])
+            continue
+        if prev is not None:
+            stats.invalidated.append(name)
+        _drop_rule(con, name, keep_weights=prev is not None and prev[1] == dh)
+        _create_factor_table(con, c)
+        _register(con, c, pos, dh, fp, False, 0)
+        complete[name] = False
+        stats.factors[name] = 0
+    stats.seconds = time.perf_counter() - t0
+    return Prepared(compiled, complete, sync, stats)
+
+
+def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:
+    """Insert the rows of ``select`` into the rule's factor table after the size checks; returns
+    how many were inserted. Call inside a transaction."""
+    check_estimate(c.name, estimate_groundings(con, select), config)
+    t = sql_text(table_ref(factor_table(c.name)))
+    before = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+    # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
+    guarded = select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select
+    con.execute(f"INSERT INTO {t} {sql_text(guarded)}")
+    after = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+    check_actual(c.name, int(after - before), config)
+    return int(after - before)
+
+
+def ground_all(
+    con: duckdb.DuckDBPyConnection,
+    variables: Mapping[str, CreateVariable],
+    rules: Mapping[str, CreateRule],
+    config: GroundingConfig = GroundingConfig(),
+) -> GroundingStats:
+    """Ground every rule in full into the factor store; reuse what is still current.
+
+    One transaction: a `GroundingError` (e.g. over ``config.max_groundings``) leaves the store as
+    it was. ``Database.ground()`` exposes this.
+    """
+    t0 = time.perf_counter()
+    with transaction(con):
+        p = prepare(con, variables, rules, config)
+        stats = p.stats
+        for name in rule_order(p.compiled):
+            c = p.compiled[name]
+            if p.complete[name]:
+                stats.reused.append(name)
+                continue
+            t = sql_text(table_ref(factor_table(name)))
+            con.execute(f"DELETE FROM {t}")
+            con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [name])
+            n = ground_rows(con, c, c.select, config)
+            _check_rows(con, c)
+            _sync_weights(con, c)
+            con.execute("UPDATE pdbq_fs_rules SET complete = TRUE, n_factors = ? WHERE rule = ?", [n, name])
+            stats.grounded.append(name)
+            stats.new_factors += n
+            stats.factors[name] = n
+    stats.seconds = time.perf_counter() - t0
+    return stats

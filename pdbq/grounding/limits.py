@@ -1,0 +1,65 @@
+"""Grounding configuration and the size check run before a rule's join."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import duckdb
+import sqlglot.expressions as exp
+
+from pdbq.errors import GroundingError, OptionError
+
+__all__ = ["GroundingConfig", "estimate_groundings", "check_estimate", "check_actual"]
+
+
+@dataclass(frozen=True)
+class GroundingConfig:
+    """Settings for grounding (pass explicitly; frozen).
+
+    max_groundings: a rule whose join is estimated (DuckDB's optimizer estimate) or found
+        (exact count, checked inside the transaction before commit) to yield more groundings
+        raises `GroundingError`; nothing is written.
+    max_frontier_rounds: query-driven grounding expands the frontier in SQL for at most this many
+        rounds; a region still growing after that is grounded fully and explored in memory.
+    fingerprint: "hash" (row count + a hash aggregate over every row: notices any change made
+        through plain DuckDB SQL) or "count" (row count only: cheaper, misses in-place UPDATEs).
+    """
+
+    max_groundings: int = 100_000_000
+    max_frontier_rounds: int = 12
+    fingerprint: str = "hash"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_groundings, int) or self.max_groundings < 0:
+            raise OptionError(f"max_groundings must be a non-negative integer, got {self.max_groundings!r}")
+        if not isinstance(self.max_frontier_rounds, int) or self.max_frontier_rounds < 0:
+            raise OptionError(f"max_frontier_rounds must be a non-negative integer, got {self.max_frontier_rounds!r}")
+        if self.fingerprint not in ("hash", "count"):
+            raise OptionError(f"fingerprint must be 'hash' or 'count', got {self.fingerprint!r}")
+
+
+def estimate_groundings(con: duckdb.DuckDBPyConnection, select: exp.Expression) -> int:
+    """DuckDB's optimizer estimate of the number of rows ``select`` yields (a few ms: no join runs)."""
+    plan = con.execute("EXPLAIN (FORMAT JSON) " + select.sql(dialect="duckdb")).fetchall()
+    try:
+        root = json.loads(plan[0][1])[0]
+        return int(float(root.get("extra_info", {}).get("Estimated Cardinality", 0)))
+    except (ValueError, KeyError, IndexError, TypeError):
+        return 0
+
+
+def check_estimate(rule: str, estimate: int, config: GroundingConfig) -> None:
+    if estimate > config.max_groundings:
+        raise GroundingError(
+            f"rule '{rule}': its join is estimated at {estimate:,} groundings, over max_groundings = "
+            f"{config.max_groundings:,}; nothing was grounded (raise max_groundings or restrict the rule)"
+        )
+
+
+def check_actual(rule: str, count: int, config: GroundingConfig) -> None:
+    if count > config.max_groundings:
+        raise GroundingError(
+            f"rule '{rule}' yields {count:,} groundings, over max_groundings = {config.max_groundings:,}; "
+            "nothing was grounded (raise max_groundings or restrict the rule)"
+        )
