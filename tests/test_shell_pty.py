@@ -1,0 +1,149 @@
+"""The interactive shell through a real pseudo-terminal (pexpect).
+
+Output markers use the table's box characters (``│ answer │``) because the echoed input also
+contains the words typed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+TIMEOUT = 30
+LONG_QUERY = "SELECT sum(a.range * b.range) AS total FROM range(100000000) a, range(1000000) b;"
+
+
+def _spawn(tmp_path: Path, *args: str):
+    env = dict(
+        os.environ,
+        PROMPT_TOOLKIT_NO_CPR="1",
+        HOME=str(tmp_path),
+        PDBQ_HISTORY=str(tmp_path / "history"),
+        TERM="xterm",
+    )
+    child = pexpect.spawn(
+        sys.executable, ["-m", "pdbq", *args], env=env, encoding="utf-8", timeout=TIMEOUT,
+        dimensions=(40, 160),
+    )
+    child.expect("pdbq>")
+    return child
+
+
+def _wait_mode(child, cooked: bool, limit: float = 10.0) -> None:
+    """Wait until the terminal is in cooked mode (a statement runs: Ctrl-C is SIGINT) or in
+    prompt_toolkit's raw mode (at the prompt: Ctrl-C and Ctrl-D are keys)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if bool(termios.tcgetattr(child.child_fd)[3] & termios.ISIG) == cooked:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the shell did not " + ("leave" if cooked else "reach") + " the prompt")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_busy(child, since: float, seconds: float = 0.3, limit: float = 20.0) -> None:
+    """Wait until the shell has burnt ``seconds`` of CPU since ``since``: the query is running
+    (a Ctrl-C sent while prompt_toolkit is still returning would only end the prompt)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if _cpu_seconds(child.pid) - since >= seconds:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the long query did not start")
+
+
+def _at_prompt(child) -> None:
+    child.expect("pdbq>")
+    _wait_mode(child, cooked=False)
+
+
+def test_interactive_session(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, str(tmp_path / "f.db"))
+    try:
+        # A statement spans lines until its ';'.
+        child.sendline("SELECT 41 +")
+        child.expect(r"\.\.\.>")
+        child.sendline("1 AS answer;")
+        child.expect("│ answer │")
+        child.expect("│     42 │")
+        child.expect("1 row")
+        child.expect("pdbq>")
+
+        # An error is printed and the session goes on.
+        child.sendline("SELECT * FROM nowhere;")
+        child.expect("Error: Catalog Error")
+        child.sendline("CREATE TABLE movies(title TEXT, year INTEGER); INSERT INTO movies VALUES ('Up', 2009);"
+                       " SELECT count(*) AS n_movies FROM movies;")
+        child.expect("│ n_movies │")
+        child.expect("pdbq>")
+
+        # Dot commands.
+        child.sendline(".tables")
+        child.expect("movies\r\n")
+        child.sendline(".schema movies")
+        child.expect(r"CREATE TABLE movies\(title VARCHAR")
+        child.sendline(".mode csv")
+        child.sendline("SELECT title, year FROM movies;")
+        child.expect("title,year\r\nUp,2009\r\n")
+        child.sendline(".mode table")
+        child.sendline(".timer on")
+        child.sendline("SELECT 2 AS two;")
+        child.expect("│ two   │|│  two  │")
+        child.expect(r"Run Time \(s\): real \d+\.\d+")
+        child.sendline(".timer off")
+
+        # Tab completion of a column and a table.
+        child.send("SELECT yea")
+        child.send("\t")
+        child.send(" AS y FROM movi")
+        child.send("\t")
+        child.send(";\r")
+        child.expect("│   y   │")
+        child.expect("│  2009 │")
+
+        # Ctrl-C cancels a long query; the database is still usable afterwards.
+        _at_prompt(child)
+        have_proc = Path("/proc/self/stat").exists()
+        before = _cpu_seconds(child.pid) if have_proc else 0.0
+        child.sendline(LONG_QUERY)
+        _wait_mode(child, cooked=True)
+        if have_proc:
+            _wait_busy(child, before)
+        else:
+            time.sleep(1.0)
+        child.sendintr()
+        child.expect("Interrupted")
+        child.expect("pdbq>")
+        child.sendline("SELECT 'after' AS still_ok, count(*) AS n FROM movies;")
+        child.expect("│ still_ok │")
+        child.expect("│ after    │")
+
+        # Ctrl-C at the prompt clears the line.
+        _at_prompt(child)
+        child.send("SELECT 'junk")
+        child.sendcontrol("c")
+        _at_prompt(child)
+        child.sendline("SELECT 'clean' AS c2;")
+        child.expect("│ clean   │")
+        _at_prompt(child)
+
+        # Ctrl-D leaves with status 0 (errors at the prompt do not count).
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    history = (tmp_path / "history").read_text()
+    assert "SELECT 41 +\n+1 AS answer;" in history
+    assert (tmp_path / "f.db").exists()
