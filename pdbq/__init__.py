@@ -10,10 +10,18 @@ from pdbq.errors import (
     PdbqError,
     SchemaVersionError,
 )
+from pdbq.api.database import Database, connect
+from pdbq.api.result import Result
+from pdbq.api.udf import register, unregister
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "connect",
+    "Database",
+    "Result",
+    "register",
+    "unregister",
     "PdbqError",
     "ParseError",
     "CatalogError",

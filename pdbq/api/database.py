@@ -1,0 +1,251 @@
+"""`pdbq.connect()` and `Database`: run pdbq scripts against one DuckDB database.
+
+>>> import pdbq
+>>> with pdbq.connect() as db:
+...     db.execute("CREATE TABLE movies AS SELECT * FROM (VALUES ('Up'), ('Heat')) t(movie)")
+...     db.execute("CREATE VARIABLE is_popular(movie TEXT) DOMAIN BOOLEAN FROM (SELECT movie FROM movies)")
+...     db.execute("SHOW VARIABLES").fetchall()[0][:3]
+('is_popular', 'movie VARCHAR', 'BOOLEAN')
+
+Statements
+    ``execute(script)`` splits the script into statements and runs them in order. Each statement
+    is atomic on its own, like in DuckDB's CLI: when statement 3 fails, statements 1-2 stay
+    done and the rest do not run. Inside a transaction the script opened itself (``BEGIN``), the
+    statements join it and ``COMMIT``/``ROLLBACK`` decide.
+
+Errors
+    pdbq statements raise `PdbqError` subclasses. Every other statement is passed to DuckDB as
+    its original text, and DuckDB's errors surface unchanged (``duckdb.Error`` subclasses such as
+    ``duckdb.CatalogException``), so code written for DuckDB keeps working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import TracebackType
+from typing import Any
+
+import duckdb
+
+from pdbq.api.result import Result
+from pdbq.catalog.store import Catalog
+from pdbq.errors import ParseError, PdbqError
+from pdbq.language.nodes import CreateRule, CreateVariable, Drop, PassThrough, ProbQuery, Show, Statement
+
+__all__ = ["connect", "Database"]
+
+_NO_ENGINE = (
+    "probabilistic queries need the query engine (pdbq.api.query), which is not available in this build"
+)
+
+
+def _parse_script(text: str) -> list[Statement]:
+    from pdbq.language.parser import parse_script
+
+    return parse_script(text)
+
+
+def connect(path: str | os.PathLike[str] = ":memory:", *, read_only: bool = False) -> Database:
+    """Open (or create) a DuckDB database and its pdbq catalog.
+
+    ``path`` is a DuckDB file or ``":memory:"``. ``read_only`` opens an existing file without
+    ever writing to it (CREATE/DROP then fail). A file whose catalog was written by a newer pdbq
+    raises `SchemaVersionError` and is left untouched (nothing is written before the check).
+
+    >>> db = connect()
+    >>> db.execute("SELECT 42 AS answer").fetchall()
+    [(42,)]
+    >>> db.close()
+    """
+    target = os.fspath(path)
+    con = duckdb.connect(target, read_only=read_only)
+    try:
+        return Database(con, path=target, read_only=read_only)
+    except BaseException:
+        con.close()
+        raise
+
+
+class Database:
+    """One DuckDB connection plus its pdbq `Catalog`. Use `connect()` to make one.
+
+    A context manager: ``with pdbq.connect("model.duckdb") as db: ...`` closes it on exit.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, path: str = ":memory:", read_only: bool = False):
+        self._con = con
+        self._catalog = Catalog(con)  # reads only; raises SchemaVersionError for newer catalogs
+        self.path = path
+        self.read_only = read_only
+        self._closed = False
+        # Session defaults for inference options (e.g. the shell's --seed); a query's own
+        # WITH (...) options override them.
+        self.default_options: dict[str, object] = {}
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def duckdb(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection (plain SQL, relations, Arrow)."""
+        self._check_open()
+        return self._con
+
+    @property
+    def catalog(self) -> Catalog:
+        """The variable relations and rules of this database."""
+        self._check_open()
+        return self._catalog
+
+    # ---------------------------------------------------------------- running
+
+    def execute(self, script: str, *, progress: Any = None, cancel: Any = None) -> Result | None:
+        """Run one or more statements; return the last one's result (None if it returns nothing).
+
+        CREATE/DROP return None; SHOW, SELECT and probabilistic queries return a `Result`.
+        ``progress``: ``True`` for a progress bar on a terminal's stderr, or a callable receiving
+        `pdbq.api.progress.Progress` during grounding and sampling. ``cancel``: a
+        `pdbq.api.progress.CancelToken` that stops a probabilistic query between sampling rounds.
+
+        >>> db = connect()
+        >>> db.execute("CREATE TABLE t AS SELECT 1 AS x; SELECT x + 1 AS y FROM t").fetchall()
+        [(2,)]
+        """
+        if not isinstance(script, str):
+            raise TypeError(f"execute() takes the script as a str, not {type(script).__name__}")
+        self._check_open()
+        _check_encodable(script)
+        statements = _parse_script(script)
+        result: Result | None = None
+        bar = None
+        if progress is True:
+            from pdbq.api.progress import ProgressBar
+
+            progress = bar = ProgressBar()
+        try:
+            for i, stmt in enumerate(statements):
+                result = self._run(stmt, last=i == len(statements) - 1, progress=progress or None, cancel=cancel)
+        finally:
+            if bar is not None:
+                bar.close()
+        return result
+
+    def sql(self, text: str) -> duckdb.DuckDBPyRelation | None:
+        """Like ``execute`` but the last statement's answer is a DuckDB relation (lazy for plain SQL).
+
+        Statements that return nothing (CREATE, DROP, ...) give None, as in DuckDB's ``sql()``.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"sql() takes the query as a str, not {type(text).__name__}")
+        self._check_open()
+        _check_encodable(text)
+        statements = _parse_script(text)
+        if not statements:
+            return None
+        for stmt in statements[:-1]:
+            self._run(stmt, last=False)
+        last = statements[-1]
+        if isinstance(last, PassThrough):
+            return self._con.sql(last.sql)
+        result = self._run(last, last=True)
+        return result.relation(self._con) if result is not None else None
+
+    def ground(self) -> Any:
+        """Ground every rule over the whole database (for learning and whole-model inference).
+
+        Query answering grounds only what a query reaches; this grounds everything and returns
+        the grounding statistics. Grounded factors are reused until a definition or an input
+        table changes.
+        """
+        self._check_open()
+        from pdbq.grounding import ground_all
+
+        return ground_all(self._con, self._catalog.variables(), self._catalog.rules())
+
+    def _run(self, stmt: Statement, *, last: bool, progress: Any = None, cancel: Any = None) -> Result | None:
+        if isinstance(stmt, PassThrough):
+            return self._pass_through(stmt, last=last)
+        if isinstance(stmt, CreateVariable):
+            self._catalog.create_variable(stmt)
+            return None
+        if isinstance(stmt, CreateRule):
+            self._catalog.create_rule(stmt)
+            return None
+        if isinstance(stmt, Drop):
+            self._catalog.drop(stmt)
+            return None
+        if isinstance(stmt, Show):
+            return Result(self._catalog.show(stmt.kind), connection=self._con)
+        if isinstance(stmt, ProbQuery):
+            return self._query(stmt, progress=progress, cancel=cancel)
+        raise PdbqError(f"this build of pdbq cannot run {type(stmt).__name__} statements")
+
+    def _pass_through(self, stmt: PassThrough, *, last: bool) -> Result | None:
+        con = self._con
+        kinds = con.extract_statements(stmt.sql)  # DuckDB's own parse: a syntax error raises here
+        returns_rows = bool(kinds) and duckdb.ExpectedResultType.NOTHING not in kinds[-1].expected_result_type
+        if not (last and returns_rows):
+            con.execute(stmt.sql)
+            _finish(con)
+            return None
+        rel = con.sql(stmt.sql)
+        if rel is None:
+            return None
+        return Result(rel.to_arrow_table(), connection=con)
+
+    def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
+        try:
+            module = importlib.import_module("pdbq.api.query")
+        except ModuleNotFoundError as e:
+            if e.name != "pdbq.api.query":
+                raise
+            raise PdbqError(_NO_ENGINE) from None
+        return module.execute_query(self, stmt, progress=progress, cancel=cancel)
+
+    # ---------------------------------------------------------------- lifetime
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PdbqError("the database is closed")
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._con.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("read-only" if self.read_only else "open")
+        return f"<pdbq.Database {self.path!r} ({state})>"
+
+
+def _check_encodable(text: str) -> None:
+    """ParseError at a lone surrogate: DuckDB takes UTF-8 and would fail with a TypeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        col = e.start - (text.rfind("\n", 0, e.start) + 1) + 1
+        raise ParseError(
+            "the text holds a character that is not valid Unicode (a lone surrogate)", line=line, col=col
+        ) from None
+
+
+def _finish(con: duckdb.DuckDBPyConnection) -> None:
+    """Run a pending result to its end without keeping rows (the connection is free again)."""
+    complete = getattr(con, "complete", None)
+    if complete is not None:
+        complete()
+    else:  # DuckDB builds without complete(): drain the rows
+        try:
+            con.fetchall()
+        except duckdb.InvalidInputException:
+            pass  # nothing pending
+
