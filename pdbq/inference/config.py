@@ -1,0 +1,131 @@
+"""Typed, frozen settings for the MCMC engine (Gibbs sampling and annealed MAP).
+
+Both are passed explicitly to `run_gibbs` / `anneal_map`; `check()` turns a bad value into an
+`OptionError` naming the field before any kernel runs.
+
+>>> GibbsConfig(steps=20_000, chains=2, seed=7).steps
+20000
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdbq.errors import OptionError
+
+__all__ = ["GibbsConfig", "AnnealConfig", "SCANS", "INITS"]
+
+SCANS = ("sweep", "random")
+INITS = ("dispersed", "random")
+
+
+def _positive_int(name: str, value: object, *, allow_none: bool = False, allow_zero: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+        bound = "a non-negative" if allow_zero else "a positive"
+        raise OptionError(f"option '{name}' must be {bound} integer, got {value!r}")
+
+
+def _positive_float(name: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise OptionError(f"option '{name}' must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class GibbsConfig:
+    """Settings of one Gibbs run.
+
+    steps: single-variable updates per chain after burn-in. With no `tolerance`/`time_limit` the
+        run does exactly this many; ``None`` means ``default_sweeps`` passes over the sites (at
+        least 10,000 updates) unless a tolerance or time limit ends the run.
+    burn_in: updates per chain discarded first; ``None`` means ``steps // 10`` (or 20 passes over
+        the sites, capped at a fifth of `time_limit`, when `steps` is not fixed).
+    chains: independent chains, started from dispersed states (chain 0 all lowest values,
+        chain 1 all highest, the rest uniform at random) so a stuck chain shows in R-hat.
+    threads: worker threads; ``None`` means min(chains, CPU count).
+    seed: root of `numpy.random.SeedSequence`; one spawned stream per chain.
+    time_limit: seconds (burn-in included) after which the run stops at the end of a round.
+    tolerance: stop once every target's 95% half-width (1.96 standard errors) is at most this.
+    scan: ``"sweep"`` (systematic, in `sites` order) or ``"random"`` (uniform); ignored when a
+        selection distribution (alias table) is given.
+    init: ``"dispersed"`` (see `chains`) or ``"random"`` (every chain uniform at random).
+    trace_points: at most this many running-estimate points are kept for plotting.
+    rhat_threshold: split R-hat above this adds a non-convergence warning.
+    """
+
+    steps: int | None = None
+    burn_in: int | None = None
+    chains: int = 4
+    threads: int | None = None
+    seed: int = 0
+    time_limit: float | None = None
+    tolerance: float | None = None
+    scan: str = "sweep"
+    init: str = "dispersed"
+    default_sweeps: int = 200
+    trace_points: int = 200
+    rhat_threshold: float = 1.1
+
+    def check(self) -> GibbsConfig:
+        _positive_int("steps", self.steps, allow_none=True)
+        _positive_int("burn_in", self.burn_in, allow_none=True, allow_zero=True)
+        _positive_int("chains", self.chains)
+        _positive_int("threads", self.threads, allow_none=True)
+        _positive_int("seed", self.seed, allow_zero=True)
+        _positive_float("time_limit", self.time_limit, allow_none=True)
+        _positive_float("tolerance", self.tolerance, allow_none=True)
+        _positive_int("default_sweeps", self.default_sweeps)
+        _positive_int("trace_points", self.trace_points)
+        _positive_float("rhat_threshold", self.rhat_threshold)
+        if self.scan not in SCANS:
+            raise OptionError(f"option 'scan' must be one of {', '.join(SCANS)}; got {self.scan!r}")
+        if self.init not in INITS:
+            raise OptionError(f"option 'init' must be one of {', '.join(INITS)}; got {self.init!r}")
+        if self.trace_points < 2:
+            raise OptionError("option 'trace_points' must be at least 2")
+        return self
+
+
+@dataclass(frozen=True)
+class AnnealConfig:
+    """Settings of simulated annealing for MAP (seeds 000/001: accept with (p(y')/p(y))^(1/τ)).
+
+    Single-site Gibbs at temperature τ: a variable's new value is drawn from its conditional
+    raised to 1/τ. τ starts at `temperature` and is multiplied by `cooling` after every pass
+    over the sites (len(sites) updates), never going below `min_temperature`. A final greedy
+    pass (τ → 0: each variable takes its best value) runs until nothing changes.
+
+    steps: updates per chain (``None``: `default_sweeps` passes over the sites).
+    chains/threads/seed/scan: as in `GibbsConfig`; the best state over all chains wins.
+    time_limit: seconds after which the run stops at the end of a round.
+    """
+
+    temperature: float = 2.0
+    cooling: float = 0.95
+    min_temperature: float = 0.01
+    steps: int | None = None
+    chains: int = 4
+    threads: int | None = None
+    seed: int = 0
+    time_limit: float | None = None
+    scan: str = "sweep"
+    default_sweeps: int = 200
+    greedy_final: bool = True
+
+    def check(self) -> AnnealConfig:
+        _positive_float("temperature", self.temperature)
+        _positive_float("min_temperature", self.min_temperature)
+        if isinstance(self.cooling, bool) or not isinstance(self.cooling, (int, float)) or not 0 < self.cooling <= 1:
+            raise OptionError(f"option 'cooling' must be in (0, 1], got {self.cooling!r}")
+        _positive_int("steps", self.steps, allow_none=True)
+        _positive_int("chains", self.chains)
+        _positive_int("threads", self.threads, allow_none=True)
+        _positive_int("seed", self.seed, allow_zero=True)
+        _positive_float("time_limit", self.time_limit, allow_none=True)
+        _positive_int("default_sweeps", self.default_sweeps)
+        if self.scan not in SCANS:
+            raise OptionError(f"option 'scan' must be one of {', '.join(SCANS)}; got {self.scan!r}")
+        return self

@@ -1,0 +1,142 @@
+"""Monte Carlo estimates from per-chain batches: pooled means, batch-means standard errors,
+split R-hat and effective sample size.
+
+The sampler adds, at every update of a target variable, the target's full conditional
+distribution (Rao-Blackwellisation). A *batch* is a run of consecutive rounds of one chain; it
+holds those sums and the number of updates that produced them. `BatchStore` keeps between
+``slots`` and ``2·slots`` batches per chain by merging neighbours (doubling the batch length), so
+memory stays fixed however long the run and the batch length grows with it.
+
+Shapes: sums ``[chains, batches, targets, max_card]``, counts ``[chains, batches, targets]``.
+
+>>> import numpy as np
+>>> sums = np.array([[[[3.0, 1.0]], [[2.0, 2.0]]]])  # 1 chain, 2 batches, 1 target, card 2
+>>> counts = np.array([[[4], [4]]])
+>>> pooled_mean(sums, counts)[0].tolist()
+[0.625, 0.375]
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+_TINY = 1e-24  # variance of probabilities below this is rounding noise
+
+__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size"]
+
+
+class BatchStore:
+    """Per-chain batch sums with pairwise merging once ``2·slots`` batches are full."""
+
+    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = 1 << 28):
+        per_slot = chains * max(n_targets, 1) * (max_card + 1) * 8
+        slots = int(max(4, min(slots, max_bytes // max(2 * per_slot, 1))))
+        self.slots = slots
+        self.sums = np.zeros((chains, 2 * slots, n_targets, max_card))
+        self.counts = np.zeros((chains, 2 * slots, n_targets), dtype=np.int64)
+        self.filled = 0
+        self.rounds_in_current = 0
+        self.rounds_per_batch = 1
+
+    def add_round(self, sums: np.ndarray, counts: np.ndarray) -> None:
+        """Add one round's per-chain sums ``[chains, targets, card]`` and counts ``[chains, targets]``."""
+        self.sums[:, self.filled] += sums
+        self.counts[:, self.filled] += counts
+        self.rounds_in_current += 1
+        if self.rounds_in_current == self.rounds_per_batch:
+            self.filled += 1
+            self.rounds_in_current = 0
+            if self.filled == 2 * self.slots:
+                s = self.slots
+                self.sums[:, :s] = self.sums[:, 0::2] + self.sums[:, 1::2]
+                self.counts[:, :s] = self.counts[:, 0::2] + self.counts[:, 1::2]
+                self.sums[:, s:] = 0.0
+                self.counts[:, s:] = 0
+                self.filled = s
+                self.rounds_per_batch *= 2
+
+    def batches(self) -> tuple[np.ndarray, np.ndarray]:
+        """Sums and counts of the batches so far (a partly filled last batch included)."""
+        n = self.filled + (1 if self.rounds_in_current else 0)
+        return self.sums[:, :n], self.counts[:, :n]
+
+
+def pooled_mean(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Estimate per target and value: all sums over all updates ``[targets, card]`` (0 if none)."""
+    tot = sums.sum(axis=(0, 1))
+    n = counts.sum(axis=(0, 1)).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = tot / n[:, None]
+    return np.where(n[:, None] > 0, out, 0.0)
+
+
+def batch_stderr(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Standard error by batch means, all chains' batches pooled ``[targets, card]``.
+
+    With unequal batch sizes the ratio-estimator form is used:
+    se² = n/(n−1) · Σ_b c_b² (m_b − m)² / (Σ_b c_b)², over the n batches with c_b > 0.
+    NaN where a target has fewer than two non-empty batches.
+    """
+    c = counts.reshape(-1, counts.shape[-1]).astype(np.float64)  # [B, T]
+    s = sums.reshape(-1, *sums.shape[-2:])  # [B, T, K]
+    m = pooled_mean(sums, counts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mb = np.where(c[..., None] > 0, s / c[..., None], m[None])
+    n = (c > 0).sum(axis=0).astype(np.float64)  # [T]
+    ctot = c.sum(axis=0)
+    dev = (c[..., None] * (mb - m[None])) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = dev.sum(axis=0) / (ctot[:, None] ** 2) * (n / (n - 1.0))[:, None]
+    var = np.where((n >= 2)[:, None], var, np.nan)
+    return np.sqrt(var)
+
+
+def split_rhat(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Split R-hat per target (max over its values), computed on batch means.
+
+    Each chain's batches are cut in two halves, giving 2·chains sequences of n batch means;
+    W = mean within-sequence variance, B = n · variance of sequence means,
+    R = sqrt(((n−1)/n · W + B/n) / W). NaN with fewer than two batches per half.
+    """
+    chains, nb = counts.shape[:2]
+    n = nb // 2
+    if n < 2:
+        return np.full(counts.shape[2], np.nan)
+    c = counts.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mb = sums / c[..., None]  # NaN for empty batches
+    halves = np.concatenate([mb[:, nb - 2 * n : nb - n], mb[:, nb - n :]], axis=0)  # [2C, n, T, K]
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        seq_mean = np.nanmean(halves, axis=1)  # [2C, T, K]
+        seq_var = np.nanvar(halves, axis=1, ddof=1)
+        w = np.nanmean(seq_var, axis=0)  # [T, K]
+        b = n * np.nanvar(seq_mean, axis=0, ddof=1)
+        var_plus = (n - 1.0) / n * w + b / n
+        r = np.sqrt(var_plus / w)
+    # Spreads at rounding level (a target whose conditional never changes) carry no signal.
+    negligible = (w <= _TINY) & (b <= _TINY)
+    r = np.where(negligible, 1.0, np.where(w > 0, r, np.inf))
+    r = np.where(np.isnan(w) | np.isnan(b), np.nan, r)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmax(r, axis=1)
+    return out
+
+
+def effective_sample_size(estimate: np.ndarray, stderr: np.ndarray, n_draws: np.ndarray, card: np.ndarray) -> np.ndarray:
+    """Independent exact draws that would give the same standard error: min over a target's
+    values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count); the update
+    count where every se is 0."""
+    out = np.empty(estimate.shape[0])
+    for t in range(estimate.shape[0]):
+        k = int(card[t])
+        p, se = estimate[t, :k], stderr[t, :k]
+        ok = np.isfinite(se) & (se > 0)
+        if not ok.any():
+            out[t] = float(n_draws[t]) if np.all(np.isfinite(se)) else np.nan
+        else:
+            out[t] = float(np.min(p[ok] * (1.0 - p[ok]) / se[ok] ** 2))
+    return out

@@ -1,0 +1,445 @@
+"""The Gibbs sampler driver: chains, rounds, stopping rules and estimates.
+
+`run_gibbs` checks its inputs, derives the kernel arrays once, starts ``chains`` chains from
+dispersed states and runs them in *rounds* (every chain does the same number of single-variable
+updates per round, chains in parallel on ``threads`` nogil threads). Between rounds it folds the
+Rao-Blackwellised sums into per-chain batches, checks ``time_limit`` and ``tolerance``, calls
+``on_round`` and lets Ctrl-C stop the run (the current round finishes, then KeyboardInterrupt
+is re-raised; the graph is never modified).
+
+Rao-Blackwellisation: every time a target variable is updated its full conditional
+distribution (not its new value) is added to the chain's sums. Because each single-site Gibbs
+update leaves the target distribution invariant and the site is chosen independently of the
+state, the state just before an update is (at stationarity) a draw from p, so the average of the
+conditionals is an unbiased estimate of the marginal with lower variance than counting values.
+
+>>> from pdbq.graph.builder import GraphBuilder
+>>> from pdbq.language.nodes import FactorFunction
+>>> b = GraphBuilder(); x = b.add_variable(); w = b.add_weight(1.0)
+>>> _ = b.add_factor(FactorFunction.ISTRUE, [x], weight=w)
+>>> r = run_gibbs(b.build(), [x], GibbsConfig(steps=20_000, seed=1))
+>>> bool(abs(r.marginals[0, 1] - 1 / (1 + np.exp(-2.0))) < 1e-9)  # one variable: RB is exact
+True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdbq.errors import InferenceError
+from pdbq.graph.layout import FactorGraph, validate
+from pdbq.inference.config import GibbsConfig
+from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, split_rhat
+from pdbq.inference.kernels import (
+    MODE_ALIAS,
+    MODE_SWEEP,
+    MODE_UNIFORM,
+    Accum,
+    Best,
+    ChainState,
+    KernelGraph,
+    Schedule,
+    group_sums_into,
+    prepare_kernel_graph,
+    run_chain,
+)
+from pdbq.inference.rng import chain_generators, chain_states
+
+__all__ = [
+    "run_gibbs",
+    "GibbsResult",
+    "GibbsTrace",
+    "RoundInfo",
+    "check_sites",
+    "make_schedule",
+    "initial_states",
+]
+
+_FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
+_MAX_ROUND = 1 << 20
+_ROUND_SECONDS = 0.05  # adaptive rounds aim at this wall time
+_MIN_ROUNDS_FOR_TOLERANCE = 16
+
+
+@dataclass(frozen=True, eq=False)
+class GibbsTrace:
+    """Running estimates for plotting: ``estimates[i]`` after ``steps[i]`` updates per chain
+    (burn-in excluded); at most `GibbsConfig.trace_points` points, evenly thinned."""
+
+    steps: np.ndarray  # int64[points]
+    estimates: np.ndarray  # float64[points, n_targets, max_card]
+
+
+@dataclass(frozen=True, eq=False)
+class GibbsResult:
+    """Marginal estimates for ``targets`` (rows in the order given).
+
+    marginals/stderr: float64[n_targets, max_card], 0 beyond a target's cardinality; evidence
+    targets are point masses with stderr 0. rhat: split R-hat (NaN when too few batches);
+    ess: effective sample size (see `estimates.effective_sample_size`); steps/burn_in: updates
+    per chain; warnings: non-convergence and stopping notes.
+    """
+
+    targets: np.ndarray
+    cardinality: np.ndarray
+    marginals: np.ndarray
+    stderr: np.ndarray
+    rhat: np.ndarray
+    ess: np.ndarray
+    steps: int
+    burn_in: int
+    chains: int
+    seconds: float
+    warnings: tuple[str, ...]
+    trace: GibbsTrace
+
+    @property
+    def converged(self) -> bool:
+        """True when no target's split R-hat exceeds the threshold (NaN counts as unknown: False)."""
+        return not any("R-hat" in w for w in self.warnings)
+
+    def max_halfwidth(self) -> float:
+        """Largest 95% half-width (1.96 stderr) over all targets and values."""
+        return float(1.96 * np.nanmax(self.stderr)) if self.stderr.size else 0.0
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """Passed to ``on_round`` after every round."""
+
+    steps: int  # updates per chain so far, burn-in included
+    burn_in: bool  # still burning in
+    max_stderr: float  # NaN while burning in or while too few batches
+    elapsed: float  # seconds since the run started
+
+
+# ---------------------------------------------------------------------------------------------
+# input checks shared with annealing
+
+
+def _int_array(name: str, arr: object) -> np.ndarray:
+    a = np.asarray(arr)
+    if a.ndim != 1:
+        raise InferenceError(f"'{name}' must be a 1-d array of variable ids")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise InferenceError(f"'{name}' must hold integer variable ids, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def check_sites(graph: FactorGraph, sites: object | None) -> np.ndarray:
+    """The variables to update (int32): all non-evidence variables by default; otherwise
+    distinct, in range, and not evidence (an error names the first offender)."""
+    if sites is None:
+        return np.flatnonzero(graph.evidence < 0).astype(np.int32)
+    s = _int_array("sites", sites)
+    bad = (s < 0) | (s >= graph.n_vars)
+    if bad.any():
+        raise InferenceError(f"sites: variable id {int(s[bad][0])} is out of range (graph has {graph.n_vars})")
+    ev = graph.evidence[s] >= 0
+    if ev.any():
+        raise InferenceError(f"sites: variable {int(s[ev][0])} is evidence and cannot be sampled")
+    seen = np.zeros(graph.n_vars, dtype=np.int32)
+    np.add.at(seen, s, 1)
+    if (seen > 1).any():
+        raise InferenceError(f"sites: variable {int(np.flatnonzero(seen > 1)[0])} is listed twice")
+    return s.astype(np.int32)
+
+
+def make_schedule(sites: np.ndarray, scan: str, selection: tuple[np.ndarray, np.ndarray] | None) -> Schedule:
+    """Site choice: a selection alias table (prob, alias) over ``sites`` wins over ``scan``."""
+    if selection is not None:
+        try:
+            prob, alias = selection
+        except (TypeError, ValueError):
+            raise InferenceError("selection must be a pair (prob float64[], alias int32[])") from None
+        prob = np.ascontiguousarray(prob, dtype=np.float64)
+        alias = np.asarray(alias)
+        if prob.shape != sites.shape or alias.shape != sites.shape:
+            raise InferenceError(
+                f"selection: prob and alias need one entry per site ({sites.shape[0]}), got {prob.shape[0]} and {alias.shape[0]}"
+            )
+        if not np.all((prob >= 0.0) & (prob <= 1.0)):
+            raise InferenceError("selection: alias-table probabilities must lie in [0, 1]")
+        if alias.size and (not np.issubdtype(alias.dtype, np.integer) or alias.min() < 0 or alias.max() >= sites.shape[0]):
+            raise InferenceError("selection: alias entries must be indices into sites")
+        return Schedule(sites, MODE_ALIAS, prob, np.ascontiguousarray(alias, dtype=np.int32))
+    mode = MODE_SWEEP if scan == "sweep" else MODE_UNIFORM
+    return Schedule(sites, mode, np.zeros(0), np.zeros(0, dtype=np.int32))
+
+
+def initial_states(
+    graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool
+) -> tuple[list[ChainState], np.ndarray, np.ndarray]:
+    """Per-chain states (values, group sums, rng, sweep position) and the backing 2-d arrays.
+
+    Dispersed starts: chain 0 takes every variable's lowest value, chain 1 its highest, other
+    chains uniform at random; evidence is clamped in every chain.
+    """
+    card = graph.cardinality
+    dtype = np.uint8 if kg.max_card <= 256 else np.int32
+    values = np.empty((chains, graph.n_vars), dtype=dtype)
+    gens = chain_generators(seed, chains)
+    for c in range(chains):
+        if dispersed and c == 0:
+            values[c] = 0
+        elif dispersed and c == 1:
+            values[c] = card - 1
+        else:
+            values[c] = gens[c].integers(0, card) if graph.n_vars else 0
+    ev = graph.evidence >= 0
+    values[:, ev] = graph.evidence[ev]
+    gsums = np.zeros((chains, graph.n_groups))
+    rng = chain_states(seed, chains)
+    pos = np.zeros(chains, dtype=np.int64)
+    states = [ChainState(values[c], gsums[c], rng[c : c + 1], pos[c : c + 1]) for c in range(chains)]
+    return states, values, gsums
+
+
+def _threads(requested: int | None, chains: int) -> int:
+    return max(1, min(chains, requested if requested is not None else (os.cpu_count() or 1)))
+
+
+class _Pool:
+    """Runs one call per chain per round, on nogil threads when more than one is asked for."""
+
+    def __init__(self, threads: int):
+        self.ex = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+
+    def map(self, fn: Callable, args: Sequence[tuple]) -> list:
+        if self.ex is None:
+            return [fn(*a) for a in args]
+        futures = [self.ex.submit(fn, *a) for a in args]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        if self.ex is not None:
+            self.ex.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+
+
+def run_gibbs(
+    graph: FactorGraph,
+    targets: Sequence[int] | np.ndarray,
+    config: GibbsConfig = GibbsConfig(),
+    *,
+    sites: Sequence[int] | np.ndarray | None = None,
+    selection: tuple[np.ndarray, np.ndarray] | None = None,
+    on_round: Callable[[RoundInfo], None] | None = None,
+) -> GibbsResult:
+    """Estimate the marginals of ``targets`` by single-site Gibbs sampling.
+
+    ``sites``: variables to update (default: all non-evidence variables); every non-evidence
+    target must be among them. ``selection``: an alias table ``(prob, alias)`` over ``sites``
+    for query-aware site choice (O(1) draws); without it ``config.scan`` decides.
+    ``on_round(info: RoundInfo)`` is called after each round.
+    """
+    config = config.check()
+    validate(graph)
+    t0 = time.perf_counter()
+    tg = _int_array("targets", targets)
+    bad = (tg < 0) | (tg >= graph.n_vars)
+    if bad.any():
+        raise InferenceError(f"targets: variable id {int(tg[bad][0])} is out of range (graph has {graph.n_vars})")
+    sites_arr = check_sites(graph, sites)
+    uniq, inverse = np.unique(tg, return_inverse=True)
+    is_ev = graph.evidence[uniq] >= 0
+    live = uniq[~is_ev]
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites_arr] = True
+    missing = live[~in_sites[live]]
+    if missing.size:
+        raise InferenceError(f"target variable {int(missing[0])} is neither evidence nor among the sampled sites")
+    sched = make_schedule(sites_arr, config.scan, selection)
+
+    card_u = graph.cardinality[uniq].astype(np.int64)
+    kmax_t = int(card_u.max()) if uniq.size else 2
+    n_live = live.shape[0]
+    n_sites = sites_arr.shape[0]
+
+    # step plan
+    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None
+    steps_target = config.steps
+    if steps_target is None and config.tolerance is None and config.time_limit is None:
+        steps_target = max(config.default_sweeps * n_sites, 10_000)
+        fixed = True
+    if config.burn_in is not None:
+        burn_in = config.burn_in
+    elif steps_target is not None:
+        burn_in = steps_target // 10
+    else:
+        burn_in = 20 * n_sites
+    if n_sites == 0 or n_live == 0:
+        steps_target, burn_in, fixed = 0, 0, True
+
+    chains = config.chains
+    kg = prepare_kernel_graph(graph) if n_sites else None
+    warnings: list[str] = []
+    est_live = np.zeros((n_live, kmax_t))
+    se_live = np.zeros((n_live, kmax_t))
+    rhat_live = np.ones(n_live)
+    ess_live = np.zeros(n_live)
+    trace_steps: list[int] = []
+    trace_est: list[np.ndarray] = []
+    done = 0
+    burned = 0
+
+    if n_sites and n_live:
+        states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed")
+        tix = np.full(graph.n_vars, -1, dtype=np.int32)
+        tix[live] = np.arange(n_live, dtype=np.int32)
+        rsums = np.zeros((chains, n_live, kmax_t))
+        rcounts = np.zeros((chains, n_live), dtype=np.int64)
+        accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
+        unused = Best(np.zeros(2), np.zeros(0, dtype=states[0].values.dtype), np.ones(1))
+        store = BatchStore(chains, n_live, kmax_t)
+        tot_sums = np.zeros((n_live, kmax_t))
+        tot_counts = np.zeros(n_live, dtype=np.int64)
+        trace_every = 1
+        rounds_done = 0
+        pool = _Pool(_threads(config.threads, chains))
+        if fixed:
+            round_len = int(min(max(math.ceil(steps_target / _FIXED_ROUNDS), 1), _MAX_ROUND))
+        else:
+            round_len = int(min(max(n_sites, 1000), 100_000))
+        try:
+            while True:
+                in_burn = burned < burn_in
+                if in_burn:
+                    n = min(round_len, burn_in - burned)
+                else:
+                    n = round_len if steps_target is None else min(round_len, steps_target - done)
+                    if n <= 0:
+                        break
+                for c in range(chains):
+                    group_sums_into(graph, kg.tables, states[c].values, gsums[c])
+                rsums[:] = 0.0
+                rcounts[:] = 0
+                tr = time.perf_counter()
+                pool.map(run_chain, [(graph, kg, states[c], sched, accs[c], unused, n, not in_burn) for c in range(chains)])
+                dt = time.perf_counter() - tr
+                if not fixed and dt > 0:
+                    round_len = int(min(max(n * _ROUND_SECONDS / dt, 1000), _MAX_ROUND))
+                elapsed = time.perf_counter() - t0
+                max_se = float("nan")
+                if in_burn:
+                    burned += n
+                    if config.time_limit is not None and steps_target is None and elapsed > 0.2 * config.time_limit:
+                        burn_in = burned  # the rest of the time is for sampling
+                else:
+                    done += n
+                    rounds_done += 1
+                    store.add_round(rsums, rcounts)
+                    tot_sums += rsums.sum(axis=0)
+                    tot_counts += rcounts.sum(axis=0)
+                    if rounds_done % trace_every == 0:
+                        trace_steps.append(done)
+                        trace_est.append(_safe_div(tot_sums, tot_counts))
+                        if len(trace_steps) > config.trace_points:
+                            trace_steps, trace_est = trace_steps[1::2], trace_est[1::2]
+                            trace_every *= 2
+                    if config.tolerance is not None or on_round is not None:
+                        bs, bc = store.batches()
+                        se = batch_stderr(bs, bc)
+                        max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
+                reached = (
+                    not in_burn
+                    and config.tolerance is not None
+                    and rounds_done >= _MIN_ROUNDS_FOR_TOLERANCE
+                    and 1.96 * max_se <= config.tolerance
+                )
+                if on_round is not None:
+                    on_round(RoundInfo(steps=burned + done, burn_in=in_burn, max_stderr=max_se, elapsed=elapsed))
+                if reached or (config.time_limit is not None and elapsed >= config.time_limit):
+                    break
+        finally:
+            pool.close()
+
+        bs, bc = store.batches()
+        if done:
+            est_live = _safe_div(tot_sums, tot_counts)
+            se_live = batch_stderr(bs, bc)
+            rhat_live = split_rhat(bs, bc)
+            ess_live = effective_sample_size(est_live, se_live, tot_counts, graph.cardinality[live])
+            # beyond a target's cardinality there is nothing to estimate
+            mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
+            se_live = np.where(mask, 0.0, se_live)
+        warnings += _diagnose(live, est_live, se_live, rhat_live, tot_counts, done, config)
+        if burned < (config.burn_in if config.burn_in is not None else 0):
+            warnings.append(f"stopped during burn-in after {burned} of {config.burn_in} updates per chain")
+
+    # assemble per requested target (duplicates and evidence included)
+    T = uniq.shape[0]
+    marg = np.zeros((T, kmax_t))
+    se = np.zeros((T, kmax_t))
+    rhat = np.ones(T)
+    ess = np.full(T, np.inf)
+    ev_rows = np.flatnonzero(is_ev)
+    marg[ev_rows, graph.evidence[uniq[ev_rows]]] = 1.0
+    live_rows = np.flatnonzero(~is_ev)
+    marg[live_rows] = est_live
+    se[live_rows] = se_live
+    rhat[live_rows] = rhat_live
+    ess[live_rows] = ess_live
+    if trace_steps:
+        tr_live = np.stack(trace_est)
+        tr = np.broadcast_to(marg, (len(trace_steps), T, kmax_t)).copy()
+        tr[:, live_rows] = tr_live
+    else:
+        tr = np.zeros((0, T, kmax_t))
+    trace = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), tr[:, inverse])
+    return GibbsResult(
+        targets=tg,
+        cardinality=graph.cardinality[tg].astype(np.int64),
+        marginals=marg[inverse],
+        stderr=se[inverse],
+        rhat=rhat[inverse],
+        ess=ess[inverse],
+        steps=int(done),
+        burn_in=int(burned),
+        chains=chains,
+        seconds=time.perf_counter() - t0,
+        warnings=tuple(warnings),
+        trace=trace,
+    )
+
+
+def _safe_div(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = sums / counts[:, None]
+    return np.where(counts[:, None] > 0, out, 0.0)
+
+
+def _diagnose(live, est, se, rhat, counts, done, config: GibbsConfig) -> list[str]:
+    out: list[str] = []
+    if live.size == 0 or done == 0:
+        return out
+    never = np.flatnonzero(counts == 0)
+    if never.size:
+        out.append(
+            f"{never.size} target(s) were never updated (first: variable {int(live[never[0]])}); their marginals are 0"
+        )
+    bad = np.flatnonzero(rhat > config.rhat_threshold)
+    if bad.size:
+        worst = int(bad[np.argmax(rhat[bad])])
+        out.append(
+            f"not converged: {bad.size} of {live.size} target(s) have split R-hat > {config.rhat_threshold:g} "
+            f"(worst {rhat[worst]:.3g} for variable {int(live[worst])}); the chains disagree, so the estimates "
+            "are unreliable: run longer or use exact inference"
+        )
+    elif np.isnan(rhat).any():
+        out.append("R-hat unavailable: too few batches per chain to compare chain halves; run more steps")
+    if config.tolerance is not None:
+        hw = 1.96 * float(np.nanmax(se)) if se.size and not np.all(np.isnan(se)) else float("nan")
+        if not hw <= config.tolerance:
+            out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {done} updates per chain")
+    return out
