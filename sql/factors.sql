@@ -57,3 +57,19 @@ CREATE TABLE IF NOT EXISTS pdbq_fs_expanded (
     rule VARCHAR NOT NULL,
     vid  INTEGER NOT NULL
 );
+
+-- Imported models (pdbq.io, e.g. UAI files): one row per variable relation whose factors were
+-- read from a file rather than grounded from rules. The factors live in `tables[0]`
+-- (pdbq_fs_imported__<relation>(fid, vids INTEGER[], log_table DOUBLE[]); vids are the relation's
+-- keys `id`, global vid = base + id), the variables (id, cardinality) in `tables[1]`, evidence in
+-- `tables[2]`. DROP VARIABLE <relation> drops every table listed here (pdbq/catalog/store.py).
+CREATE TABLE IF NOT EXISTS pdbq_fs_imports (
+    relation   VARCHAR NOT NULL,
+    source     VARCHAR NOT NULL,     -- the relation's FROM query when imported (live while unchanged)
+    n_vars     BIGINT NOT NULL,      -- ids 0 .. n_vars - 1
+    n_factors  BIGINT NOT NULL,
+    n_entries  BIGINT NOT NULL,      -- log-table entries over all factors
+    kind       VARCHAR NOT NULL,     -- 'uai'
+    origin     VARCHAR NOT NULL,     -- the file it came from
+    tables     VARCHAR[] NOT NULL    -- the tables owned by the import (dropped with the relation)
+);

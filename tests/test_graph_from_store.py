@@ -147,3 +147,24 @@ def test_reachable_stops_at_evidence_and_takes_whole_groups():
     vmask, fmask = reachable(g2, np.array([0]))
     # group {0-1, 2-1} brings 2 in; 2's factor to 3 is reached, 3 is evidence: stop
     assert list(np.flatnonzero(vmask)) == [0, 1, 2, 3] and list(np.flatnonzero(fmask)) == [0, 1, 2, 5, 6]
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_variable_csr_is_a_stable_sort_by_variable(two_pass):
+    from pdbq.graph.from_store import _var_csr_fast
+    from pdbq.graph.subgraph import var_csr
+
+    rng = np.random.default_rng(7)
+    for n_vars, arity in [(1, 2), (5, 0), (70, 3), (5_000, 2), (70_000, 1)]:
+        sizes = rng.integers(0, 4, 20_000) if arity == 0 else np.full(20_000, arity)
+        offsets = np.zeros(sizes.size + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        fv = rng.integers(0, n_vars, int(offsets[-1])).astype(np.int32)
+        got = _var_csr_fast(offsets, fv, n_vars, two_pass=two_pass, arity=arity)  # 0: variable arities
+        want = var_csr(offsets, fv, n_vars)  # numpy's stable argsort: the reference
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    # a perturbed order (one swap inside a variable) is told apart
+    bad = want[1].copy()
+    v = int(np.argmax(np.diff(want[0])))
+    bad[want[0][v]], bad[want[0][v] + 1] = bad[want[0][v] + 1], bad[want[0][v]]
+    assert not np.array_equal(got[1], bad)

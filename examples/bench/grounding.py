@@ -3,7 +3,8 @@
 1M variables (100k is_popular movies + 900k is_fan users) and 10M groundings of the rule
 ``is_popular(m) :- tweets(u, m), is_fan(u)`` (two random atoms over one observed table).
 Reports, in one process: the bare DuckDB join producing the same rows, full grounding into the
-factor store, groundings/s, building the FactorGraph arrays, edges/s, bytes/edge, peak RSS.
+factor store, groundings/s, building the FactorGraph arrays, edges/s (against the old one-pass
+scatter in the same process), bytes/edge, peak RSS.
 
     python examples/bench/grounding.py            # full size
     python examples/bench/grounding.py --scale 0.05   # quick run
@@ -15,10 +16,12 @@ import argparse
 import os
 import platform
 import resource
+import statistics
 import time
 
 import duckdb
 
+from pdbq.graph import from_store
 from pdbq.graph.from_store import graph_from_store
 from pdbq.graph.layout import validate
 from pdbq.grounding.compile import compile_rule, observed_columns
@@ -38,6 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="1.0 = 1M variables, 10M groundings")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=int, default=5, help="runs of the graph-array step (medians)")
     args = ap.parse_args()
     n_movies = max(10, int(100_000 * args.scale))
     n_users = max(10, int(900_000 * args.scale))
@@ -80,9 +84,37 @@ def main() -> None:
     assert again.reused == ["fans_vote"]
 
     graph_from_store(con, check=False)  # warm numba's compile cache
-    t = time.perf_counter()
+    # New (two-pass bucketed scatter) against old (one-pass scatter) in this process, alternating
+    # which goes first (ABBA), each result dropped before the next run, medians of --reps runs.
+    new_t, old_t, csr_new, csr_old = [], [], [], []
+    default_min = from_store._TWO_PASS_MIN_EDGES
+
+    cpu_new, cpu_old = [], []
+
+    def arrays(two_pass: bool) -> float:
+        from_store._TWO_PASS_MIN_EDGES = default_min if two_pass else 2**62
+        try:
+            c = time.process_time()
+            t = time.perf_counter()
+            graph_from_store(con, check=False)
+            wall = time.perf_counter() - t
+            (cpu_new if two_pass else cpu_old).append(time.process_time() - c)
+            return wall
+        finally:
+            from_store._TWO_PASS_MIN_EDGES = default_min
+
     g, _ = graph_from_store(con, check=False)
-    t_arrays = time.perf_counter() - t
+    for rep in range(args.reps):
+        for two_pass in ((True, False) if rep % 2 == 0 else (False, True)):
+            (new_t if two_pass else old_t).append(arrays(two_pass))
+            t = time.perf_counter()
+            from_store._var_csr_fast(g.factor_offsets, g.factor_vars, g.n_vars, two_pass=two_pass, arity=2)
+            (csr_new if two_pass else csr_old).append(time.perf_counter() - t)
+    if os.environ.get("PDBQ_BENCH_VERBOSE"):
+        print("new", [round(x, 3) for x in new_t], "old", [round(x, 3) for x in old_t])
+        print("csr new", [round(x, 3) for x in csr_new], "old", [round(x, 3) for x in csr_old])
+    t_arrays, t_old = statistics.median(new_t), statistics.median(old_t)
+    c_new, c_old = statistics.median(csr_new), statistics.median(csr_old)
     t = time.perf_counter()
     validate(g)
     t_validate = time.perf_counter() - t
@@ -93,7 +125,13 @@ def main() -> None:
         ("ground_all (fingerprints, estimate, insert, checks)", t_ground, f"{n / t_ground / 1e6:.2f} M groundings/s"),
         ("  grounding speed / bare join speed", None, f"{t_bare / t_ground:.2f}x"),
         ("ground_all again (all reused, fingerprints only)", t_reuse, ""),
-        ("graph arrays from store (Arrow + numpy/numba)", t_arrays, f"{g.n_edges / t_arrays / 1e6:.1f} M edges/s"),
+        (f"graph arrays from store, median of {args.reps}", t_arrays, f"{g.n_edges / t_arrays / 1e6:.1f} M edges/s"),
+        ("  same with the old one-pass scatter", t_old, f"{g.n_edges / t_old / 1e6:.1f} M edges/s"),
+        ("  old / new (wall-clock medians)", None, f"{t_old / t_arrays:.2f}x"),
+        ("  CPU time (process, DuckDB threads included): new", statistics.median(cpu_new), ""),
+        ("  CPU time: old", statistics.median(cpu_old), f"old / new {statistics.median(cpu_old) / statistics.median(cpu_new):.2f}x"),
+        ("  variable CSR alone: two-pass (new)", c_new, f"{g.n_edges / c_new / 1e6:.1f} M edges/s"),
+        ("  variable CSR alone: one-pass (old)", c_old, f"{g.n_edges / c_old / 1e6:.1f} M edges/s"),
         ("validate(graph)", t_validate, f"{g.n_edges / t_validate / 1e6:.1f} M edges/s"),
         ("bytes per edge (graph.nbytes() / n_edges)", None, f"{g.nbytes() / g.n_edges:.1f}"),
         ("peak RSS", None, f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"),

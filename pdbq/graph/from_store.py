@@ -24,14 +24,15 @@ import numpy as np
 import sqlglot.expressions as exp
 
 from pdbq.errors import GroundingError
-from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, FactorGraph, GraphError, validate
+from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, RAW_VALUE, FactorGraph, GraphError, validate
 from pdbq.graph.subgraph import subgraph
 from pdbq.grounding.ground import GroundingStats, ground_all, prepare, tie_json, transaction
+from pdbq.grounding.imported import ImportInfo, import_arrays, live_imports
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
 from pdbq.grounding.store import col, factor_table, ident, sql_text, table_ref
 from pdbq.grounding.variables import cardinalities, stored_evidence
-from pdbq.language.nodes import CreateRule, CreateVariable
+from pdbq.language.nodes import CreateRule, CreateVariable, FactorFunction
 
 __all__ = ["query_graph", "full_graph", "graph_from_store", "reachable", "Evidence"]
 
@@ -40,21 +41,23 @@ Evidence = Mapping[int, int] | tuple[np.ndarray, np.ndarray]
 
 @numba.njit(cache=True)
 def _csr_by_var(factor_vars, n_vars):  # pragma: no cover - compiled
-    """Counting sort of edges by variable (stable: factor order kept within a variable)."""
-    offsets = np.zeros(n_vars + 1, np.int64)
+    """var_offsets: a count of edges per variable (int32 counters: half the cache footprint)."""
+    counts = np.zeros(n_vars + 1, np.int32)
     for e in range(factor_vars.shape[0]):
-        offsets[factor_vars[e] + 1] += 1
-    for v in range(n_vars):
-        offsets[v + 1] += offsets[v]
-    # int32 write cursors: half the cache footprint of int64 in the random scatter that follows
-    # (edge counts are capped below 2^31 by graph_from_store)
-    pos = offsets[:-1].astype(np.int32)
-    var_factors = np.empty(factor_vars.shape[0], np.int32)
-    return offsets, pos, var_factors
+        counts[factor_vars[e] + 1] += 1
+    offsets = np.empty(n_vars + 1, np.int64)
+    total = 0
+    for v in range(n_vars + 1):
+        total += counts[v]
+        offsets[v] = total
+    return offsets
 
 
 @numba.njit(cache=True)
-def _fill_csr(factor_offsets, factor_vars, pos, var_factors):  # pragma: no cover - compiled
+def _fill_csr(factor_offsets, factor_vars, var_offsets, var_factors):  # pragma: no cover - compiled
+    """One-pass stable scatter of factor ids by variable: for graphs that fit in cache."""
+    # int32 cursors: half the cache footprint (edges are capped below 2^31 by graph_from_store)
+    pos = var_offsets[:-1].astype(np.int32)
     for f in range(factor_offsets.shape[0] - 1):
         for e in range(factor_offsets[f], factor_offsets[f + 1]):
             v = factor_vars[e]
@@ -62,10 +65,105 @@ def _fill_csr(factor_offsets, factor_vars, pos, var_factors):  # pragma: no cove
             pos[v] += 1
 
 
-def _var_csr_fast(factor_offsets: np.ndarray, factor_vars: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
-    offsets, pos, var_factors = _csr_by_var(factor_vars, n_vars)
-    _fill_csr(factor_offsets, factor_vars, pos, var_factors)
-    return offsets, var_factors
+@numba.njit(cache=True, inline="always")
+def _bucket_edge(e, f, factor_vars, cursor, shift, mask, var_factors, low):  # pragma: no cover
+    v = factor_vars[e]
+    k = cursor[v >> shift]
+    var_factors[k] = f
+    low[k] = v & mask
+    cursor[v >> shift] = k + 1
+
+
+@numba.njit(cache=True)
+def _bucket_pass(factor_offsets, factor_vars, var_offsets, shift, arity, var_factors, low):  # pragma: no cover
+    """Pass 1 of 2: stable scatter of (factor, low bits of vid) into buckets of 2^shift variables.
+    Bucket b's edges land where the final CSR puts them (var_offsets[b << shift] on), so there
+    are only as many write streams as buckets (a few hundred, all in cache). ``arity`` > 0: every
+    factor has that arity, so factor_offsets need not be read (one stream less)."""
+    n_vars = var_offsets.shape[0] - 1
+    nb = ((n_vars - 1) >> shift) + 1
+    cursor = np.empty(nb, np.int64)
+    for b in range(nb):
+        cursor[b] = var_offsets[b << shift]
+    mask = (1 << shift) - 1
+    n_factors = factor_offsets.shape[0] - 1
+    if arity > 0:
+        e = 0
+        for f in range(n_factors):
+            for _ in range(arity):
+                _bucket_edge(e, f, factor_vars, cursor, shift, mask, var_factors, low)
+                e += 1
+    else:
+        for f in range(n_factors):
+            for e in range(factor_offsets[f], factor_offsets[f + 1]):
+                _bucket_edge(e, f, factor_vars, cursor, shift, mask, var_factors, low)
+
+
+@numba.njit(cache=True)
+def _local_pass(var_offsets, shift, var_factors, low):  # pragma: no cover - compiled
+    """Pass 2 of 2: inside each bucket's region (cache-sized), move each factor id to its
+    variable's slot, keeping the bucket order (so factor order within a variable)."""
+    n_vars = var_offsets.shape[0] - 1
+    nb = ((n_vars - 1) >> shift) + 1
+    pos = np.empty(1 << shift, np.int64)
+    scratch = np.empty(0, np.int32)
+    for b in range(nb):
+        v0 = b << shift
+        v1 = min(v0 + (1 << shift), n_vars)
+        start = var_offsets[v0]
+        end = var_offsets[v1]
+        if end - start > scratch.shape[0]:
+            scratch = np.empty(2 * (end - start), np.int32)
+        for k in range(start, end):
+            scratch[k - start] = var_factors[k]
+        for v in range(v0, v1):
+            pos[v - v0] = var_offsets[v]
+        for k in range(start, end):
+            j = low[k]
+            var_factors[pos[j]] = scratch[k - start]
+            pos[j] += 1
+
+
+# Below this many edges the one-pass scatter's writes stay in cache anyway.
+_TWO_PASS_MIN_EDGES = 1 << 20
+# Target edges per bucket of the two-pass scatter: its region (4 B ids + 2 B low bits + 4 B
+# scratch per edge, about 1.3 MiB) stays in a core's L2 (measured best here: 2^12 variables per bucket at 20 edges per variable).
+_BUCKET_EDGES = 1 << 17
+
+
+def _bucket_shift(n_vars: int, n_edges: int) -> int:
+    """log2 of the variables per bucket: about _BUCKET_EDGES edges per bucket, 2^6 .. 2^16
+    variables (the low bits are stored as uint16)."""
+    per_var = max(n_edges / max(n_vars, 1), 1.0)
+    return int(min(max(np.floor(np.log2(_BUCKET_EDGES / per_var)), 6), 16))
+
+
+def _var_csr_fast(
+    factor_offsets: np.ndarray,
+    factor_vars: np.ndarray,
+    n_vars: int,
+    *,
+    two_pass: bool | None = None,
+    arity: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Variable → factor CSR, each variable's factors in factor order (a stable counting sort).
+
+    A one-pass scatter writes each edge to a random place of an array many times the cache;
+    large graphs instead scatter into cache-sized buckets of variables first, then sort each
+    bucket locally (two passes over the edges, each with its writes in cache). ``two_pass``
+    forces the choice (tests); by default it is taken from 2^20 edges on. ``arity`` > 0 promises
+    that every factor has that many arguments (the caller knows: one rule, one arity).
+    """
+    var_offsets = _csr_by_var(factor_vars, n_vars)
+    var_factors = np.empty(factor_vars.shape[0], np.int32)
+    if not (factor_vars.shape[0] >= _TWO_PASS_MIN_EDGES if two_pass is None else two_pass):
+        _fill_csr(factor_offsets, factor_vars, var_offsets, var_factors)
+        return var_offsets, var_factors
+    shift = _bucket_shift(n_vars, factor_vars.shape[0])
+    low = np.empty(factor_vars.shape[0], np.uint16)
+    _bucket_pass(factor_offsets, factor_vars, var_offsets, shift, arity, var_factors, low)
+    _local_pass(var_offsets, shift, var_factors, low)
+    return var_offsets, var_factors
 
 
 def _evidence_arrays(evidence: Evidence | None) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +193,7 @@ def graph_from_store(
     extra_vids: np.ndarray | None = None,
     evidence: Evidence | None = None,
     check: bool = True,
+    imports: list[ImportInfo] | None = None,
 ) -> tuple[FactorGraph, np.ndarray]:
     """Build graph arrays from the stored factors.
 
@@ -103,6 +202,9 @@ def graph_from_store(
         renumbered densely in vid order. Without it, every stored factor and every variable
         (graph ids = global vids).
     evidence: {vid: value} or (vids, values); defaults to the stored evidence for a full graph.
+    imports: the imported models to include (`live_imports(con, variables)`); default: every
+        import whose relation has a vid map. Their TABLE factors come first, in relation then
+        file order (ungrouped, so before any grouped rule, as the factor order requires).
     Returns ``(graph, vids)`` with ``vids[i]`` the global vid of graph variable ``i``.
     """
     rules = _stored_rules(con)
@@ -110,6 +212,23 @@ def graph_from_store(
     weights, learnable, sem_parts, gw_parts = [], [], [], []
     n_w = 0
     n_g = 0
+    imported = [import_arrays(con, info, region) for info in (live_imports(con) if imports is None else imports)]
+    table_parts, tab_off_parts = [], []
+    n_entries = 0
+    for ia in imported:  # one unit weight per import; literals -1 (TABLE arguments are raw values)
+        nf = ia.n_factors
+        fv_parts.append(ia.vids.astype(np.int32))
+        lit_parts.append(np.full(ia.vids.shape[0], RAW_VALUE, dtype=np.int32))
+        fn_parts.append(np.full(nf, int(FactorFunction.TABLE), dtype=np.int8))
+        ar_parts.append((ia.offsets, nf))
+        weights.append(np.ones(1, dtype=np.float64))
+        learnable.append(np.zeros(1, dtype=np.bool_))
+        w_parts.append(np.full(nf, n_w, dtype=np.int32))
+        n_w += 1
+        g_parts.append(np.full(nf, NO_GROUP, dtype=np.int32))
+        table_parts.append(ia.tables)
+        tab_off_parts.append(n_entries + ia.table_offsets[:-1])
+        n_entries += int(ia.tables.shape[0])
     for name, function, semantics, arity, literals, weight_kind in rules:
         ft = factor_table(name)
         cols = [d[0] for d in con.execute(f"SELECT * FROM {sql_text(table_ref(ft))} LIMIT 0").description]
@@ -162,9 +281,9 @@ def graph_from_store(
                 raise RuntimeError(f"weights of rule '{name}' are not numbered 0 .. {k - 1}")
             weights.append(np.asarray(d["value"], dtype=np.float64))
             learnable.append(np.asarray(d["learnable"], dtype=np.bool_))
-            fw = n_w + (_column(t, "wid", np.int64) if weight_kind == "tied" else np.zeros(n, dtype=np.int64))
+            fw = (n_w + _column(t, "wid", np.int32)) if weight_kind == "tied" else np.full(n, n_w, dtype=np.int32)
             n_w += k
-        w_parts.append(fw.astype(np.int32))
+        w_parts.append(fw.astype(np.int32, copy=False))
         if heads:
             g = _column(t, "g", np.int64)
             ng = int(g[-1]) + 1 if n else 0
@@ -185,10 +304,18 @@ def graph_from_store(
     n_factors = sum(n for _, n in ar_parts)
     factor_offsets = np.zeros(n_factors + 1, dtype=np.int64)
     start, edge = 0, 0
-    for a, n in ar_parts:  # fixed arity per rule: offsets are an arithmetic progression per block
-        factor_offsets[start + 1 : start + n + 1] = edge + a * np.arange(1, n + 1, dtype=np.int64)
+    for a, n in ar_parts:
+        if isinstance(a, np.ndarray):  # an import: its own offsets (arities vary)
+            factor_offsets[start + 1 : start + n + 1] = edge + a[1:]
+            edge += int(a[-1])
+        else:  # fixed arity per rule: offsets are an arithmetic progression per block
+            factor_offsets[start + 1 : start + n + 1] = edge + a * np.arange(1, n + 1, dtype=np.int64)
+            edge += a * n
         start += n
-        edge += a * n
+    table_offset = np.full(n_factors, NO_TABLE, dtype=np.int64)
+    if tab_off_parts:
+        k = sum(p.shape[0] for p in tab_off_parts)
+        table_offset[:k] = np.concatenate(tab_off_parts)
     card_all = cardinalities(con)
     if region is None:
         vids = np.arange(card_all.shape[0], dtype=np.int64)
@@ -209,7 +336,11 @@ def graph_from_store(
         ev[pos[hit]] = evv[hit]
     if factor_vars.shape[0] >= 2**31 - 1:
         raise GraphError(f"{factor_vars.shape[0]:,} factor edges: more than int32 ids allow")
-    var_offsets, var_factors = _var_csr_fast(factor_offsets, factor_vars, int(vids.shape[0]))
+    arities = {a for a, _ in ar_parts if not isinstance(a, np.ndarray)}
+    uniform = len(arities) == 1 and len(ar_parts) == len([1 for a, _ in ar_parts if not isinstance(a, np.ndarray)])
+    var_offsets, var_factors = _var_csr_fast(
+        factor_offsets, factor_vars, int(vids.shape[0]), arity=arities.pop() if uniform else 0
+    )
     graph = FactorGraph(
         cardinality=np.ascontiguousarray(card, dtype=np.int32),
         evidence=ev,
@@ -221,8 +352,8 @@ def graph_from_store(
         factor_offsets=factor_offsets,
         factor_vars=factor_vars,
         factor_literals=cat(lit_parts, np.int32),
-        table_offset=np.full(n_factors, NO_TABLE, dtype=np.int64),
-        tables=np.zeros(0, dtype=np.float64),
+        table_offset=table_offset,
+        tables=cat(table_parts, np.float64),
         weights=cat(weights, np.float64),
         learnable=cat(learnable, np.bool_),
         semantics=cat(sem_parts, np.int8),
@@ -308,7 +439,7 @@ def full_graph(
 ) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
     """Ground everything (reusing what is current) and build the whole graph; vids = arange."""
     stats = ground_all(con, variables, rules, config)
-    graph, vids = graph_from_store(con, evidence=evidence)
+    graph, vids = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
     return graph, vids, stats
 
 
@@ -340,7 +471,9 @@ def query_graph(
         stats.rounds = region.rounds
         stats.new_factors = region.new_factors
         if region.exhausted:
-            graph, vids = graph_from_store(con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence)
+            graph, vids = graph_from_store(
+                con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence, imports=p.imports
+            )
             con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
             return graph, vids, stats
         con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
@@ -350,7 +483,7 @@ def query_graph(
     stats.grounded += full.grounded
     stats.new_factors += full.new_factors
     stats.factors = full.factors
-    g, _ = graph_from_store(con, evidence=evidence)
+    g, _ = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
     vmask, fmask = reachable(g, seeds)
     sub, vids = subgraph(g, np.flatnonzero(vmask), factors=fmask)
     return sub, vids, stats

@@ -17,6 +17,7 @@ import sqlglot.expressions as exp
 
 from pdbq.errors import GroundingError
 from pdbq.grounding.compile import CompiledRule, compile_rule, observed_columns
+from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_relation
 from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate, estimate_groundings
 from pdbq.grounding.store import ensure_schema, factor_table, ident, sql_text, table_ref
@@ -47,6 +48,7 @@ class Prepared:
     complete: dict[str, bool]
     sync: VariableSync
     stats: GroundingStats
+    imports: list[ImportInfo] = field(default_factory=list)  # live imported models (pdbq.io)
 
 
 class transaction:
@@ -200,8 +202,9 @@ def prepare(
         _register(con, c, pos, dh, fp, False, 0)
         complete[name] = False
         stats.factors[name] = 0
+    imports = live_imports(con, variables)
     stats.seconds = time.perf_counter() - t0
-    return Prepared(compiled, complete, sync, stats)
+    return Prepared(compiled, complete, sync, stats, imports)
 
 
 def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:

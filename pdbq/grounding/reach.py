@@ -26,6 +26,7 @@ import sqlglot.expressions as exp
 
 from pdbq.grounding.compile import CompiledRule
 from pdbq.grounding.ground import Prepared, _check_rows, _sync_weights, ground_rows
+from pdbq.grounding.imported import import_neighbours_select
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, factor_table, ident, sql_text, table_ref
 
@@ -126,6 +127,9 @@ def _neighbours(con, prepared: Prepared, frontier: str) -> np.ndarray:
         q = exp.select(exp.func("unnest", exp.Array(expressions=[exp.column(f"v{i}") for i in range(c.arity)])).as_("vid")).from_(
             exp.Subquery(this=sel, alias=exp.TableAlias(this=ident("f")))
         )
+        parts.append(np.asarray(con.execute(sql_text(q)).fetchnumpy()["vid"], dtype=np.int64))
+    for info in prepared.imports:  # imported factors: stored whole, only their neighbours are read
+        q = import_neighbours_select(info, frontier)
         parts.append(np.asarray(con.execute(sql_text(q)).fetchnumpy()["vid"], dtype=np.int64))
     if not parts:
         return np.zeros(0, dtype=np.int64)

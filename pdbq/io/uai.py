@@ -25,19 +25,28 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from pdbq.errors import PdbqError
+from pdbq.catalog.names import normalize
+from pdbq.catalog.store import transaction
+from pdbq.errors import CatalogError, PdbqError
 from pdbq.graph.builder import csr_from_edges
+from pdbq.graph.from_store import full_graph
 from pdbq.graph.layout import NO_GROUP, FactorGraph, validate
+from pdbq.graph.subgraph import subgraph
+from pdbq.grounding.imported import create_import, evidence_source, variable_source
+from pdbq.grounding.variables import relation_info
 from pdbq.inference.potentials import hyperedges
-from pdbq.language.nodes import FactorFunction
+from pdbq.language.nodes import Column, CreateVariable, Domain, DomainKind, FactorFunction
 
 __all__ = [
     "UaiFormatError",
     "UaiModel",
     "read_uai_graph",
+    "read_uai",
+    "export_uai",
     "read_evid",
     "read_mar",
     "read_pr",
@@ -70,6 +79,23 @@ class UaiModel:
         return self.graph.n_vars
 
 
+def _line_of(path: PathLike, k: int | None) -> int:
+    """1-based line of the file's token ``k`` (0 = the network type; None = the last line).
+    Only error paths call this: it re-reads the file with line breaks kept."""
+    lines = Path(path).read_text().splitlines() or [""]
+    counts = np.cumsum([len(line.split()) for line in lines])
+    if k is None or k >= int(counts[-1]):
+        nonblank = [i for i, line in enumerate(lines) if line.strip()]
+        return (nonblank[-1] if nonblank else 0) + 1
+    return int(np.searchsorted(counts, k, side="right")) + 1
+
+
+def _err(path: PathLike, k: int | None, message: str) -> UaiFormatError:
+    """UaiFormatError naming the file and the line of number ``k`` of the stream after the
+    network type (None: the end of the file)."""
+    return UaiFormatError(f"{path}, line {_line_of(path, None if k is None else k + 1)}: {message}")
+
+
 def _tokens(path: PathLike) -> tuple[str, np.ndarray]:
     text = Path(path).read_text()
     parts = text.split(None, 1)
@@ -78,7 +104,7 @@ def _tokens(path: PathLike) -> tuple[str, np.ndarray]:
     head = parts[0]
     body = parts[1] if len(parts) > 1 else ""
     if head.upper() not in ("MARKOV", "BAYES"):
-        raise UaiFormatError(f"{path}: expected MARKOV or BAYES as the first token, found {head!r}")
+        raise _err(path, -1, f"expected MARKOV or BAYES as the first token, found {head!r}")
     try:
         nums = np.fromstring(body, dtype=np.float64, sep=" ") if body.strip() else np.zeros(0)
     except ValueError:
@@ -90,17 +116,17 @@ def _tokens(path: PathLike) -> tuple[str, np.ndarray]:
             try:
                 float(tok)
             except ValueError:
-                raise UaiFormatError(f"{path}: token {k + 2} ({tok!r}) is not a number") from None
+                raise _err(path, k, f"token {k + 2} ({tok!r}) is not a number") from None
         raise UaiFormatError(f"{path}: could not read the numbers")
     return head.upper(), nums
 
 
 def _int(a: np.ndarray, i: int, path: PathLike, what: str) -> int:
     if i >= a.shape[0]:
-        raise UaiFormatError(f"{path}: file ends where {what} was expected")
+        raise _err(path, None, f"file ends where {what} was expected")
     x = a[i]
     if x != int(x) or x < 0:
-        raise UaiFormatError(f"{path}: {what} must be a non-negative integer, found {x!r}")
+        raise _err(path, i, f"{what} must be a non-negative integer, found {float(x):g}")
     return int(x)
 
 
@@ -113,10 +139,12 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
     kind, a = _tokens(path)
     n = _int(a, 0, path, "the number of variables")
     if a.shape[0] < 1 + n:
-        raise UaiFormatError(f"{path}: file ends inside the domain sizes")
+        raise _err(path, None, "file ends inside the domain sizes")
     card = a[1 : 1 + n]
-    if np.any(card != np.floor(card)) or np.any(card < 1):
-        raise UaiFormatError(f"{path}: domain sizes must be positive integers")
+    bad_card = (card != np.floor(card)) | (card < 1)
+    if np.any(bad_card):
+        j = int(np.flatnonzero(bad_card)[0])
+        raise _err(path, 1 + j, f"domain sizes must be positive integers (variable {j}: {float(card[j]):g})")
     card = card.astype(np.int64)
     i = 1 + n
     m = _int(a, i, path, "the number of factors")
@@ -128,11 +156,13 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
         starts[f], arity[f] = i + 1, k
         i += 1 + k
     if i > a.shape[0]:
-        raise UaiFormatError(f"{path}: file ends inside the factor scopes")
+        raise _err(path, None, "file ends inside the factor scopes")
     idx = np.repeat(starts - np.concatenate([[0], np.cumsum(arity)[:-1]]), arity) + np.arange(int(arity.sum()))
     scope_vars = a[idx]
-    if scope_vars.size and (np.any(scope_vars != np.floor(scope_vars)) or scope_vars.min() < 0 or scope_vars.max() >= n):
-        raise UaiFormatError(f"{path}: a factor scope names a variable outside 0..{n - 1}")
+    bad_scope = (scope_vars != np.floor(scope_vars)) | (scope_vars < 0) | (scope_vars >= n)
+    if np.any(bad_scope):
+        j = int(np.flatnonzero(bad_scope)[0])
+        raise _err(path, int(idx[j]), f"a factor scope names variable {float(scope_vars[j]):g}, outside 0..{n - 1}")
     scope_vars = scope_vars.astype(np.int64)
     offsets = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(arity, out=offsets[1:])
@@ -141,21 +171,23 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
     for f in range(m):
         s = _int(a, i, path, f"the table size of factor {f}")
         if s != sizes[f]:
-            raise UaiFormatError(f"{path}: factor {f} has a table of {s} entries; its scope needs {int(sizes[f])}")
+            raise _err(path, i, f"factor {f} has a table of {s} entries; its scope needs {int(sizes[f])}")
         table_start[f] = i + 1
         i += 1 + s
     if i > a.shape[0]:
-        raise UaiFormatError(f"{path}: file ends inside the table of a factor")
+        raise _err(path, None, "file ends inside the table of a factor")
     if i < a.shape[0]:
-        raise UaiFormatError(f"{path}: {a.shape[0] - i} unexpected tokens after the last table")
+        raise _err(path, i, f"{a.shape[0] - i} unexpected tokens after the last table")
     values = a[int(table_start[0]) :] if m else np.zeros(0)
     # the tables sit back to back after their size tokens; drop the size tokens
     keep = np.ones(values.shape[0], dtype=bool)
     if m:
         keep[(table_start[1:] - 1) - table_start[0]] = False
     values = values[keep]
-    if np.any(values < 0) or np.any(np.isnan(values)):
-        raise UaiFormatError(f"{path}: factor tables must hold non-negative numbers")
+    bad_value = (values < 0) | np.isnan(values)
+    if np.any(bad_value):
+        j = int(np.flatnonzero(keep)[np.flatnonzero(bad_value)[0]]) + int(table_start[0])
+        raise _err(path, j, f"factor tables must hold non-negative numbers, found {float(a[j]):g}")
     with np.errstate(divide="ignore"):
         tables = np.log(values)
     if card.size and card.min() < 2:
@@ -310,8 +342,17 @@ def _is_plain_table_graph(g: FactorGraph) -> bool:
     )
 
 
-def write_uai(source: FactorGraph | UaiModel, path: PathLike, *, evid_path: PathLike | None = None) -> None:
+def write_uai(
+    source: FactorGraph | UaiModel | Any,
+    path: PathLike,
+    target: PathLike | None = None,
+    *,
+    evid_path: PathLike | None = None,
+) -> None:
     """Write a network as a UAI MARKOV file (and its evidence as ``.evid`` when asked).
+
+    ``write_uai(graph_or_model, path)`` writes a factor graph; ``write_uai(db, relation, path)``
+    writes variable relation ``relation`` of a pdbq database (see `export_uai`).
 
     A graph of unit-weight TABLE factors is written factor by factor as stored (a file read by
     `read_uai_graph` round-trips). Any other graph is written as one table per standalone factor
@@ -319,6 +360,13 @@ def write_uai(source: FactorGraph | UaiModel, path: PathLike, *, evid_path: Path
     (docs/factors.md's energy; evidence goes to ``evid_path``), so every answer is preserved. Potentials must fit a double:
     a log-potential above 709 raises `UaiFormatError`.
     """
+    if _is_database(source):
+        if target is None:
+            raise TypeError("write_uai(db, relation, path): the path is missing")
+        export_uai(source, str(path), target, evid_path=evid_path)
+        return
+    if target is not None:
+        raise TypeError("write_uai(graph, path) takes no third positional argument")
     graph = source.graph if isinstance(source, UaiModel) else source
     card = graph.cardinality
     scopes: list[np.ndarray] = []
@@ -350,3 +398,102 @@ def write_evid(evidence: Mapping[int, int], path: PathLike) -> None:
     """Write ``{variable: value}`` as a UAI 2014 ``.evid`` file."""
     items = sorted((int(v), int(x)) for v, x in evidence.items())
     Path(path).write_text(" ".join([str(len(items))] + [f"{v} {x}" for v, x in items]) + "\n")
+
+
+# ------------------------------------------------------------------------- into a database
+
+
+def _is_database(obj: object) -> bool:
+    return hasattr(obj, "catalog") and hasattr(obj, "duckdb")
+
+
+def _contiguous_tables(graph: FactorGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(table_offsets[n_factors + 1], tables) with factor f's log-table at
+    ``tables[table_offsets[f]:table_offsets[f+1]]`` (gathered when the graph's are not back to back)."""
+    sizes = _scope_sizes(graph.cardinality.astype(np.int64), graph.factor_vars.astype(np.int64), graph.factor_offsets)
+    offsets = np.zeros(graph.n_factors + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    if np.array_equal(graph.table_offset, offsets[:-1]) and graph.tables.shape[0] == offsets[-1]:
+        return offsets, graph.tables
+    idx = np.repeat(graph.table_offset - offsets[:-1], sizes) + np.arange(int(offsets[-1]))
+    return offsets, graph.tables[idx]
+
+
+def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = None) -> UaiModel:
+    """Load a UAI network into a pdbq database as variable relation ``name(id INTEGER)``.
+
+    Variables keep their file ids as keys, each with its own domain size (per-row cardinality;
+    the relation's domain is CATEGORICAL(largest)); the file's factors become unit-weight TABLE
+    factors stored with the relation (``pdbq_fs_imported__<name>``), which query-driven grounding
+    and full graphs include. ``evidence`` (an ``.evid`` path; only when given) becomes the
+    relation's stored evidence. ``DROP VARIABLE name`` removes the import. One transaction: a bad
+    file (`UaiFormatError` naming the file and line) or a taken name (`CatalogError`) leaves the
+    database as it was. Returns the network as read (`read_uai_graph`).
+
+    >>> # db = pdbq.connect(); read_uai(db, "Grids_12.uai", "grid")
+    >>> # db.execute("SELECT v.id, PROB(v = 1) FROM grid v WHERE v.id < 5 USING EXACT")
+    """
+    if not _is_database(db):
+        raise TypeError(f"read_uai takes a pdbq database (pdbq.connect()), not {type(db).__name__}")
+    rel = normalize(name)
+    catalog = db.catalog
+    if rel in catalog.variables():
+        raise CatalogError(f"cannot import '{path}' as '{rel}': a variable relation of that name exists; drop it first")
+    if catalog.is_read_only():
+        raise PdbqError(f"cannot import '{path}': the database is open read-only")
+    model = read_uai_graph(path, evidence)
+    g = model.graph
+    table_offsets, tables = _contiguous_tables(g)
+    ev_ids = np.array(sorted(model.evidence), dtype=np.int64)
+    ev_vals = np.array([model.evidence[int(v)] for v in ev_ids], dtype=np.int64)
+    card = g.cardinality
+    node = CreateVariable(
+        name=rel,
+        columns=(Column("id", "INTEGER"),),
+        domain=Domain(DomainKind.CATEGORICAL, size=int(card.max()) if card.size else 2),
+        source=variable_source(rel),
+        evidence=evidence_source(rel) if evidence is not None else None,
+        per_row_cardinality=True,
+    )
+    con = db.duckdb
+    with transaction(con):
+        create_import(
+            con, rel, card, g.factor_offsets, g.factor_vars, table_offsets, tables,
+            evidence=(ev_ids, ev_vals), origin=str(path),
+        )
+        catalog.create_variable(node)
+    return model
+
+
+def export_uai(db: Any, name: str, path: PathLike, *, evid_path: PathLike | None = None) -> FactorGraph:
+    """Write variable relation ``name`` of a database as a UAI file (variable i = the relation's
+    i-th variable in key order: the file id for an imported relation).
+
+    Every factor over the relation's variables is written (imported TABLE factors as stored, so an
+    import round-trips; grounded rules as tables of ``exp(w·φ)``, grounding them in full first).
+    A factor that also involves another relation cannot be expressed in the file and raises
+    `PdbqError`. Stored evidence goes to ``evid_path`` when given. Returns the graph written.
+    """
+    rel = normalize(name)
+    catalog = db.catalog
+    variables = catalog.variables()
+    if rel not in variables:
+        catalog.variable(rel)  # CatalogError with suggestions
+    g, _, _ = full_graph(db.duckdb, variables, catalog.rules())
+    info = relation_info(db.duckdb)[rel]
+    inside = np.zeros(g.n_vars, dtype=bool)
+    inside[info.base : info.base + info.n] = True
+    edge_factor = np.repeat(np.arange(g.n_factors), np.diff(g.factor_offsets))
+    n_in = np.bincount(edge_factor, weights=inside[g.factor_vars], minlength=g.n_factors)
+    arity = np.diff(g.factor_offsets)
+    mixed = (n_in > 0) & (n_in < arity)
+    if np.any(mixed):
+        f = int(np.flatnonzero(mixed)[0])
+        raise PdbqError(
+            f"cannot write '{rel}' as a UAI file: factor {f} also involves variables of other relations"
+        )
+    # constant (zero-variable) factors belong to the file only when the relation is the whole model
+    keep = (n_in > 0) | ((arity == 0) & (info.n == g.n_vars))
+    sub, _ = subgraph(g, np.arange(info.base, info.base + info.n), factors=keep)
+    write_uai(sub, path, evid_path=evid_path)
+    return sub
