@@ -44,7 +44,7 @@ class QueryOptions:
     tolerance: float | None = None
     selection: str = "trail"
     epsilon: float = 0.05
-    power: float = 2.0
+    power: float = 1.0
     max_table: int = 2**26
     temperature: float = 2.0  # ANNEAL: start temperature
     cooling: float | None = None  # ANNEAL: geometric factor per sweep (None: reach 0.01 at the end)

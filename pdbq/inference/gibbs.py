@@ -311,6 +311,11 @@ def run_gibbs(
             round_len = int(min(max(math.ceil(steps_target / _FIXED_ROUNDS), 1), _MAX_ROUND))
         else:
             round_len = int(min(max(n_sites, 1000), 100_000))
+        # The first round is short and its time is not charged to `time_limit`: it includes the
+        # kernels' JIT compilation (seconds on a cold cache), which must not eat a user's budget
+        # and end a run before any sample is kept.
+        warm_up = True
+        excluded = 0.0
         try:
             while True:
                 in_burn = burned < burn_in
@@ -320,6 +325,8 @@ def run_gibbs(
                     n = round_len if steps_target is None else min(round_len, steps_target - done)
                     if n <= 0:
                         break
+                if warm_up and not fixed:
+                    n = min(n, 1000)
                 for c in range(chains):
                     group_sums_into(graph, kg.tables, states[c].values, gsums[c])
                 rsums[:] = 0.0
@@ -327,9 +334,12 @@ def run_gibbs(
                 tr = time.perf_counter()
                 pool.map(run_chain, [(graph, kg, states[c], sched, accs[c], unused, n, not in_burn) for c in range(chains)])
                 dt = time.perf_counter() - tr
-                if not fixed and dt > 0:
+                if warm_up:
+                    warm_up = False
+                    excluded = dt
+                elif not fixed and dt > 0:
                     round_len = int(min(max(n * _ROUND_SECONDS / dt, 1000), _MAX_ROUND))
-                elapsed = time.perf_counter() - t0
+                elapsed = time.perf_counter() - t0 - excluded
                 max_se = float("nan")
                 if in_burn:
                     burned += n
@@ -359,7 +369,8 @@ def run_gibbs(
                 )
                 if on_round is not None:
                     on_round(RoundInfo(steps=burned + done, burn_in=in_burn, max_stderr=max_se, elapsed=elapsed))
-                if reached or (config.time_limit is not None and elapsed >= config.time_limit):
+                # A time limit ends a run only once samples have been kept.
+                if reached or (config.time_limit is not None and elapsed >= config.time_limit and done > 0):
                     break
         finally:
             pool.close()

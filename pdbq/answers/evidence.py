@@ -1,0 +1,153 @@
+"""x_e for one query: stored evidence plus ``GIVEN``, with GIVEN overriding stored values.
+
+Every problem is an `EvidenceError` naming the relation and key: a GIVEN relation that is not a
+variable relation, a key that names no variable, a value outside the domain, or one variable
+given two different values in the same query. Call after the vid maps are synced.
+
+>>> # resolve_evidence(con, variables, [GivenAtom('is_fan', ("'bart'",), 'TRUE')]).given
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import sqlglot
+import sqlglot.expressions as exp
+
+from pdbq.errors import EvidenceError, GroundingError, suggest
+from pdbq.grounding.variables import domain_index, keys_to_vids, stored_evidence
+from pdbq.language.nodes import CreateVariable, DomainKind, GivenAtom, GivenQuery
+
+__all__ = ["EvidenceSet", "resolve_evidence", "python_literal", "value_label"]
+
+
+@dataclass(frozen=True)
+class EvidenceSet:
+    """The evidence of one query as sorted global vids and their internal values.
+
+    ``n_stored``: stored evidence rows; ``given``: vids fixed by GIVEN (sorted);
+    ``overridden``: stored evidence vids whose value GIVEN replaced.
+    """
+
+    vids: np.ndarray  # int64, sorted
+    values: np.ndarray  # int32
+    n_stored: int
+    given: np.ndarray  # int64, sorted
+    overridden: int
+
+    def as_tuple(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.vids, self.values
+
+
+def python_literal(value: Any) -> str:
+    """SQL literal text of a Python value (``True`` -> ``TRUE``, ``'a'`` -> ``'a'``)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return exp.convert(value).sql(dialect="duckdb")
+
+
+def value_label(v: CreateVariable, index: int) -> str:
+    """The domain value with internal index ``index`` as SQL text (TRUE, 'PER', 3)."""
+    d = v.domain
+    if d.kind is DomainKind.BOOLEAN:
+        return "TRUE" if index else "FALSE"
+    if d.kind is DomainKind.VALUES:
+        raw = d.values[index]
+        raw = raw[1:-1].replace("''", "'") if len(raw) >= 2 and raw[0] == raw[-1] == "'" else raw
+        return python_literal(raw)
+    return str(index)
+
+
+def _key_text(relation: str, key: Sequence[Any]) -> str:
+    return f"{relation}({', '.join(python_literal(k) for k in key)})"
+
+
+def _variable(variables: Mapping[str, CreateVariable], relation: str) -> CreateVariable:
+    v = variables.get(relation.lower())
+    if v is None:
+        known = ", ".join(sorted(variables)) or "none"
+        raise EvidenceError(
+            f"GIVEN {relation}: '{relation}' is not a variable relation.{suggest(relation, variables)} "
+            f"Variable relations: {known}"
+        )
+    return v
+
+
+def _domain_value(v: CreateVariable, literal: str, where: str) -> int:
+    try:
+        return domain_index(v.domain, literal, what=where)
+    except GroundingError as e:
+        raise EvidenceError(str(e)) from None
+
+
+def _atom_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, atom: GivenAtom) -> tuple[list[tuple], list[str]]:
+    n = len(v.columns)
+    if len(atom.keys) != n:
+        raise EvidenceError(
+            f"GIVEN {atom.relation}({', '.join(atom.keys)}): {v.name} has {n} key column"
+            f"{'s' if n != 1 else ''} ({', '.join(c.name for c in v.columns)}), got {len(atom.keys)}"
+        )
+    select = exp.select(*[sqlglot.parse_one(k, read="duckdb") for k in atom.keys])
+    key = con.execute(select.sql(dialect="duckdb")).fetchone()
+    return [tuple(key)], [atom.value]
+
+
+def _query_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, given: GivenQuery) -> tuple[list[tuple], list[str]]:
+    rel = con.sql(given.query)
+    n = len(v.columns)
+    if len(rel.columns) != n + 1:
+        raise EvidenceError(
+            f"GIVEN (...) AS {given.relation}: the query must return the {n} key column"
+            f"{'s' if n != 1 else ''} of {v.name} ({', '.join(c.name for c in v.columns)}) and then the value; "
+            f"it returns {len(rel.columns)} columns"
+        )
+    keys, values = [], []
+    for row in rel.fetchall():
+        if row[-1] is None:
+            raise EvidenceError(f"GIVEN (...) AS {given.relation}: NULL value for {_key_text(v.name, row[:-1])}")
+        keys.append(tuple(row[:-1]))
+        values.append(python_literal(row[-1]))
+    return keys, values
+
+
+def resolve_evidence(
+    con: duckdb.DuckDBPyConnection,
+    variables: Mapping[str, CreateVariable],
+    given: Iterable[GivenAtom | GivenQuery],
+) -> EvidenceSet:
+    """Stored evidence merged with ``given`` (GIVEN wins over stored values, never over itself)."""
+    ev_v, ev_x = stored_evidence(con)
+    chosen: dict[int, tuple[int, str, str]] = {}  # vid -> (value, value text, key text)
+    for item in given:
+        v = _variable(variables, item.relation)
+        if isinstance(item, GivenAtom):
+            keys, literals = _atom_rows(con, v, item)
+        else:
+            keys, literals = _query_rows(con, v, item)
+        if not keys:
+            continue
+        vids = keys_to_vids(con, v.name, keys)
+        for key, literal, vid in zip(keys, literals, vids.tolist()):
+            where = f"GIVEN {_key_text(v.name, key)} = {literal}"
+            if vid < 0:
+                raise EvidenceError(f"{where}: no variable of {v.name} has the key {_key_text(v.name, key)[len(v.name):]}")
+            value = _domain_value(v, literal, where)
+            prev = chosen.get(vid)
+            if prev is not None and prev[0] != value:
+                raise EvidenceError(
+                    f"conflicting evidence for {_key_text(v.name, key)}: GIVEN sets it to "
+                    f"{value_label(v, prev[0])} and to {value_label(v, value)}"
+                )
+            chosen[vid] = (value, literal, _key_text(v.name, key))
+    gv = np.fromiter(chosen.keys(), dtype=np.int64, count=len(chosen))
+    gx = np.fromiter((c[0] for c in chosen.values()), dtype=np.int32, count=len(chosen))
+    stored_v = np.asarray(ev_v, dtype=np.int64)
+    keep = ~np.isin(stored_v, gv)
+    vids = np.concatenate([stored_v[keep], gv])
+    values = np.concatenate([np.asarray(ev_x, dtype=np.int32)[keep], gx])
+    order = np.argsort(vids, kind="stable")
+    return EvidenceSet(vids[order], values[order], int(stored_v.size), np.sort(gv), int((~keep).sum()))

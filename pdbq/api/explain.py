@@ -1,0 +1,146 @@
+"""EXPLAIN <probabilistic query>: what the engine would do, as rows (property, value).
+
+It plans the query like `execute_query` (x_q by DuckDB, x_e, query-driven grounding of what
+x_q reaches; grounding is cached for the query that follows) but samples nothing. Rows, in order:
+the set sizes (|x_q|, |x_e|, |x_l|, pruned), the method and why (for AUTO: induced width,
+largest table, estimated seconds), the selection distribution and the share of it the query
+variables get, the `TOP_K` variables by influence trail score with their relation and keys, the
+mixing analysis of `pdbq.analysis` (hierarchy width bounds, max factor weight, mixing bound) and
+warnings.
+
+>>> # db.execute("EXPLAIN SELECT PROB(m) FROM is_popular m").fetchall()[:2]
+>>> # [('query variables |x_q|', '4'), ('evidence variables |x_e|', '1 (stored 1, GIVEN 0)')]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pdbq.answers.engine import auto_decision
+from pdbq.api.query import Plan, plan_query
+from pdbq.api.result import Result
+from pdbq.errors import PdbqError
+from pdbq.grounding.variables import vids_to_keys
+from pdbq.inference.influence import trail_scores
+from pdbq.inference.selection import SelectionConfig, selection_distribution
+from pdbq.language.nodes import Method, ProbQuery
+
+__all__ = ["explain", "explain_rows", "TOP_K", "ANALYSIS_MAX_FACTORS"]
+
+TOP_K = 10
+ANALYSIS_MAX_FACTORS = 200_000  # larger graphs skip the hierarchy-width search (it can be slow)
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.{digits}g}"
+
+
+def _labels(con, vids: np.ndarray) -> dict[int, str]:
+    """Global vid -> ``relation(key, ...)``."""
+    out: dict[int, str] = {}
+    if not vids.size:
+        return out
+    for relation, rel in vids_to_keys(con, vids).items():
+        cols = [c for c in rel.columns if c not in ("pos", "vid", "cardinality")]
+        for row in rel.select(", ".join(["vid"] + [f'"{c}"' for c in cols])).fetchall():
+            out[int(row[0])] = f"{relation}({', '.join(repr(k) for k in row[1:])})"
+    return out
+
+
+def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
+    """The (property, value) rows of EXPLAIN for a planned query."""
+    rows: list[tuple[str, str]] = []
+    c = plan.counts()
+    ev = plan.evidence
+    rows.append(("query variables |x_q|", str(c["query_vars"])))
+    rows.append(("evidence variables |x_e|", f"{c['evidence_vars']} (stored {ev.n_stored}, GIVEN {ev.given.size}, "
+                                             f"GIVEN overriding stored {ev.overridden})"))
+    rows.append(("evidence on the boundary", str(c["evidence_in_graph"])))
+    rows.append(("latent variables |x_l|", str(c["latent_vars"])))
+    rows.append(("pruned variables (never grounded or sampled)", f"{c['pruned']} of {plan.n_total}"))
+    rows.append(("graph factors", str(c["graph_factors"])))
+    if plan.grounding is not None:
+        g = plan.grounding
+        rows.append(("grounding", f"{g.new_factors} new factors in {g.rounds} frontier rounds, "
+                                  f"{plan.grounding_seconds:.3f} s" + (" (full fallback)" if g.full_fallback else "")))
+    graph = plan.graph
+    opts = plan.options
+    if graph is None:
+        rows.append(("method", "none: the query selects no variables"))
+        return rows
+    local = plan.local
+    free_q = np.unique(local[graph.evidence[local] < 0])
+    decision = auto_decision(graph, opts.max_table) if free_q.size else None
+    if not free_q.size:
+        rows.append(("method", "EVIDENCE: every query variable is evidence (point masses, nothing sampled)"))
+    elif method is Method.AUTO:
+        picked = "EXACT" if decision.method == "EXACT" else "QAM"
+        rows.append(("method", f"AUTO picks {picked}"))
+    else:
+        rows.append(("method", f"USING {method.value}"))
+    if decision is not None:
+        rows.append(("AUTO decision", decision.reason))
+        rows.append(("induced width", "unknown (too large to order)" if decision.width < 0 else str(decision.width)))
+        rows.append(("largest exact table", "n/a" if decision.table_size < 0 else f"{decision.table_size:,} entries"))
+        rows.append(("estimated exact seconds", _fmt(decision.estimated_seconds)))
+    sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
+    if free_q.size:
+        selection = "uniform" if method is Method.GIBBS else opts.selection
+        try:
+            s = selection_distribution(graph, free_q, sites, SelectionConfig(selection=selection, epsilon=opts.epsilon,
+                                                                             power=opts.power))
+            share = float(s.p[np.isin(sites, free_q)].sum())
+            rows.append(("selection", f"{selection} (epsilon {opts.epsilon:g}) over {sites.size} sites"))
+            rows.append(("selection share of x_q", f"{share:.4f} (uniform would give {free_q.size / sites.size:.4f})"))
+        except PdbqError as e:
+            rows.append(("selection", f"{selection}: {e}"))
+        scores = trail_scores(graph, free_q)
+        mask = np.zeros(graph.n_vars, dtype=bool)
+        mask[sites] = True
+        mask[free_q] = False
+        cand = np.flatnonzero(mask & (scores > 0))
+        top = cand[np.argsort(-scores[cand], kind="stable")[:TOP_K]]
+        labels = _labels(db.duckdb, plan.graph_vids[top])
+        for i, v in enumerate(top.tolist(), 1):
+            gv = int(plan.graph_vids[v])
+            rows.append((f"influence #{i}", f"{labels.get(gv, f'vid {gv}')}: trail score {scores[v]:.4g}"))
+        if not top.size:
+            rows.append(("influence", "no latent variable influences the query (x_l is empty)"))
+    rows.extend(_analysis_rows(graph))
+    for note in plan.notes:
+        rows.append(("note", note))
+    return rows
+
+
+def _analysis_rows(graph) -> list[tuple[str, str]]:
+    try:
+        from pdbq.analysis import analyze_graph, semantics_warnings  # noqa: PLC0415
+    except ImportError:
+        return [("analysis", "not available in this build")]
+    if graph.n_factors > ANALYSIS_MAX_FACTORS:
+        rows = [("analysis", f"hierarchy width skipped: {graph.n_factors:,} factors (limit {ANALYSIS_MAX_FACTORS:,})")]
+    else:
+        a = analyze_graph(graph)
+        lo, hi = a.hierarchy_width_bounds
+        rows = [
+            ("hierarchy width", str(a.hierarchy_width) if a.hierarchy_width is not None else f"between {lo} and {hi}"),
+            ("max factor weight", f"{a.max_factor_weight:.4g}" + ("" if a.max_factor_weight_exact else " (upper bound)")),
+            ("mixing bound (seed 004, Theorem 2)", "n/a" if a.mixing_bound is None else f"{a.mixing_bound:.4g} steps"),
+        ]
+    rows += [("warning", w) for w in semantics_warnings(graph)]
+    return rows
+
+
+def explain(db, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
+    """EXPLAIN as a `Result` with columns ``property`` and ``value`` (both VARCHAR)."""
+    plan = plan_query(db, stmt, progress=progress, cancel=cancel)
+    rows = explain_rows(db, plan, stmt.method)
+    table = pa.table({"property": pa.array([r[0] for r in rows], pa.string()),
+                      "value": pa.array([r[1] for r in rows], pa.string())})
+    diag = {"method": "EXPLAIN", **plan.counts(), "grounding_seconds": plan.grounding_seconds}
+    return Result(table, diag, connection=db.duckdb)
