@@ -453,3 +453,18 @@ def test_analyze_errors():
         analyze(path_graph := graph_of(path_edges(3), 3), rule="fans_vote")
     with pytest.raises(AnalysisError, match="database"):
         analyze(path_graph, query="SELECT 1")
+
+
+def test_degenerate_graphs():
+    empty = analyze_graph(GraphBuilder().build())
+    assert (empty.hierarchy_width, empty.max_factor_weight, empty.mixing_bound) == (0, 0.0, 0.0)
+    b = GraphBuilder()
+    b.add_variables(3)
+    lone = analyze_graph(b.build())  # free variables, no factors: width 0, Theorem 2 still applies
+    assert (lone.hierarchy_width, lone.n_hyperedges) == (0, 0)
+    assert lone.mixing_bound == pytest.approx(3 * (math.log(4) + 3 * math.log(2)))
+    b = GraphBuilder()
+    x = b.add_variable(evidence=1)
+    b.add_factor(F.ISTRUE, [x], weight=b.add_weight(1.0))
+    clamped = analyze_graph(b.build())  # a factor over evidence only is a constant
+    assert (clamped.n_factors, clamped.n_hyperedges, clamped.hierarchy_width) == (1, 0, 0)

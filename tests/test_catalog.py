@@ -69,14 +69,15 @@ def test_show_lists_normalised_fields(movies_model):
     assert rows["is_fan"][5] == "SELECT person, fan FROM labels"
     assert rows["is_popular"][5] is None
     rules = movies_model.execute("SHOW RULES")
-    assert rules.columns == ["name", "rule", "weight", "semantics", "function"]
-    assert rules.fetchall() == [
+    assert rules.columns == ["name", "rule", "weight", "semantics", "function", "analysis"]
+    assert [r[:5] for r in rules.fetchall()] == [
         ("fans_vote", "is_popular(^m) :- tweets(m, p), is_fan(p), p <> 'bot'", "0.8", "RATIO", "VOTE")
     ]
+    assert "hierarchical" in rules.fetchall()[0][5]
     movies_model.execute(MORE_MODEL)
     by_name = {r[0]: r for r in movies_model.execute("SHOW RULES").fetchall()}
     assert by_name["word_feature"][1:3] == ("tag(^t) = 'PER' :- words(t, w)", "?(w)")
-    assert by_name["affinity"][1:] == ("entity(a) = entity(b) :- pairs(a, b, sim)", "= sim - 0.3", "LINEAR", "EQUAL")
+    assert by_name["affinity"][1:5] == ("entity(a) = entity(b) :- pairs(a, b, sim)", "= sim - 0.3", "LINEAR", "EQUAL")
     tag = {r[0]: r for r in movies_model.execute("SHOW VARIABLES").fetchall()}["tag"]
     assert tag[1:4] == ("token INTEGER", "('PER', 'ORG', 'LOC', 'O')", 4)
 

@@ -217,12 +217,14 @@ class HierarchySearch:
         def sweep(start: int) -> tuple[int, dict[int, int | None]]:
             parent: dict[int, int | None] = {start: None}
             frontier, last = [start], start
+            used: set[int] = set()
             while frontier:
                 nxt = []
                 for v in frontier:
                     for e in self.var_edges[v]:
-                        if e not in comp:
+                        if e not in comp or e in used:
                             continue
+                        used.add(e)
                         for u in self.edges[e]:
                             if u not in parent:
                                 parent[u] = v

@@ -19,10 +19,10 @@ every head symbol is hierarchical. Head symbols are the rule's resolved ``head_s
 
 Lemma 7 (hw ≤ E for an instance of a hierarchical template with E template factors) speaks of one
 factor per head-symbol assignment. pdbq grounds LOGICAL and RATIO rules that way (one head group
-per head assignment) but stores each grounding of a LINEAR rule as its own factor, so a LINEAR
-rule counts towards Lemma 7 only when it has one grounding per head assignment, i.e. when every
-symbol in the rule is a head symbol (``one_factor_per_head``; this assumes the grounding does not
-repeat a grounding for duplicate rows).
+per head assignment) but stores each grounding of a LINEAR rule as its own factor, with bag
+semantics: even a rule whose symbols are all head symbols gets two parallel factors from a
+duplicated input row (docs/grounding.md). So only LOGICAL and RATIO rules are taken to give one
+factor per head assignment (``one_factor_per_head``) and count towards Lemma 7.
 
 >>> from pdbq.language.nodes import Atom, CreateRule, Head, HeadKind, Term, TermKind
 >>> s = lambda name, hat=False: Term(TermKind.SYMBOL, name, hat)
@@ -130,11 +130,7 @@ def analyze_template(rule: CreateRule, random_relations: Collection[str] | None 
     hier = seqs[0][:depth] if seqs else ()
     heads = head_symbols(rule)
     hierarchical = all(h in hier for h in heads)
-    all_symbols = {t.text for a in list(rule.head.atoms) + list(rule.body) for t in a.terms if t.kind == TermKind.SYMBOL}
-    has_wildcard = any(t.kind == TermKind.WILDCARD for a in rule.body for t in a.terms)
-    one_per_head = rule.semantics in (Semantics.LOGICAL, Semantics.RATIO) or (
-        all_symbols <= set(heads) and not has_wildcard
-    )
+    one_per_head = rule.semantics in (Semantics.LOGICAL, Semantics.RATIO)
     return TemplateAnalysis(
         rule=rule.name,
         semantics=Semantics(rule.semantics),

@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from pdbq.api.result import Result
 from pdbq.catalog.store import Catalog
@@ -175,7 +176,10 @@ class Database:
             self._catalog.drop(stmt)
             return None
         if isinstance(stmt, Show):
-            return Result(self._catalog.show(stmt.kind), connection=self._con)
+            table = self._catalog.show(stmt.kind)
+            if stmt.kind.strip().upper() == "RULES":
+                table = _with_template_analysis(table, self._catalog)
+            return Result(table, connection=self._con)
         if isinstance(stmt, ProbQuery):
             return self._query(stmt, progress=progress, cancel=cancel)
         raise PdbqError(f"this build of pdbq cannot run {type(stmt).__name__} statements")
@@ -224,6 +228,16 @@ class Database:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("read-only" if self.read_only else "open")
         return f"<pdbq.Database {self.path!r} ({state})>"
+
+
+def _with_template_analysis(table: pa.Table, catalog: Catalog) -> pa.Table:
+    """SHOW RULES plus a column with each template's hierarchy analysis (seed 004, Defs. 5-6)."""
+    from pdbq.analysis import analyze_template
+
+    random = catalog.variables()
+    rules = catalog.rules()
+    notes = [analyze_template(rules[name], random).describe() for name in table.column("name").to_pylist()]
+    return table.append_column("analysis", pa.array(notes, type=pa.string()))
 
 
 def _check_encodable(text: str) -> None:
