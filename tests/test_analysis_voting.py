@@ -46,3 +46,39 @@ def test_sql_voting_model_has_the_papers_energy(semantics):
         x1, x0 = x.copy(), x.copy()
         x1[q], x0[q] = 1, 0
         assert log_score(graph, x1) - log_score(graph, x0) == pytest.approx(paper_delta(semantics, w, t, f))
+
+
+def _voting_db(n: int, semantics: str):
+    import pdbq
+
+    db = pdbq.connect()
+    con = db.duckdb
+    con.execute("CREATE TABLE q_key AS SELECT 1 AS k")
+    con.execute(f"CREATE TABLE t_prior AS SELECT i::INTEGER AS i, -0.5 AS w FROM range({n}) r(i)")
+    con.execute(f"CREATE TABLE f_prior AS SELECT i::INTEGER AS i, -0.5 AS w FROM range({n}) r(i)")
+    db.execute(voting.model_sql(semantics, 0.5))
+    return db
+
+
+def test_linear_warning_names_the_rule_in_answers_explain_and_analyze():
+    from pdbq.analysis import analyze
+
+    db = _voting_db(12, "LINEAR")
+    q = "SELECT PROB(x) FROM q AS x USING QAM WITH (steps = 2000, seed = 1)"
+    res = db.execute(q)
+    warned = sorted(w for w in res.diagnostics["warnings"] if "LINEAR semantics" in w)
+    assert len(warned) == 2
+    assert warned[0].startswith("rule 'f_votes' has LINEAR semantics and a head with 12 coupled votes (q(1); ")
+    assert warned[1].startswith("rule 't_votes' has LINEAR semantics and a head with 12 coupled votes (q(1); ")
+    rows = db.execute("EXPLAIN " + q).fetchall()
+    explained = [v for k, v in rows if k == "warning"]
+    assert sorted(w.split(" has ")[0] for w in explained) == ["rule 'f_votes'", "rule 't_votes'"]
+    a = analyze(db, query=q)
+    assert sorted(a.warnings) == warned
+
+
+@pytest.mark.parametrize("semantics", ["RATIO", "LOGICAL"])
+def test_no_warning_on_grouped_semantics_through_sql(semantics):
+    db = _voting_db(12, semantics)
+    res = db.execute("SELECT PROB(x) FROM q AS x USING QAM WITH (steps = 2000, seed = 1)")
+    assert not [w for w in res.diagnostics["warnings"] if "LINEAR semantics" in w]

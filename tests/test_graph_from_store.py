@@ -8,7 +8,7 @@ import pytest
 from test_grounding_golden import load_model
 
 from pdbq.graph.builder import GraphBuilder
-from pdbq.graph.from_store import full_graph, reachable
+from pdbq.graph.from_store import factor_rules, full_graph, reachable
 from pdbq.graph.layout import GraphError
 from pdbq.graph.subgraph import subgraph
 from pdbq.language.nodes import FactorFunction, Semantics
@@ -50,6 +50,23 @@ def builder_graph():
     for fan in (bart, lisa):
         b.add_factor(FactorFunction.VOTE, [fan, up], literals=[1, 1], group=g_up)
     return b.build()
+
+
+def test_weight_rules_map_every_factor_to_its_rule_and_survive_subgraph():
+    con = duckdb.connect()
+    V, R = load_model(con, MODEL)
+    g, _, stats = full_graph(con, V, R)
+    # b_sim: one expression weight per factor; c_doubt: one constant; a_ratio: tied per movie
+    assert stats.weight_rules == (("b_sim", 0, 2), ("c_doubt", 2, 3), ("a_ratio", 3, 5))
+    rule, names = factor_rules(g, stats.weight_rules)
+    assert [names[int(r)] for r in rule] == ["b_sim"] * 2 + ["c_doubt"] * 4 + ["a_ratio"] * 4
+    sub, old = subgraph(g, np.array([0, 2, 4]))  # bart, lisa, Up: weights are kept as they are
+    sub_rule, _ = factor_rules(sub, stats.weight_rules)
+    assert sorted({names[int(r)] for r in sub_rule}) == ["a_ratio", "b_sim", "c_doubt"]
+    # a weight index outside every rule's range (an imported model's) maps to no rule
+    none, _ = factor_rules(g._replace(weight=np.full(g.n_factors, 7, dtype=np.int32)), stats.weight_rules)
+    assert (none == -1).all()
+    assert (factor_rules(g, ())[0] == -1).all()
 
 
 def test_store_graph_equals_builder_graph():

@@ -103,7 +103,7 @@ def main() -> None:
         finally:
             from_store._TWO_PASS_MIN_EDGES = default_min
 
-    g, _ = graph_from_store(con, check=False)
+    g, _, _ = graph_from_store(con, check=False)
     for rep in range(args.reps):
         for two_pass in ((True, False) if rep % 2 == 0 else (False, True)):
             (new_t if two_pass else old_t).append(arrays(two_pass))

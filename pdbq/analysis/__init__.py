@@ -129,13 +129,15 @@ def analyze(
             engine = importlib.import_module("pdbq.api.query")
         except ModuleNotFoundError:
             engine = None
-        query_graph = getattr(engine, "query_graph", None)
-        if query_graph is None:
-            raise AnalysisError("query analysis needs the query engine's pruned graph (pdbq.api.query.query_graph), "
+        query_plan = getattr(engine, "query_plan", None)
+        if query_plan is None:
+            raise AnalysisError("query analysis needs the query engine's pruned graph (pdbq.api.query.query_plan), "
                                 "which this build does not have; analyze the grounded graph instead")
         if graph is not None:
             raise AnalysisError("pass either query= or graph=, not both")
-        graph = query_graph(obj, query)
+        plan = query_plan(obj, query)
+        graph = plan.graph
+        query_warnings = engine.semantics_warnings_of(plan, obj.duckdb)
     if isinstance(rule, str):
         if obj is None:
             raise AnalysisError(f"rule '{rule}' is looked up in a database: analyze(db, rule='{rule}')")
@@ -152,10 +154,13 @@ def analyze(
     if graph is not None:
         e = 1 if (template is not None and template.lemma7 and query is None) else None
         ground = analyze_graph(graph, exact_limit=exact_limit, exact_max_edges=exact_max_edges, template_factors=e)
-        names = None
-        if template is not None:
-            names = {int(w): template.rule for w in set(graph.weight.tolist())}
-        warnings = semantics_warnings(graph, names)
+        if query is not None:
+            warnings = query_warnings
+        else:
+            names = None
+            if template is not None:
+                names = {int(w): template.rule for w in set(graph.weight.tolist())}
+            warnings = semantics_warnings(graph, names)
     if template is None and ground is None:
         raise AnalysisError("nothing to analyse: give a factor graph, a rule, or a query")
     return _combine(template, ground, warnings)

@@ -19,7 +19,7 @@ exponentially from there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -78,12 +78,14 @@ def semantics_warnings(
     *,
     factor_rule: np.ndarray | None = None,
     threshold: int = DEFAULT_VOTE_THRESHOLD,
+    var_label: Callable[[int], str] | None = None,
 ) -> list[str]:
     """Warnings naming each LINEAR-semantics rule with a head that has ``threshold`` or more
     coupled votes (see the module docstring); empty when there is none.
 
     ``rule_names`` maps a rule key — ``factor_rule``'s values, or weight indices when
-    ``factor_rule`` is None — to the rule's name.
+    ``factor_rule`` is None — to the rule's name; ``var_label(v)`` names graph variable ``v``
+    (e.g. by its relation and key), by default ``variable v``.
 
     >>> from pdbq.graph.builder import GraphBuilder
     >>> b = GraphBuilder(); q = b.add_variable(); w = b.add_weight(0.5)
@@ -104,8 +106,9 @@ def semantics_warnings(
             weight = f" (weight {float(graph.weights[key]):g})"
         else:
             weight = ""
+        label = var_label(head) if var_label is not None else f"variable {head}"
         out.append(
-            f"{what}{weight} has LINEAR semantics and a head with {count} coupled votes (variable {head}; "
+            f"{what}{weight} has LINEAR semantics and a head with {count} coupled votes ({label}; "
             f"{heads} head(s) with several): Gibbs sampling can take time exponential in the number of "
             f"votes to mix (seed 004, Theorem 1); consider SEMANTICS RATIO or SEMANTICS LOGICAL"
         )

@@ -20,10 +20,9 @@ import numpy as np
 import pyarrow as pa
 
 from pdbq.answers.engine import auto_decision
-from pdbq.api.query import Plan, plan_query
+from pdbq.api.query import Plan, plan_query, semantics_warnings_of, vid_labels
 from pdbq.api.result import Result
 from pdbq.errors import PdbqError
-from pdbq.grounding.variables import vids_to_keys
 from pdbq.inference.influence import trail_scores
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method, ProbQuery
@@ -38,18 +37,6 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     if x is None:
         return "n/a"
     return f"{x:.{digits}g}"
-
-
-def _labels(con, vids: np.ndarray) -> dict[int, str]:
-    """Global vid -> ``relation(key, ...)``."""
-    out: dict[int, str] = {}
-    if not vids.size:
-        return out
-    for relation, rel in vids_to_keys(con, vids).items():
-        cols = [c for c in rel.columns if c not in ("pos", "vid", "cardinality")]
-        for row in rel.select(", ".join(["vid"] + [f'"{c}"' for c in cols])).fetchall():
-            out[int(row[0])] = f"{relation}({', '.join(repr(k) for k in row[1:])})"
-    return out
 
 
 def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
@@ -105,21 +92,22 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         mask[free_q] = False
         cand = np.flatnonzero(mask & (scores > 0))
         top = cand[np.argsort(-scores[cand], kind="stable")[:TOP_K]]
-        labels = _labels(db.duckdb, plan.graph_vids[top])
+        labels = vid_labels(db.duckdb, plan.graph_vids[top])
         for i, v in enumerate(top.tolist(), 1):
             gv = int(plan.graph_vids[v])
             rows.append((f"influence #{i}", f"{labels.get(gv, f'vid {gv}')}: trail score {scores[v]:.4g}"))
         if not top.size:
             rows.append(("influence", "no latent variable influences the query (x_l is empty)"))
-    rows.extend(_analysis_rows(graph))
+    rows.extend(_analysis_rows(db, plan))
     for note in plan.notes:
         rows.append(("note", note))
     return rows
 
 
-def _analysis_rows(graph) -> list[tuple[str, str]]:
+def _analysis_rows(db, plan: Plan) -> list[tuple[str, str]]:
+    graph = plan.graph
     try:
-        from pdbq.analysis import analyze_graph, semantics_warnings  # noqa: PLC0415
+        from pdbq.analysis import analyze_graph  # noqa: PLC0415
     except ImportError:
         return [("analysis", "not available in this build")]
     if graph.n_factors > ANALYSIS_MAX_FACTORS:
@@ -132,7 +120,7 @@ def _analysis_rows(graph) -> list[tuple[str, str]]:
             ("max factor weight", f"{a.max_factor_weight:.4g}" + ("" if a.max_factor_weight_exact else " (upper bound)")),
             ("mixing bound (seed 004, Theorem 2)", "n/a" if a.mixing_bound is None else f"{a.mixing_bound:.4g} steps"),
         ]
-    rows += [("warning", w) for w in semantics_warnings(graph)]
+    rows += [("warning", w) for w in semantics_warnings_of(plan, db.duckdb)]
     return rows
 
 

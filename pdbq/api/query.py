@@ -44,16 +44,17 @@ from pdbq.answers.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, check_aliases, 
 from pdbq.api.options import QueryOptions
 from pdbq.api.result import Result
 from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
+from pdbq.graph.from_store import factor_rules
 from pdbq.graph.from_store import query_graph as _store_query_graph
 from pdbq.graph.layout import FactorGraph
 from pdbq.grounding.ground import GroundingStats, transaction
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, sql_text, table_ref, var_table
-from pdbq.grounding.variables import keys_to_vids, relation_info, sync_variables
+from pdbq.grounding.variables import keys_to_vids, relation_info, sync_variables, vids_to_keys
 from pdbq.inference.gibbs import RoundInfo
 from pdbq.language.nodes import CreateVariable, Estimate, EstimateKind, GivenAtom, GivenQuery, Method, ProbQuery
 
-__all__ = ["execute_query", "infer", "query_graph", "Inference", "RelationAnswers", "Plan", "plan_query"]
+__all__ = ["execute_query", "infer", "query_graph", "query_plan", "semantics_warnings_of", "vid_labels", "Inference", "RelationAnswers", "Plan", "plan_query"]
 
 ProgressFn = Callable[[Any], None]
 
@@ -224,9 +225,9 @@ def plan_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, cance
     return Plan(stmt, options, explicit, variables, relations, xq, seeds, evidence, graph, gvids, n_total, stats, secs, notes)
 
 
-def query_graph(db, query: str | ProbQuery) -> FactorGraph:
-    """The pruned factor graph a probabilistic query runs on (x_q ∪ x_l free, boundary evidence
-    clamped); ``query`` is SQL text or a parsed `ProbQuery`. Grounds what the query reaches."""
+def query_plan(db, query: str | ProbQuery) -> Plan:
+    """The `Plan` of a probabilistic query (its sets and pruned graph, with a graph always
+    present); ``query`` is SQL text or a parsed `ProbQuery`. Grounds what the query reaches."""
     if isinstance(query, str):
         from pdbq.language.parser import parse_statement  # noqa: PLC0415
 
@@ -236,7 +237,13 @@ def query_graph(db, query: str | ProbQuery) -> FactorGraph:
     plan = plan_query(db, query)
     if plan.graph is None:
         raise PdbqError("the query selects no variables: there is no graph")
-    return plan.graph
+    return plan
+
+
+def query_graph(db, query: str | ProbQuery) -> FactorGraph:
+    """The pruned factor graph a probabilistic query runs on (x_q ∪ x_l free, boundary evidence
+    clamped); ``query`` is SQL text or a parsed `ProbQuery`. Grounds what the query reaches."""
+    return query_plan(db, query).graph
 
 
 # ---------------------------------------------------------------------------------------- running
@@ -256,14 +263,36 @@ def _round_callback(progress: ProgressFn | None, cancel: Any):
     return on_round
 
 
-def _semantics_warnings(graph: FactorGraph | None) -> list[str]:
+def vid_labels(con: duckdb.DuckDBPyConnection, vids: np.ndarray) -> dict[int, str]:
+    """Global vid -> ``relation(key, ...)`` for messages."""
+    out: dict[int, str] = {}
+    if not vids.size:
+        return out
+    for relation, rel in vids_to_keys(con, vids).items():
+        cols = [c for c in rel.columns if c not in ("pos", "vid", "cardinality")]
+        for row in rel.select(", ".join(["vid"] + [f'"{c}"' for c in cols])).fetchall():
+            out[int(row[0])] = f"{relation}({', '.join(repr(k) for k in row[1:])})"
+    return out
+
+
+def semantics_warnings_of(plan: Plan, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+    """Seed 004 Theorem 1 warnings for the plan's graph, each naming its rule (and, given the
+    connection, the head variable by relation and key)."""
+    graph = plan.graph
     if graph is None or graph.n_factors == 0:
         return []
     try:
         from pdbq.analysis import semantics_warnings  # noqa: PLC0415
     except ImportError:
         return []
-    return list(semantics_warnings(graph))
+    spans = plan.grounding.weight_rules if plan.grounding is not None else ()
+    factor_rule, names = factor_rules(graph, spans)
+    label = None
+    if con is not None:
+        def label(v: int) -> str:
+            gv = int(plan.graph_vids[v])
+            return vid_labels(con, np.array([gv], dtype=np.int64)).get(gv, f"vid {gv}")
+    return list(semantics_warnings(graph, names, factor_rule=factor_rule, var_label=label))
 
 
 def _run(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, progress, cancel) -> EngineAnswer | None:
@@ -275,7 +304,7 @@ def _run(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, pr
     )
 
 
-def _diagnostics(plan: Plan, ans: EngineAnswer | None, started: float) -> dict[str, Any]:
+def _diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["method"] = ans.method if ans else "NONE"
     d["method_reason"] = ans.reason if ans else "the query selects no variables"
@@ -296,7 +325,7 @@ def _diagnostics(plan: Plan, ans: EngineAnswer | None, started: float) -> dict[s
     if ans is not None:
         warnings += ans.warnings
         if ans.method in ("QAM", "GIBBS"):
-            warnings += _semantics_warnings(plan.graph)
+            warnings += semantics_warnings_of(plan, con)
     d["warnings"] = warnings
     if ans is not None and ans.trace is not None:
         d["trace"] = ans.trace
@@ -351,7 +380,7 @@ def execute_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, ca
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)
-    return Result(out, _diagnostics(plan, ans, started), connection=con)
+    return Result(out, _diagnostics(plan, ans, started, con), connection=con)
 
 
 # ---------------------------------------------------------------------------------------- infer()
@@ -525,4 +554,4 @@ def infer(
             if map and ans.result.map_values is not None:
                 mapv[hit] = ans.result.map_values[rows]
         out[name] = RelationAnswers(name, v, tuples, vids, marg, se, mapv, card)
-    return Inference(out, _diagnostics(plan, ans, started))
+    return Inference(out, _diagnostics(plan, ans, started, con))

@@ -6,8 +6,12 @@ Entry points for the query engine and ``Database.ground()``:
   the seeds reach (stopping at evidence) and build its graph; ``vids[i]`` is the global vid of the
   graph's variable ``i``.
 - `full_graph(con, variables, rules, evidence=None)` → ``(graph, vids, stats)``: everything.
-- `graph_from_store(con, region=None, evidence=None)` → ``(graph, vids)``: arrays from what is
-  stored, without grounding.
+- `graph_from_store(con, region=None, evidence=None)` → ``(graph, vids, weight_rules)``: arrays
+  from what is stored, without grounding.
+
+``weight_rules`` (also ``stats.weight_rules``) names the rule behind each weight index: the layout
+keeps no rule names, but each rule's weights are one contiguous range of ``graph.weights`` (which
+`subgraph` keeps unchanged), so `factor_rules` maps factors back to rules for messages.
 
 Factor order: rules in `rule_order` (ungrouped rules first, then grouped ones sorted by group),
 factors of a rule in stored order; so a stable sort of the edges by variable sorts each
@@ -34,9 +38,25 @@ from pdbq.grounding.store import col, factor_table, ident, sql_text, table_ref
 from pdbq.grounding.variables import cardinalities, stored_evidence
 from pdbq.language.nodes import CreateRule, CreateVariable, FactorFunction
 
-__all__ = ["query_graph", "full_graph", "graph_from_store", "reachable", "Evidence"]
+__all__ = ["query_graph", "full_graph", "graph_from_store", "reachable", "factor_rules", "Evidence", "WeightRules"]
 
 Evidence = Mapping[int, int] | tuple[np.ndarray, np.ndarray]
+# (rule name, first weight index, end weight index) per grounded rule, in weight order
+WeightRules = tuple[tuple[str, int, int], ...]
+
+
+def factor_rules(graph: FactorGraph, weight_rules: WeightRules) -> tuple[np.ndarray, dict[int, str]]:
+    """``(factor_rule, names)``: ``factor_rule[f]`` is the position in ``weight_rules`` of factor
+    ``f``'s rule (-1 for imported factors, which belong to no rule) and ``names`` maps that
+    position to the rule's name."""
+    if not weight_rules:
+        return np.full(graph.n_factors, -1, dtype=np.int64), {}
+    starts = np.asarray([s for _, s, _ in weight_rules], dtype=np.int64)
+    ends = np.asarray([e for _, _, e in weight_rules], dtype=np.int64)
+    w = graph.weight.astype(np.int64)
+    pos = np.searchsorted(starts, w, side="right") - 1
+    ok = (pos >= 0) & (w < ends[np.maximum(pos, 0)])
+    return np.where(ok, pos, -1), {i: name for i, (name, _, _) in enumerate(weight_rules)}
 
 
 @numba.njit(cache=True)
@@ -194,7 +214,7 @@ def graph_from_store(
     evidence: Evidence | None = None,
     check: bool = True,
     imports: list[ImportInfo] | None = None,
-) -> tuple[FactorGraph, np.ndarray]:
+) -> tuple[FactorGraph, np.ndarray, WeightRules]:
     """Build graph arrays from the stored factors.
 
     region: name of a table of vids (column ``vid``): only factors touching one of them (whole
@@ -205,13 +225,15 @@ def graph_from_store(
     imports: the imported models to include (`live_imports(con, variables)`); default: every
         import whose relation has a vid map. Their TABLE factors come first, in relation then
         file order (ungrouped, so before any grouped rule, as the factor order requires).
-    Returns ``(graph, vids)`` with ``vids[i]`` the global vid of graph variable ``i``.
+    Returns ``(graph, vids, weight_rules)`` with ``vids[i]`` the global vid of graph variable ``i``
+    and ``weight_rules`` each rule's range of weight indices.
     """
     rules = _stored_rules(con)
     fv_parts, lit_parts, fn_parts, w_parts, g_parts, ar_parts = [], [], [], [], [], []
     weights, learnable, sem_parts, gw_parts = [], [], [], []
     n_w = 0
     n_g = 0
+    spans: list[tuple[str, int, int]] = []
     imported = [import_arrays(con, info, region) for info in (live_imports(con) if imports is None else imports)]
     table_parts, tab_off_parts = [], []
     n_entries = 0
@@ -283,6 +305,9 @@ def graph_from_store(
             learnable.append(np.asarray(d["learnable"], dtype=np.bool_))
             fw = (n_w + _column(t, "wid", np.int32)) if weight_kind == "tied" else np.full(n, n_w, dtype=np.int32)
             n_w += k
+        w0 = n_w - (n if weight_kind == "expression" else k)
+        if n_w > w0:  # empty ranges would shadow their neighbour in factor_rules' search
+            spans.append((name, w0, n_w))
         w_parts.append(fw.astype(np.int32, copy=False))
         if heads:
             g = _column(t, "g", np.int64)
@@ -359,7 +384,7 @@ def graph_from_store(
         semantics=cat(sem_parts, np.int8),
         group_weight=cat(gw_parts, np.int32),
     )
-    return (validate(graph) if check else graph), vids
+    return (validate(graph) if check else graph), vids, tuple(spans)
 
 
 @numba.njit(cache=True)
@@ -439,7 +464,7 @@ def full_graph(
 ) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
     """Ground everything (reusing what is current) and build the whole graph; vids = arange."""
     stats = ground_all(con, variables, rules, config)
-    graph, vids = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
+    graph, vids, stats.weight_rules = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
     return graph, vids, stats
 
 
@@ -471,7 +496,7 @@ def query_graph(
         stats.rounds = region.rounds
         stats.new_factors = region.new_factors
         if region.exhausted:
-            graph, vids = graph_from_store(
+            graph, vids, stats.weight_rules = graph_from_store(
                 con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence, imports=p.imports
             )
             con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
@@ -483,7 +508,7 @@ def query_graph(
     stats.grounded += full.grounded
     stats.new_factors += full.new_factors
     stats.factors = full.factors
-    g, _ = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
+    g, _, stats.weight_rules = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
     vmask, fmask = reachable(g, seeds)
     sub, vids = subgraph(g, np.flatnonzero(vmask), factors=fmask)
     return sub, vids, stats

@@ -40,6 +40,8 @@ class GroundingStats:
     full_fallback: bool = False  # query-driven: region still growing after max rounds -> ground_all
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    # (rule, first weight index, end) of the graph built from this grounding (pdbq.graph.from_store)
+    weight_rules: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass
