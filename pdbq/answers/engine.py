@@ -19,17 +19,21 @@ import math
 import secrets
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
 from pdbq.errors import InferenceError, OptionError
-from pdbq.graph.layout import FactorGraph
+from pdbq.graph.cache import Memo
+from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.auto import AutoConfig, Decision, choose_method
 from pdbq.inference.config import GibbsConfig
 from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.gibbs import RoundInfo, run_gibbs
+from pdbq.inference.kernels import prepare_kernel_graph
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
 
@@ -114,10 +118,8 @@ def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float |
     return steps, burn_in, tol, limit, False
 
 
-def _marginals_from_exact(graph: FactorGraph, query: np.ndarray, max_table: int) -> tuple[np.ndarray, np.ndarray]:
-    r = exact_marginals(graph, max_table=max_table)
-    m = r.marginals[query]
-    return m, np.zeros_like(m)
+def _memoised(memo: Memo | None, key: object, make: Callable[[], object]) -> Any:
+    return make() if memo is None else memo.get_or_make(key, make)
 
 
 def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray):
@@ -150,18 +152,21 @@ def answer(
     need_map: bool = False,
     explicit: frozenset[str] = frozenset(),
     on_round: Callable[[RoundInfo, int | None, float | None], None] | None = None,
+    memo: Memo | None = None,
 ) -> EngineAnswer:
     """Answer the query variables ``query`` (graph ids) of ``graph`` with ``method``.
 
     ``options``: `pdbq.api.options.QueryOptions`; ``explicit``: the option names the user wrote
     (a non-uniform ``selection`` with GIBBS is refused). ``on_round(info, total, tolerance)`` is
-    called after each sampling round.
+    called after each sampling round. ``memo``: the graph's entry in the query-graph cache
+    (`pdbq.graph.cache.Memo`): AUTO's decision, exact results, the selection table and the kernel
+    arrays are kept there, so the same query on the same graph again only samples.
     """
     t0 = time.perf_counter()
     query = np.asarray(query, dtype=np.int64)
     card = graph.cardinality[query].astype(np.int64)
     kmax = int(graph.cardinality.max()) if graph.n_vars else 2
-    free_q = np.unique(query[graph.evidence[query] < 0])
+    free_q = unique(query[graph.evidence[query] < 0])
     sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
     seed = resolve_seed(options.seed)
 
@@ -189,7 +194,7 @@ def answer(
     chosen = method
     reason = ""
     if method is Method.AUTO:
-        decision = auto_decision(graph, options.max_table)
+        decision = _memoised(memo, ("auto", options.max_table), lambda: auto_decision(graph, options.max_table))
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
         reason = "AUTO: " + decision.reason
     elif method is Method.EXACT:
@@ -202,8 +207,13 @@ def answer(
     if chosen is Method.EXACT:
         marg = se = None
         if need_marginals:
-            marg, se = _marginals_from_exact(graph, query, options.max_table)
-        mapv = exact_map(graph, max_table=options.max_table).values[query].astype(np.int64) if need_map else None
+            exact = _memoised(memo, ("exact", options.max_table), lambda: exact_marginals(graph, max_table=options.max_table))
+            marg = exact.marginals[query]
+            se = np.zeros_like(marg)
+        mapv = None
+        if need_map:
+            best = _memoised(memo, ("exact_map", options.max_table), lambda: exact_map(graph, max_table=options.max_table))
+            mapv = best.values[query].astype(np.int64)
         if marg is None:
             marg = np.zeros((query.size, kmax))
             se = np.zeros_like(marg)
@@ -223,10 +233,9 @@ def answer(
     selection_name = "uniform"
     if chosen is Method.QAM:
         selection_name = options.selection
-        s = selection_distribution(
-            graph, free_q, sites,
-            SelectionConfig(selection=options.selection, epsilon=options.epsilon, power=options.power),
-        )
+        sel_config = SelectionConfig(selection=options.selection, epsilon=options.epsilon, power=options.power)
+        s = _memoised(memo, ("selection", free_q.tobytes(), sel_config),
+                      lambda: selection_distribution(graph, free_q, sites, sel_config))
         sel = (s.prob, s.alias)
         is_q = np.isin(sites, free_q)
         share = float(s.p[is_q].sum())
@@ -243,7 +252,10 @@ def answer(
         if on_round is not None:
             on_round(info, total, tol)
 
-    r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb)
+    kernel = None
+    if memo is not None and sites.size:
+        kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
+    r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
     live = graph.evidence[query] < 0
     rhat = r.rhat[live]
     ess = r.ess[live]

@@ -32,6 +32,7 @@ import pyarrow as pa
 from pdbq.api.result import Result
 from pdbq.catalog.store import Catalog
 from pdbq.errors import ParseError, PdbqError
+from pdbq.graph.cache import DEFAULT_CACHE_BYTES, GraphCache
 from pdbq.language.nodes import CreateRule, CreateVariable, Drop, PassThrough, ProbQuery, Show, Statement
 
 __all__ = ["connect", "Database"]
@@ -47,12 +48,17 @@ def _parse_script(text: str) -> list[Statement]:
     return parse_script(text)
 
 
-def connect(path: str | os.PathLike[str] = ":memory:", *, read_only: bool = False) -> Database:
+def connect(
+    path: str | os.PathLike[str] = ":memory:", *, read_only: bool = False, cache_bytes: int = DEFAULT_CACHE_BYTES
+) -> Database:
     """Open (or create) a DuckDB database and its pdbq catalog.
 
     ``path`` is a DuckDB file or ``":memory:"``. ``read_only`` opens an existing file without
     ever writing to it (CREATE/DROP then fail). A file whose catalog was written by a newer pdbq
     raises `SchemaVersionError` and is left untouched (nothing is written before the check).
+    ``cache_bytes`` bounds the in-memory cache of query graphs (`pdbq.graph.cache`): a query
+    asked again while its inputs are unchanged reuses its pruned graph, kernel arrays and
+    selection table and only samples; 0 turns it off.
 
     >>> db = connect()
     >>> db.execute("SELECT 42 AS answer").fetchall()
@@ -62,7 +68,7 @@ def connect(path: str | os.PathLike[str] = ":memory:", *, read_only: bool = Fals
     target = os.fspath(path)
     con = duckdb.connect(target, read_only=read_only)
     try:
-        return Database(con, path=target, read_only=read_only)
+        return Database(con, path=target, read_only=read_only, cache_bytes=cache_bytes)
     except BaseException:
         con.close()
         raise
@@ -74,8 +80,18 @@ class Database:
     A context manager: ``with pdbq.connect("model.duckdb") as db: ...`` closes it on exit.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, path: str = ":memory:", read_only: bool = False):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        path: str = ":memory:",
+        read_only: bool = False,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ):
         self._con = con
+        # Pruned query graphs and what inference derived from them, keyed by a digest of their
+        # inputs (never stale); see pdbq.graph.cache.
+        self.graph_cache = GraphCache(cache_bytes)
         self._catalog = Catalog(con)  # reads only; raises SchemaVersionError for newer catalogs
         self.path = path
         self.read_only = read_only
@@ -216,6 +232,7 @@ class Database:
         """Close the connection (idempotent)."""
         if not self._closed:
             self._closed = True
+            self.graph_cache.clear()
             self._con.close()
 
     def __enter__(self) -> Database:

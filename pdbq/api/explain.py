@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pdbq.arrays import unique
 from pdbq.answers.engine import auto_decision
 from pdbq.api.query import Plan, plan_query, semantics_warnings_of, vid_labels
 from pdbq.api.result import Result
@@ -53,15 +54,19 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
     rows.append(("graph factors", str(c["graph_factors"])))
     if plan.grounding is not None:
         g = plan.grounding
-        rows.append(("grounding", f"{g.new_factors} new factors in {g.rounds} frontier rounds, "
-                                  f"{plan.grounding_seconds:.3f} s" + (" (full fallback)" if g.full_fallback else "")))
+        if g.cached:
+            rows.append(("grounding", f"cached graph: inputs unchanged since it was built, nothing grounded or loaded, "
+                                      f"{plan.grounding_seconds:.3f} s"))
+        else:
+            rows.append(("grounding", f"{g.new_factors} new factors in {g.rounds} frontier rounds, "
+                                      f"{plan.grounding_seconds:.3f} s" + (" (full fallback)" if g.full_fallback else "")))
     graph = plan.graph
     opts = plan.options
     if graph is None:
         rows.append(("method", "none: the query selects no variables"))
         return rows
     local = plan.local
-    free_q = np.unique(local[graph.evidence[local] < 0])
+    free_q = unique(local[graph.evidence[local] < 0])
     decision = auto_decision(graph, opts.max_table) if free_q.size else None
     if not free_q.size:
         rows.append(("method", "EVIDENCE: every query variable is evidence (point masses, nothing sampled)"))

@@ -37,6 +37,7 @@ import duckdb
 import numpy as np
 import sqlglot.expressions as exp
 
+from pdbq.arrays import unique
 from pdbq.answers.engine import EngineAnswer, answer
 from pdbq.answers.estimates import Marginals, check_estimate, domain_labels, estimates_table, value_array
 from pdbq.answers.evidence import EvidenceSet, python_literal, resolve_evidence
@@ -44,6 +45,7 @@ from pdbq.answers.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, check_aliases, 
 from pdbq.api.options import QueryOptions
 from pdbq.api.result import Result
 from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
+from pdbq.graph.cache import Memo
 from pdbq.graph.from_store import factor_rules
 from pdbq.graph.from_store import query_graph as _store_query_graph
 from pdbq.graph.layout import FactorGraph
@@ -80,6 +82,7 @@ class Plan:
     grounding: GroundingStats | None
     grounding_seconds: float
     notes: list[str] = field(default_factory=list)
+    memo: Memo | None = None  # the graph's entry in the database's query-graph cache
 
     @property
     def local(self) -> np.ndarray:
@@ -162,7 +165,7 @@ def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], no
                 notes.append(f"x_q for '{alias}' could not be narrowed by its WHERE ({type(e).__name__}); "
                              f"all {v.name} variables are query variables")
                 parts.append(_all_vids(con, v.name))
-        vids = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        vids = unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
         out[alias] = vids[vids >= 0]
     return out
 
@@ -185,14 +188,16 @@ def _build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, 
     t0 = time.perf_counter()
     _report(progress, "grounding", 0)
     if not seeds.size:
-        return None, np.zeros(0, np.int64), None, 0.0
+        return None, np.zeros(0, np.int64), None, 0.0, None
+    cache = getattr(db, "graph_cache", None)
     graph, vids, stats = _store_query_graph(
-        con, plan_args["variables"], plan_args["rules"], seeds, evidence.as_tuple(), config=GroundingConfig()
+        con, plan_args["variables"], plan_args["rules"], seeds, evidence.as_tuple(), config=GroundingConfig(), cache=cache
     )
     secs = time.perf_counter() - t0
     _report(progress, "grounding", 1, 1, elapsed=secs)
     _check_cancel(cancel)
-    return graph, np.asarray(vids, dtype=np.int64), stats, secs
+    memo = cache.memo(graph) if cache is not None else None
+    return graph, np.asarray(vids, dtype=np.int64), stats, secs, memo
 
 
 def plan_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None) -> Plan:
@@ -216,13 +221,14 @@ def plan_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, cance
     notes = _sync(con, variables)
     xq = _select_xq(con, stmt, variables, relations, notes)
     evidence = resolve_evidence(con, variables, stmt.given)
-    seeds = np.unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
+    seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
     _check_cancel(cancel)
-    graph, gvids, stats, secs = _build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
+    graph, gvids, stats, secs, memo = _build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
     n_total = sum(i.n for i in relation_info(con).values())
     if stats is not None:
         notes += list(stats.warnings)
-    return Plan(stmt, options, explicit, variables, relations, xq, seeds, evidence, graph, gvids, n_total, stats, secs, notes)
+    return Plan(stmt, options, explicit, variables, relations, xq, seeds, evidence, graph, gvids, n_total, stats, secs,
+                notes, memo)
 
 
 def query_plan(db, query: str | ProbQuery) -> Plan:
@@ -285,14 +291,19 @@ def semantics_warnings_of(plan: Plan, con: duckdb.DuckDBPyConnection | None = No
         from pdbq.analysis import semantics_warnings  # noqa: PLC0415
     except ImportError:
         return []
-    spans = plan.grounding.weight_rules if plan.grounding is not None else ()
-    factor_rule, names = factor_rules(graph, spans)
-    label = None
-    if con is not None:
-        def label(v: int) -> str:
-            gv = int(plan.graph_vids[v])
-            return vid_labels(con, np.array([gv], dtype=np.int64)).get(gv, f"vid {gv}")
-    return list(semantics_warnings(graph, names, factor_rule=factor_rule, var_label=label))
+    def make() -> tuple[str, ...]:
+        spans = plan.grounding.weight_rules if plan.grounding is not None else ()
+        factor_rule, names = factor_rules(graph, spans)
+        label = None
+        if con is not None:
+            def label(v: int) -> str:
+                gv = int(plan.graph_vids[v])
+                return vid_labels(con, np.array([gv], dtype=np.int64)).get(gv, f"vid {gv}")
+        return tuple(semantics_warnings(graph, names, factor_rule=factor_rule, var_label=label))
+
+    # the graph (hence its vids and keys) is fixed for a cached entry: compute once
+    warnings = make() if plan.memo is None or con is None else plan.memo.get_or_make("semantics_warnings", make)
+    return list(warnings)
 
 
 def _run(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, progress, cancel) -> EngineAnswer | None:
@@ -300,7 +311,7 @@ def _run(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, pr
         return None
     return answer(
         plan.graph, plan.local, method, plan.options, need_marginals=need_marginals, need_map=need_map,
-        explicit=plan.explicit, on_round=_round_callback(progress, cancel),
+        explicit=plan.explicit, on_round=_round_callback(progress, cancel), memo=plan.memo,
     )
 
 
@@ -318,6 +329,7 @@ def _diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duck
     d["rhat_max"] = ans.rhat_max if ans else None
     d["ess_min"] = ans.ess_min if ans else None
     d["max_stderr"] = ans.max_stderr if ans else None
+    d["graph_cached"] = bool(plan.grounding is not None and plan.grounding.cached)
     d["grounding_seconds"] = plan.grounding_seconds
     d["inference_seconds"] = ans.seconds if ans else 0.0
     d["seconds"] = time.perf_counter() - started
@@ -532,10 +544,10 @@ def infer(
         asked[name] = (tuples, vids)
     evidence = resolve_evidence(con, variables, _given_items(given))
     every = [v[v >= 0] for _, v in asked.values()]
-    seeds = np.unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
-    graph, gvids, stats, secs = _build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
+    seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
+    graph, gvids, stats, secs, memo = _build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
     n_total = sum(i.n for i in relation_info(con).values())
-    plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes)
+    plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
     ans = _run(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel)
     out: dict[str, RelationAnswers] = {}
     for name, (tuples, vids) in asked.items():

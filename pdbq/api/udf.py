@@ -166,6 +166,8 @@ def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None
     except BaseException:
         cursor.close()
         raise
+    if database is not None:
+        work.graph_cache = database.graph_cache  # keyed by content: one cache serves both cursors
     session = _Session(con, work)
     if database is not None and database.default_options:
         opts = dict(database.default_options)

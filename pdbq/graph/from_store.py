@@ -27,10 +27,12 @@ import numba
 import numpy as np
 import sqlglot.expressions as exp
 
+from pdbq.arrays import union, unique
 from pdbq.errors import GroundingError
 from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, RAW_VALUE, FactorGraph, GraphError, validate
 from pdbq.graph.subgraph import subgraph
-from pdbq.grounding.ground import GroundingStats, ground_all, prepare, tie_json, transaction
+from pdbq.graph.cache import CachedGraph, GraphCache, graph_key
+from pdbq.grounding.ground import GroundingStats, ground_all, prepare, store_token, tie_json, transaction
 from pdbq.grounding.imported import ImportInfo, import_arrays, live_imports
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
@@ -349,7 +351,7 @@ def graph_from_store(
             evidence = stored_evidence(con)
     else:
         extra = np.zeros(0, np.int64) if extra_vids is None else np.asarray(extra_vids, dtype=np.int64)
-        vids = np.union1d(np.unique(factor_vars), extra)
+        vids = union(factor_vars, extra)
         card = card_all[vids]
         factor_vars = np.searchsorted(vids, factor_vars).astype(np.int32)
     ev = np.full(vids.shape[0], NO_EVIDENCE, dtype=np.int32)
@@ -476,6 +478,7 @@ def query_graph(
     evidence: Evidence,
     *,
     config: GroundingConfig = GroundingConfig(),
+    cache: GraphCache | None = None,
 ) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
     """Graph of the region the query's variables reach, grounding only what it needs.
 
@@ -483,16 +486,29 @@ def query_graph(
     evidence for this query (stored evidence merged with GIVEN by the caller). Evidence variables
     stop the expansion and are clamped in the graph. Returns ``(graph, vids, stats)``: ``vids[i]`` is
     the global vid of graph variable ``i`` (sorted); every seed is among them.
+
+    cache: a `GraphCache`; a graph built under the same store token, seeds, evidence and config
+    is returned from it (``stats.cached``), and a new one is put in it.
     """
-    seeds = np.unique(np.asarray(seeds, dtype=np.int64))
-    ek, _ = _evidence_arrays(evidence)
+    seeds = unique(np.asarray(seeds, dtype=np.int64))
+    ek, evv = _evidence_arrays(evidence)
+
+    def file_under(imports) -> str | None:
+        return None if cache is None else graph_key(store_token(con, imports), seeds, (ek, evv), config)
+
     with transaction(con):
         p = prepare(con, variables, rules, config)
+        stats = p.stats
+        if cache is not None:
+            hit = cache.get(file_under(p.imports))
+            if hit is not None:
+                stats.cached = True
+                stats.weight_rules = hit.weight_rules
+                return hit.graph, hit.vids, stats
         n_total = int(cardinalities(con).shape[0])
         if seeds.size and (seeds[0] < 0 or seeds[-1] >= n_total):
             raise GroundingError(f"query_graph: seed vids must lie in 0 .. {n_total - 1}")
         region = expand(con, p, seeds, ek, config)
-        stats = p.stats
         stats.rounds = region.rounds
         stats.new_factors = region.new_factors
         if region.exhausted:
@@ -500,15 +516,22 @@ def query_graph(
                 con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence, imports=p.imports
             )
             con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
+            if cache is not None:
+                cache.put(file_under(p.imports), CachedGraph(graph, vids, stats.weight_rules))
             return graph, vids, stats
         con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
     # The region is still growing after max_frontier_rounds: ground in full, explore in memory.
-    full = ground_all(con, variables, rules, config)
-    stats.full_fallback = True
-    stats.grounded += full.grounded
-    stats.new_factors += full.new_factors
-    stats.factors = full.factors
-    g, _, stats.weight_rules = graph_from_store(con, evidence=evidence, imports=live_imports(con, variables))
+    with transaction(con):  # ground_all joins it: the graph and its token see one state
+        full = ground_all(con, variables, rules, config)
+        stats.full_fallback = True
+        stats.grounded += full.grounded
+        stats.new_factors += full.new_factors
+        stats.factors = full.factors
+        imports = live_imports(con, variables)
+        g, _, stats.weight_rules = graph_from_store(con, evidence=evidence, imports=imports)
+        key = file_under(imports)
     vmask, fmask = reachable(g, seeds)
     sub, vids = subgraph(g, np.flatnonzero(vmask), factors=fmask)
+    if cache is not None:
+        cache.put(key, CachedGraph(sub, vids, stats.weight_rules))
     return sub, vids, stats

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pdbq.arrays import unique
 from pdbq.graph.layout import NO_GROUP, FactorGraph, GraphError, validate
 
 __all__ = ["subgraph", "var_csr"]
@@ -39,7 +40,7 @@ def subgraph(graph: FactorGraph, vars: np.ndarray, *, factors: np.ndarray | None
 
     Returns ``(subgraph, old_ids)``: variable ``i`` of the subgraph is ``old_ids[i]`` of ``graph``.
     """
-    vars = np.unique(np.asarray(vars, dtype=np.int64))
+    vars = unique(np.asarray(vars, dtype=np.int64))
     if vars.size and (vars[0] < 0 or vars[-1] >= graph.n_vars):
         raise GraphError(f"subgraph: variable ids must lie in 0 .. {graph.n_vars - 1}")
     new_id = np.full(graph.n_vars, -1, dtype=np.int64)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import duckdb
 import sqlglot.expressions as exp
 
+from pdbq.catalog.store import transaction
 from pdbq.errors import GroundingError
 from pdbq.grounding.compile import CompiledRule, compile_rule, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
@@ -24,7 +25,10 @@ from pdbq.grounding.store import ensure_schema, factor_table, ident, sql_text, t
 from pdbq.grounding.variables import VariableSync, sync_variables
 from pdbq.language.nodes import CreateRule, CreateVariable, WeightKind
 
-__all__ = ["GroundingStats", "Prepared", "prepare", "ground_all", "ground_rows", "transaction", "rule_order", "tie_json"]
+__all__ = [
+    "GroundingStats", "Prepared", "prepare", "ground_all", "ground_rows", "transaction", "rule_order", "tie_json",
+    "store_token",
+]
 
 
 @dataclass
@@ -42,6 +46,7 @@ class GroundingStats:
     warnings: list[str] = field(default_factory=list)
     # (rule, first weight index, end) of the graph built from this grounding (pdbq.graph.from_store)
     weight_rules: tuple[tuple[str, int, int], ...] = ()
+    cached: bool = False  # query-driven: the graph came from the query-graph cache (nothing grounded or loaded)
 
 
 @dataclass
@@ -51,20 +56,6 @@ class Prepared:
     sync: VariableSync
     stats: GroundingStats
     imports: list[ImportInfo] = field(default_factory=list)  # live imported models (pdbq.io)
-
-
-class transaction:
-    """BEGIN ... COMMIT, or ROLLBACK on any exception (the store is then as it was)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self.con = con
-
-    def __enter__(self) -> duckdb.DuckDBPyConnection:
-        self.con.execute("BEGIN TRANSACTION")
-        return self.con
-
-    def __exit__(self, et, ev, tb) -> None:
-        self.con.execute("ROLLBACK" if et else "COMMIT")
 
 
 def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
@@ -207,6 +198,29 @@ def prepare(
     imports = live_imports(con, variables)
     stats.seconds = time.perf_counter() - t0
     return Prepared(compiled, complete, sync, stats, imports)
+
+
+def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> str:
+    """A digest of everything graphs are built from, as the store is now: call it in the
+    transaction of a `prepare` (which refreshed the fingerprints) and after any grounding.
+
+    Each variable relation's definition hash, FROM and EVIDENCE fingerprints, base, size and map
+    version; each rule's definition hash, inputs fingerprint and position; every stored weight
+    (rule, wid, value: learning changes values); the live imported models (``imports``).
+    `prepare` recomputes the fingerprints from the data, so a change made through plain SQL gives
+    a new token. Query graphs built under equal tokens from equal seeds and evidence are equal:
+    the query-graph cache (`pdbq.graph.cache`) keys on it. Grounding more of the store (new
+    factors, new tied weights) changes the token, so a graph is filed under the token of the
+    state it was built from.
+    """
+    relations = con.execute(
+        "SELECT relation, base, n, def_hash, source_fp, evidence_fp, map_version FROM pdbq_fs_relations ORDER BY relation"
+    ).fetchall()
+    rules = con.execute("SELECT rule, position, def_hash, inputs_fp FROM pdbq_fs_rules ORDER BY rule").fetchall()
+    weights = con.execute(
+        "SELECT count(*), sum(hash(rule, wid, value, learnable)) FROM pdbq_fs_weights"
+    ).fetchone()
+    return combine([repr(relations), repr(rules), repr(weights), repr(imports)])
 
 
 def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import sqlglot.expressions as exp
 
+from pdbq.arrays import union, unique
 from pdbq.grounding.compile import CompiledRule
 from pdbq.grounding.ground import Prepared, _check_rows, _sync_weights, ground_rows
 from pdbq.grounding.imported import import_neighbours_select
@@ -133,7 +134,7 @@ def _neighbours(con, prepared: Prepared, frontier: str) -> np.ndarray:
         parts.append(np.asarray(con.execute(sql_text(q)).fetchnumpy()["vid"], dtype=np.int64))
     if not parts:
         return np.zeros(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts))
+    return unique(np.concatenate(parts))
 
 
 def expand(
@@ -148,8 +149,8 @@ def expand(
     Call inside the transaction that ran `prepare`. Leaves the temp table ``pdbq_fs_r_expanded``
     (the region's expanded vids) for the graph builder.
     """
-    seeds = np.unique(np.asarray(seeds, dtype=np.int64))
-    ev = np.unique(np.asarray(evidence_vids, dtype=np.int64))
+    seeds = unique(np.asarray(seeds, dtype=np.int64))
+    ev = unique(np.asarray(evidence_vids, dtype=np.int64))
     frontier = np.setdiff1d(seeds, ev, assume_unique=True)
     visited = seeds
     expanded: list[np.ndarray] = []
@@ -178,9 +179,9 @@ def expand(
         expanded.append(frontier)
         nb = _neighbours(con, prepared, "pdbq_fs_r_frontier")
         fresh = np.setdiff1d(nb, visited, assume_unique=True)
-        visited = np.union1d(visited, fresh)
+        visited = union(visited, fresh)
         frontier = np.setdiff1d(fresh, ev, assume_unique=True)
-    exp_vids = np.unique(np.concatenate(expanded)) if expanded else np.zeros(0, dtype=np.int64)
+    exp_vids = unique(np.concatenate(expanded)) if expanded else np.zeros(0, dtype=np.int64)
     _register_vids(con, REGION_TABLE, exp_vids)
     con.execute("DROP TABLE IF EXISTS pdbq_fs_r_frontier")
     return Region(exp_vids, visited, frontier.size == 0, rounds, new_factors)

@@ -145,8 +145,7 @@ def check_sites(graph: FactorGraph, sites: object | None) -> np.ndarray:
     ev = graph.evidence[s] >= 0
     if ev.any():
         raise InferenceError(f"sites: variable {int(s[ev][0])} is evidence and cannot be sampled")
-    seen = np.zeros(graph.n_vars, dtype=np.int32)
-    np.add.at(seen, s, 1)
+    seen = np.bincount(s, minlength=graph.n_vars)
     if (seen > 1).any():
         raise InferenceError(f"sites: variable {int(np.flatnonzero(seen > 1)[0])} is listed twice")
     return s.astype(np.int32)
@@ -235,16 +234,20 @@ def run_gibbs(
     sites: Sequence[int] | np.ndarray | None = None,
     selection: tuple[np.ndarray, np.ndarray] | None = None,
     on_round: Callable[[RoundInfo], None] | None = None,
+    kernel: KernelGraph | None = None,
 ) -> GibbsResult:
     """Estimate the marginals of ``targets`` by single-site Gibbs sampling.
 
     ``sites``: variables to update (default: all non-evidence variables); every non-evidence
     target must be among them. ``selection``: an alias table ``(prob, alias)`` over ``sites``
     for query-aware site choice (O(1) draws); without it ``config.scan`` decides.
-    ``on_round(info: RoundInfo)`` is called after each round.
+    ``on_round(info: RoundInfo)`` is called after each round. ``kernel``: the arrays
+    `prepare_kernel_graph` derived from this very graph in an earlier run (a query engine keeps
+    them with a cached graph); the graph was validated when they were made.
     """
     config = config.check()
-    validate(graph)
+    if kernel is None:
+        validate(graph)
     t0 = time.perf_counter()
     tg = _int_array("targets", targets)
     bad = (tg < 0) | (tg >= graph.n_vars)
@@ -282,7 +285,7 @@ def run_gibbs(
         steps_target, burn_in, fixed = 0, 0, True
 
     chains = config.chains
-    kg = prepare_kernel_graph(graph) if n_sites else None
+    kg = (kernel if kernel is not None else prepare_kernel_graph(graph)) if n_sites else None
     warnings: list[str] = []
     est_live = np.zeros((n_live, kmax_t))
     se_live = np.zeros((n_live, kmax_t))
@@ -327,8 +330,9 @@ def run_gibbs(
                         break
                 if warm_up and not fixed:
                     n = min(n, 1000)
-                for c in range(chains):
-                    group_sums_into(graph, kg.tables, states[c].values, gsums[c])
+                if graph.n_groups:  # re-derived each round: no drift from incremental updates
+                    for c in range(chains):
+                        group_sums_into(graph, kg.tables, states[c].values, gsums[c])
                 rsums[:] = 0.0
                 rcounts[:] = 0
                 tr = time.perf_counter()

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from pdbq.arrays import unique
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference import potentials
@@ -468,7 +469,7 @@ def _dijkstra(offsets, nbr, cost, sources, max_cost):
 
 
 def _check_query(graph: FactorGraph, query_vars) -> np.ndarray:
-    q = np.unique(np.asarray(query_vars, dtype=np.int64))
+    q = unique(np.asarray(query_vars, dtype=np.int64))
     if q.shape[0] == 0:
         raise InferenceError("a query needs at least one query variable")
     if q[0] < 0 or q[-1] >= graph.n_vars:

@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pdbq.arrays import unique
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.alias import alias_draw, alias_table
@@ -183,7 +184,7 @@ def exact_influence(graph: FactorGraph, query_vars, sites, measure: str, *, max_
     """
     if measure not in ("tv", "mi"):
         raise OptionError(f"unknown exact influence {measure!r}; valid: tv, mi")
-    q = np.unique(np.asarray(query_vars, dtype=np.int64))
+    q = unique(np.asarray(query_vars, dtype=np.int64))
     s = np.asarray(sites, dtype=np.int64)
     free = int(np.count_nonzero(graph.evidence < 0))
     if free > max_exact_vars:
