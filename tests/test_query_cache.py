@@ -175,3 +175,64 @@ def test_key_depends_on_every_part():
         graph_key("t", s, ev, "cfg2"),
     ]
     assert k not in others and len(set(others)) == 4
+
+
+# Two components: a chain of 40 (more than max_frontier_rounds = 12 rounds from one end: the
+# query-driven grounding falls back to the whole model) and a chain of 5 (a bounded region).
+TWO_CHAINS = """
+CREATE TABLE nodes AS SELECT i FROM range(45) r(i);
+CREATE TABLE edges AS SELECT i AS a, i + 1 AS b FROM range(44) r(i) WHERE i <> 39;
+CREATE VARIABLE y(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM nodes);
+CREATE RULE link WEIGHT 0.6 FUNCTION EQUAL AS y(a) = y(b) :- edges(a, b);
+CREATE RULE field WEIGHT = (i % 7 - 3) * 0.2 FUNCTION ISTRUE AS y(i) :- nodes(i);
+"""
+SAMPLED = "SELECT PROB(v) AS p, STDERR(v) AS se FROM y v WHERE v.i = {i} USING QAM WITH (steps = 30000, seed = 5)"
+
+
+def test_whole_model_graph_serves_other_regions_in_memory():
+    from pdbq.api.query import query_plan
+
+    d = pdbq.connect()
+    d.execute(TWO_CHAINS)
+    first = query_plan(d, SAMPLED.format(i=0))
+    assert first.grounding.full_fallback and first.graph.n_vars == 40
+    other = query_plan(d, SAMPLED.format(i=20))  # same component, another query variable
+    assert other.grounding.cached == "model" and other.grounding.rounds == 0
+    assert other.graph is first.graph  # the same region: one graph, one set of kernel arrays
+    small = d.execute(SAMPLED.format(i=42))  # the other component, cut out of the model graph in memory
+    assert small.diagnostics["graph_cached"] and small.diagnostics["latent_vars"] == 4
+    # the answer is the one the query-driven grounding gives (same graph up to weight numbering)
+    fresh = pdbq.connect()
+    fresh.execute(TWO_CHAINS)
+    ref = fresh.execute(SAMPLED.format(i=42))
+    assert not ref.diagnostics["graph_cached"] and ref.diagnostics["latent_vars"] == 4
+    assert small.fetchall() == ref.fetchall()
+    d.close()
+    fresh.close()
+
+
+def test_memo_keeps_only_the_most_recent_values_of_a_kind():
+    cache = GraphCache()
+    entry = cache.put("k", CachedGraph(_tiny_graph(5), np.arange(5), ()))
+    memo = cache.memo(entry.graph)
+    memo.put("kernel", np.zeros(3))
+    for i in range(6):
+        memo.put(("selection", i), np.full(2, i), keep=4)
+    assert sorted(k[1] for k in memo.derived if isinstance(k, tuple)) == [2, 3, 4, 5]
+    assert "kernel" in memo.derived  # other kinds are untouched
+    assert memo.get_or_make(("selection", 9), lambda: np.ones(1), keep=4) is memo.get(("selection", 9))
+    assert sorted(k[1] for k in memo.derived if isinstance(k, tuple)) == [3, 4, 5, 9]
+
+
+def test_selection_with_shared_edge_influences_equals_the_direct_one():
+    from pdbq.inference.influence import edge_influence
+    from pdbq.inference.selection import SelectionConfig, selection_distribution
+
+    g = _tiny_graph(30)
+    sites = np.arange(30)
+    inf = edge_influence(g)
+    for rule in ("trail", "distance"):
+        cfg = SelectionConfig(selection=rule)
+        a = selection_distribution(g, [7], sites, cfg)
+        b = selection_distribution(g, [7], sites, cfg, influence=inf)
+        np.testing.assert_array_equal(a.p, b.p)

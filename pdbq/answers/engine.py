@@ -33,6 +33,7 @@ from pdbq.inference.auto import AutoConfig, Decision, choose_method
 from pdbq.inference.config import GibbsConfig
 from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.gibbs import RoundInfo, run_gibbs
+from pdbq.inference.influence import edge_influence
 from pdbq.inference.kernels import prepare_kernel_graph
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
@@ -52,6 +53,10 @@ DEFAULT_TOLERANCE = 0.01  # 95% half-width of every query estimate
 DEFAULT_TIME_LIMIT = 5.0  # seconds of sampling
 DEFAULT_SWEEP_CAP = 2000  # passes over x_q ∪ x_l at most
 DEFAULT_MIN_STEPS = 1_000_000  # per chain: the cap is never below this
+# Selection tables kept per cached graph (one per query-variable set and selection config; about
+# 32 bytes per site each): the most recently made ones, so many different questions on one large
+# model do not evict the model's graph.
+_KEEP_SELECTIONS = 4
 _QAM_BURN_VISITS = 20  # default QAM burn-in: ~this many expected updates of each query variable
 
 
@@ -118,8 +123,8 @@ def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float |
     return steps, burn_in, tol, limit, False
 
 
-def _memoised(memo: Memo | None, key: object, make: Callable[[], object]) -> Any:
-    return make() if memo is None else memo.get_or_make(key, make)
+def _memoised(memo: Memo | None, key: tuple, make: Callable[[], object], keep: int | None = None) -> Any:
+    return make() if memo is None else memo.get_or_make(key, make, keep=keep)
 
 
 def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray):
@@ -234,8 +239,16 @@ def answer(
     if chosen is Method.QAM:
         selection_name = options.selection
         sel_config = SelectionConfig(selection=options.selection, epsilon=options.epsilon, power=options.power)
-        s = _memoised(memo, ("selection", free_q.tobytes(), sel_config),
-                      lambda: selection_distribution(graph, free_q, sites, sel_config))
+
+        def make_selection():
+            influence = None
+            if memo is not None and sel_config.selection in ("trail", "distance"):
+                # the edge influences depend on the graph only: every query variable shares them
+                influence = memo.get_or_make(("edge_influence", sel_config.max_table),
+                                             lambda: edge_influence(graph, max_table=sel_config.max_table))
+            return selection_distribution(graph, free_q, sites, sel_config, influence=influence)
+
+        s = _memoised(memo, ("selection", free_q.tobytes(), sel_config), make_selection, keep=_KEEP_SELECTIONS)
         sel = (s.prob, s.alias)
         is_q = np.isin(sites, free_q)
         share = float(s.p[is_q].sum())

@@ -55,7 +55,8 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
     if plan.grounding is not None:
         g = plan.grounding
         if g.cached:
-            rows.append(("grounding", f"cached graph: inputs unchanged since it was built, nothing grounded or loaded, "
+            what = "cached graph" if g.cached == "graph" else "region found in the cached graph of the whole model"
+            rows.append(("grounding", f"{what}: inputs unchanged since it was built, nothing grounded or loaded, "
                                       f"{plan.grounding_seconds:.3f} s"))
         else:
             rows.append(("grounding", f"{g.new_factors} new factors in {g.rounds} frontier rounds, "

@@ -62,13 +62,19 @@ class Memo:
     def get(self, key: Any) -> Any:
         return self.derived.get(key)
 
-    def put(self, key: Any, value: Any) -> Any:
-        """Keep ``value`` (immutable from now on) and return it."""
+    def put(self, key: Any, value: Any, *, keep: int | None = None) -> Any:
+        """Keep ``value`` (immutable from now on) and return it. ``keep``: ``key`` is a tuple
+        whose first item names a kind of value; only the ``keep`` most recent values of that
+        kind stay."""
+        if keep is not None:
+            same = [k for k in self.derived if isinstance(k, tuple) and k and k[0] == key[0]]
+            for k in same[: max(len(same) - keep + 1, 0)]:
+                self.derived.pop(k, None)
         return self.cache.remember(self.derived, key, value)
 
-    def get_or_make(self, key: Any, make: Any) -> Any:
+    def get_or_make(self, key: Any, make: Any, *, keep: int | None = None) -> Any:
         value = self.derived.get(key)
-        return value if value is not None else self.put(key, make())
+        return value if value is not None else self.put(key, make(), keep=keep)
 
 
 def nbytes(obj: Any, _depth: int = 0) -> int:
@@ -93,12 +99,16 @@ def _digest(h: hashlib._Hash, a: np.ndarray) -> None:
     h.update(a.tobytes())
 
 
-def graph_key(token: str, seeds: np.ndarray, evidence: tuple[np.ndarray, np.ndarray], config: object) -> str:
-    """The cache key of a query graph: store token, seed vids (sorted), evidence (vids, values)
-    and the grounding config (its repr: a frozen dataclass)."""
+def graph_key(token: str, seeds: np.ndarray | None, evidence: tuple[np.ndarray, np.ndarray], config: object) -> str:
+    """The cache key of a query graph: store token, seed vids (sorted; None for the whole
+    model's graph), evidence (vids, values) and the grounding config (its repr: a frozen
+    dataclass)."""
     h = hashlib.blake2b(digest_size=20)
     h.update(token.encode())
-    _digest(h, np.asarray(seeds, dtype=np.int64))
+    if seeds is None:
+        h.update(b"whole model")
+    else:
+        _digest(h, np.asarray(seeds, dtype=np.int64))
     ev, val = evidence
     ev = np.asarray(ev, dtype=np.int64)
     val = np.asarray(val, dtype=np.int64)
@@ -123,25 +133,36 @@ class GraphCache:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[str, CachedGraph] = OrderedDict()
         self._sizes: dict[str, int] = {}
+        self._alias: dict[str, str] = {}  # key -> key of the entry it shares
         self._lock = threading.RLock()
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str) -> CachedGraph | None:
         with self._lock:
-            entry = self._entries.get(key)
+            primary = self._alias.get(key, key)
+            entry = self._entries.get(primary)
             if entry is None:
+                self._alias.pop(key, None)  # its entry was evicted
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
+            self._entries.move_to_end(primary)
             self.hits += 1
             return entry
 
     def put(self, key: str, entry: CachedGraph) -> CachedGraph:
-        """Keep ``entry`` under ``key`` (when it fits) and return it."""
+        """Keep ``entry`` under ``key`` (when it fits) and return it. An entry already kept under
+        another key is shared, not copied: e.g. when a query's region is the whole model graph,
+        the query's key and the model's lead to one graph and one set of derived arrays."""
         with self._lock:
             if self.max_bytes == 0:
                 return entry
+            for k, e in self._entries.items():
+                if e is entry and k != key:
+                    self._alias[key] = k
+                    self._entries.move_to_end(k)
+                    return entry
+            self._alias.pop(key, None)
             self._entries[key] = entry
             self._entries.move_to_end(key)
             self._sizes[key] = nbytes(entry)
@@ -172,6 +193,7 @@ class GraphCache:
         with self._lock:
             self._entries.clear()
             self._sizes.clear()
+            self._alias.clear()
 
     @property
     def bytes(self) -> int:

@@ -487,51 +487,76 @@ def query_graph(
     stop the expansion and are clamped in the graph. Returns ``(graph, vids, stats)``: ``vids[i]`` is
     the global vid of graph variable ``i`` (sorted); every seed is among them.
 
-    cache: a `GraphCache`; a graph built under the same store token, seeds, evidence and config
-    is returned from it (``stats.cached``), and a new one is put in it.
+    cache: a `GraphCache`. A graph built under the same store token, seeds, evidence and config
+    is returned from it (``stats.cached == "graph"``). When a region outgrew the frontier rounds,
+    the whole model's graph was built and is kept too: later queries under the same token and
+    evidence find their region in it in memory (``stats.cached == "model"``), and a region that
+    is the whole model shares that graph and everything derived from it.
     """
     seeds = unique(np.asarray(seeds, dtype=np.int64))
     ek, evv = _evidence_arrays(evidence)
 
-    def file_under(imports) -> str | None:
-        return None if cache is None else graph_key(store_token(con, imports), seeds, (ek, evv), config)
+    def key_of(token: str, whole: bool = False, region: np.ndarray | None = None) -> str:
+        # A region's graph is the graph of any seed set whose closure it is, the region itself
+        # included: filed under the region's vids, it serves every query that lands in it.
+        return graph_key(token, None if whole else (seeds if region is None else region), (ek, evv), config)
 
     with transaction(con):
         p = prepare(con, variables, rules, config)
         stats = p.stats
-        if cache is not None:
-            hit = cache.get(file_under(p.imports))
-            if hit is not None:
-                stats.cached = True
-                stats.weight_rules = hit.weight_rules
-                return hit.graph, hit.vids, stats
         n_total = int(cardinalities(con).shape[0])
         if seeds.size and (seeds[0] < 0 or seeds[-1] >= n_total):
             raise GroundingError(f"query_graph: seed vids must lie in 0 .. {n_total - 1}")
-        region = expand(con, p, seeds, ek, config)
-        stats.rounds = region.rounds
-        stats.new_factors = region.new_factors
-        if region.exhausted:
-            graph, vids, stats.weight_rules = graph_from_store(
-                con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence, imports=p.imports
-            )
+        model = None
+        if cache is not None:
+            token = store_token(con, p.imports)
+            hit = cache.get(key_of(token))
+            if hit is not None:
+                stats.cached = "graph"
+                stats.weight_rules = hit.weight_rules
+                return hit.graph, hit.vids, stats
+            model = cache.get(key_of(token, whole=True))
+        if model is None:
+            region = expand(con, p, seeds, ek, config)
+            stats.rounds = region.rounds
+            stats.new_factors = region.new_factors
+            if region.exhausted:
+                graph, vids, stats.weight_rules = graph_from_store(
+                    con, region=REGION_TABLE, extra_vids=region.visited, evidence=evidence, imports=p.imports
+                )
+                con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
+                if cache is not None:  # filed under the state it was built from (expansion changed it)
+                    cache.put(key_of(store_token(con, p.imports)), CachedGraph(graph, vids, stats.weight_rules))
+                return graph, vids, stats
             con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
-            if cache is not None:
-                cache.put(file_under(p.imports), CachedGraph(graph, vids, stats.weight_rules))
-            return graph, vids, stats
-        con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
-    # The region is still growing after max_frontier_rounds: ground in full, explore in memory.
-    with transaction(con):  # ground_all joins it: the graph and its token see one state
-        full = ground_all(con, variables, rules, config)
-        stats.full_fallback = True
-        stats.grounded += full.grounded
-        stats.new_factors += full.new_factors
-        stats.factors = full.factors
-        imports = live_imports(con, variables)
-        g, _, stats.weight_rules = graph_from_store(con, evidence=evidence, imports=imports)
-        key = file_under(imports)
-    vmask, fmask = reachable(g, seeds)
-    sub, vids = subgraph(g, np.flatnonzero(vmask), factors=fmask)
+    if model is None:
+        # The region is still growing after max_frontier_rounds: ground in full, explore in memory.
+        with transaction(con):  # ground_all joins it: the graph and its token see one state
+            full = ground_all(con, variables, rules, config)
+            stats.full_fallback = True
+            stats.grounded += full.grounded
+            stats.new_factors += full.new_factors
+            stats.factors = full.factors
+            imports = live_imports(con, variables)
+            g, _, weight_rules = graph_from_store(con, evidence=evidence, imports=imports)
+            token = store_token(con, imports) if cache is not None else ""
+        model = CachedGraph(g, np.arange(g.n_vars, dtype=np.int64), weight_rules)
+        if cache is not None:
+            cache.put(key_of(token, whole=True), model)
+    else:
+        stats.cached = "model"
+    stats.weight_rules = model.weight_rules
+    vmask, fmask = reachable(model.graph, seeds)
+    region_vars = np.flatnonzero(vmask)
+    entry = None
+    if vmask.all() and fmask.all():  # the region is the whole model: share its graph
+        entry = model
+    elif cache is not None:
+        entry = cache.get(key_of(token, region=region_vars))
+    if entry is None:
+        sub, vids = subgraph(model.graph, region_vars, factors=fmask)
+        entry = CachedGraph(sub, vids, model.weight_rules)
     if cache is not None:
-        cache.put(key, CachedGraph(sub, vids, stats.weight_rules))
-    return sub, vids, stats
+        cache.put(key_of(token, region=region_vars), entry)
+        cache.put(key_of(token), entry)
+    return entry.graph, entry.vids, stats

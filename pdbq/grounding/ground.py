@@ -46,7 +46,9 @@ class GroundingStats:
     warnings: list[str] = field(default_factory=list)
     # (rule, first weight index, end) of the graph built from this grounding (pdbq.graph.from_store)
     weight_rules: tuple[tuple[str, int, int], ...] = ()
-    cached: bool = False  # query-driven: the graph came from the query-graph cache (nothing grounded or loaded)
+    # query-driven: "graph" when the query's graph came from the query-graph cache, "model" when its
+    # region was found in memory in the cached graph of the whole model; nothing grounded or loaded
+    cached: str = ""
 
 
 @dataclass

@@ -51,7 +51,7 @@ from pdbq.arrays import unique
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.alias import alias_draw, alias_table
-from pdbq.inference.influence import DEFAULT_MAX_TABLE, edge_influence, graph_distance, trail_scores
+from pdbq.inference.influence import DEFAULT_MAX_TABLE, EdgeInfluence, edge_influence, graph_distance, trail_scores
 
 __all__ = [
     "SELECTIONS",
@@ -154,8 +154,13 @@ def mix_scores(scores: np.ndarray, epsilon: float) -> np.ndarray:
     return p / p.sum()
 
 
-def site_scores(graph: FactorGraph, query_vars, sites, config: SelectionConfig = SelectionConfig()) -> np.ndarray:
-    """The raw score of each site under ``config.selection`` (float64[n_sites])."""
+def site_scores(
+    graph: FactorGraph, query_vars, sites, config: SelectionConfig = SelectionConfig(), *,
+    influence: EdgeInfluence | None = None,
+) -> np.ndarray:
+    """The raw score of each site under ``config.selection`` (float64[n_sites]). ``influence``:
+    the graph's `edge_influence` at ``config.max_table``, when the caller keeps it (it does not
+    depend on the query variables)."""
     q, s = _check_sites(graph, query_vars, sites)
     rule = config.selection
     q_mask = np.zeros(graph.n_vars, dtype=bool)
@@ -166,9 +171,10 @@ def site_scores(graph: FactorGraph, query_vars, sites, config: SelectionConfig =
     if rule == "query_only":
         return is_q.astype(np.float64)
     if rule == "trail":
-        return trail_scores(graph, q, max_table=config.max_table)[s]
+        return trail_scores(graph, q, influence=influence, max_table=config.max_table)[s]
     if rule == "distance":
-        d = graph_distance(graph, q, influence=edge_influence(graph, max_table=config.max_table))[s]
+        inf = influence if influence is not None else edge_influence(graph, max_table=config.max_table)
+        d = graph_distance(graph, q, influence=inf)[s]
         out = np.zeros(s.shape[0])
         hit = np.isfinite(d)
         out[hit] = np.power(1.0 + d[hit], -float(config.power))
@@ -232,11 +238,13 @@ def _marginals(exact_marginals, graph: FactorGraph, evidence: np.ndarray) -> lis
 
 
 def selection_distribution(
-    graph: FactorGraph, query_vars, sites, config: SelectionConfig = SelectionConfig()
+    graph: FactorGraph, query_vars, sites, config: SelectionConfig = SelectionConfig(), *,
+    influence: EdgeInfluence | None = None,
 ) -> Selection:
     """The selection distribution over ``sites`` (x_q ∪ x_l, non-evidence, unique; must contain
-    every query variable) and its alias table. See the module docstring for the rules."""
-    scores = site_scores(graph, query_vars, sites, config)
+    every query variable) and its alias table. See the module docstring for the rules.
+    ``influence``: as in `site_scores`."""
+    scores = site_scores(graph, query_vars, sites, config, influence=influence)
     p = mix_scores(scores, float(config.epsilon))
     prob, alias = alias_table(p)
     return Selection(np.asarray(sites, dtype=np.int32), p, prob, alias, scores)
