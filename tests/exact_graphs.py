@@ -80,7 +80,6 @@ def brute_force(g: FactorGraph):
         joint = joint + h.log_table.reshape(shape)
     for v, x in enumerate(g.evidence):
         if x >= 0:
-            idx = [slice(None)] * len(card)
             mask = np.full(card[v], -np.inf)
             mask[x] = 0.0
             shape = [1] * len(card)

@@ -114,9 +114,9 @@ CASES = [
     (f"{R} AS is_popular(^m) = 'yes' :- tweets(m, p)", CatalogError, ["outside its BOOLEAN domain"]),
     (f"{R} FUNCTION EQUAL AS tag(a) = entity(b) :- words(a, w), words(b, w)", CatalogError, ["different domains"]),
     # --- rules: names
-    (f"CREATE RULE is_fan AS is_popular(^m) :- tweets(m, p)", CatalogError, ["a variable named 'is_fan' already exists"]),
-    (f"CREATE RULE movies AS is_popular(^m) :- tweets(m, p)", CatalogError, ["table or view named 'movies'"]),
-    (f"CREATE RULE fans_vote AS is_popular(^m) :- tweets(m, p)", CatalogError,
+    ("CREATE RULE is_fan AS is_popular(^m) :- tweets(m, p)", CatalogError, ["a variable named 'is_fan' already exists"]),
+    ("CREATE RULE movies AS is_popular(^m) :- tweets(m, p)", CatalogError, ["table or view named 'movies'"]),
+    ("CREATE RULE fans_vote AS is_popular(^m) :- tweets(m, p)", CatalogError,
      ["rule 'fans_vote' already exists", "CREATE OR REPLACE RULE"]),
     # --- replacing and dropping
     ("CREATE OR REPLACE VARIABLE is_fan(person INT) DOMAIN BOOLEAN FROM (SELECT id FROM tokens)", CatalogError,

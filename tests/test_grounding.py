@@ -168,6 +168,32 @@ def test_estimate_blocks_a_huge_join_before_running_it():
     assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'pdbq_%'").fetchone()[0]
 
 
+GRID2 = """
+CREATE TABLE cells AS SELECT r, c FROM range(30) a(r), range(30) b(c);
+CREATE TABLE links AS SELECT r, c, r + 1 AS r2, c AS c2 FROM cells WHERE r < 29
+    UNION ALL SELECT r, c, r, c + 1 FROM cells WHERE c < 29;
+CREATE VARIABLE g(r BIGINT, c BIGINT) DOMAIN BOOLEAN FROM (SELECT r, c FROM cells);
+CREATE RULE link WEIGHT 0.4 FUNCTION EQUAL AS g(r, c) = g(r2, c2) :- links(r, c, r2, c2);
+"""
+
+
+def test_an_overestimated_join_is_counted_not_refused(monkeypatch):
+    import pdbq.grounding.limits as limits
+
+    # the optimizer's guess for a join on (row, column) keys can be far too high: never trusted alone
+    monkeypatch.setattr(limits, "estimate_groundings", lambda con, select: 10**12)
+    con = duckdb.connect()
+    V, R = load_model(con, GRID2)
+    stats = ground_all(con, V, R, GroundingConfig(max_groundings=2 * 29 * 30))
+    assert stats.factors["link"] == 2 * 29 * 30
+    con2 = duckdb.connect()
+    V2, R2 = load_model(con2, GRID2)
+    with pytest.raises(GroundingError, match=r"rule 'link': its join is estimated at 1,000,000,000,000 groundings "
+                                             r"and yields more than max_groundings = 1,739"):
+        ground_all(con2, V2, R2, GroundingConfig(max_groundings=2 * 29 * 30 - 1))
+    assert not con2.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'pdbq_fs_factors%'").fetchone()[0]
+
+
 @pytest.mark.parametrize(
     "rule, message",
     [

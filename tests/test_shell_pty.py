@@ -147,3 +147,40 @@ def test_interactive_session(tmp_path: Path) -> None:
     history = (tmp_path / "history").read_text()
     assert "SELECT 41 +\n+1 AS answer;" in history
     assert (tmp_path / "f.db").exists()
+
+
+SAMPLING_MODEL = (
+    "CREATE TABLE nodes AS SELECT range AS i FROM range(2000); "
+    "CREATE TABLE edges AS SELECT range AS a, range + 1 AS b FROM range(1999); "
+    "CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM nodes); "
+    "CREATE RULE link WEIGHT 1.5 FUNCTION EQUAL AS x(a) = x(b) :- edges(a, b);"
+)
+# a tolerance this small is never reached: the run lasts until the time limit unless cancelled
+SAMPLING_QUERY = ("SELECT PROB(v) AS p FROM x v WHERE v.i = 1000 "
+                  "USING GIBBS WITH (tolerance = 0.000000001, time_limit = 60, seed = 1);")
+
+
+def test_sampling_query_shows_progress_and_ctrl_c_cancels_it(tmp_path: Path) -> None:
+    child = _spawn(tmp_path)
+    try:
+        child.sendline(SAMPLING_MODEL)
+        _at_prompt(child)
+        started = time.monotonic()
+        child.sendline(SAMPLING_QUERY)
+        _wait_mode(child, cooked=True)
+        # the bar appears after its delay, with the sampling phase and the standard error so far
+        child.expect(r"sampling\s+.*stderr", timeout=TIMEOUT)
+        child.sendintr()
+        child.expect("Interrupted")
+        _at_prompt(child)
+        assert time.monotonic() - started < 45  # cancelled, not run to its 60 s limit
+        # the database and the model are intact: a short query answers
+        child.sendline("SELECT round(PROB(v), 1) AS p_again FROM x v WHERE v.i = 1 "
+                       "USING QAM WITH (steps = 20000, seed = 2);")
+        child.expect("│ p_again │")
+        _at_prompt(child)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0  # as in the interactive session: interrupts at the prompt do not count

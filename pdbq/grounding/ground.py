@@ -20,7 +20,7 @@ from pdbq.errors import GroundingError
 from pdbq.grounding.compile import CompiledRule, compile_rule, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_relation
-from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate, estimate_groundings
+from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
 from pdbq.grounding.store import ensure_schema, factor_table, ident, sql_text, table_ref
 from pdbq.grounding.variables import VariableSync, sync_variables
 from pdbq.language.nodes import CreateRule, CreateVariable, WeightKind
@@ -228,7 +228,7 @@ def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> st
 def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:
     """Insert the rows of ``select`` into the rule's factor table after the size checks; returns
     how many were inserted. Call inside a transaction."""
-    check_estimate(c.name, estimate_groundings(con, select), config)
+    check_estimate(con, c.name, select, config)
     t = sql_text(table_ref(factor_table(c.name)))
     before = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     # LIMIT max + 1 bounds the work of a join the optimizer underestimated.

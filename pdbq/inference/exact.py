@@ -206,6 +206,17 @@ def _order_for(edges: Sequence[Hyperedge], card: np.ndarray, max_table: int) -> 
 # ---------------------------------------------------------------- marginals
 
 
+def _prepared_tree(edges, cardinality, evidence, max_table: int, order: EliminationOrder | None):
+    """(cardinalities, evidence array, elimination order, clique tree) for the hyperedges with the
+    evidence sliced in; `InferenceError` when the order's largest table is over ``max_table``."""
+    card = np.asarray(cardinality, dtype=np.int64)
+    ev = evidence_array(card.shape[0], evidence)
+    edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
+    info = order if order is not None else _order_for(edges, card, max_table)
+    check_budget(info, max_table)
+    return card, ev, info, _build_tree(edges, info, card)
+
+
 def marginals_from_hyperedges(
     edges: Sequence[Hyperedge],
     cardinality: np.ndarray,
@@ -216,13 +227,8 @@ def marginals_from_hyperedges(
 ) -> ExactResult:
     """All marginals and log Z of the distribution ∝ exp(Σ tables), with ``evidence`` (int per
     variable, -1 unobserved) sliced in. ``edges`` may already be conditioned."""
-    card = np.asarray(cardinality, dtype=np.int64)
+    card, ev, info, tree = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n_vars = card.shape[0]
-    ev = evidence_array(n_vars, evidence)
-    edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
-    info = order if order is not None else _order_for(edges, card, max_table)
-    check_budget(info, max_table)
-    tree = _build_tree(edges, info, card)
     n = info.order.shape[0]
     up: list = [None] * n
     log_z = tree.constant
@@ -310,13 +316,8 @@ def map_from_hyperedges(
     order: EliminationOrder | None = None,
 ) -> MapAnswer:
     """A maximiser of Σ tables (max-product in log space with argmax traceback)."""
-    card = np.asarray(cardinality, dtype=np.int64)
+    card, ev, info, tree = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n_vars = card.shape[0]
-    ev = evidence_array(n_vars, evidence)
-    edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
-    info = order if order is not None else _order_for(edges, card, max_table)
-    check_budget(info, max_table)
-    tree = _build_tree(edges, info, card)
     n = info.order.shape[0]
     up: list = [None] * n
     arg: list = [None] * n

@@ -75,6 +75,8 @@ class GibbsTrace:
 
     steps: np.ndarray  # int64[points]
     estimates: np.ndarray  # float64[points, n_targets, max_card]
+    # batch-means standard errors at each point (NaN while too few batches; 0 for evidence)
+    stderr: np.ndarray | None = None  # float64[points, n_targets, max_card]
 
 
 @dataclass(frozen=True, eq=False)
@@ -293,6 +295,7 @@ def run_gibbs(
     ess_live = np.zeros(n_live)
     trace_steps: list[int] = []
     trace_est: list[np.ndarray] = []
+    trace_se: list[np.ndarray] = []
     done = 0
     burned = 0
 
@@ -358,8 +361,9 @@ def run_gibbs(
                     if rounds_done % trace_every == 0:
                         trace_steps.append(done)
                         trace_est.append(_safe_div(tot_sums, tot_counts))
+                        trace_se.append(batch_stderr(*store.batches()))
                         if len(trace_steps) > config.trace_points:
-                            trace_steps, trace_est = trace_steps[1::2], trace_est[1::2]
+                            trace_steps, trace_est, trace_se = trace_steps[1::2], trace_est[1::2], trace_se[1::2]
                             trace_every *= 2
                     if config.tolerance is not None or on_round is not None:
                         bs, bc = store.batches()
@@ -409,9 +413,13 @@ def run_gibbs(
         tr_live = np.stack(trace_est)
         tr = np.broadcast_to(marg, (len(trace_steps), T, kmax_t)).copy()
         tr[:, live_rows] = tr_live
+        tse = np.zeros_like(tr)
+        beyond = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
+        tse[:, live_rows] = np.where(beyond[None], 0.0, np.stack(trace_se))
     else:
         tr = np.zeros((0, T, kmax_t))
-    trace = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), tr[:, inverse])
+        tse = np.zeros_like(tr)
+    trace = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), tr[:, inverse], tse[:, inverse])
     return GibbsResult(
         targets=tg,
         cardinality=graph.cardinality[tg].astype(np.int64),

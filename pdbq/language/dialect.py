@@ -29,7 +29,6 @@ from sqlglot.dialects.duckdb import DuckDB  # noqa: E402
 from sqlglot.tokens import Token, TokenType  # noqa: E402
 
 from pdbq.language.expressions import (  # noqa: E402
-    ESTIMATE_KINDS,
     FUNCTIONS,
     METHODS,
     SEMANTICS,
