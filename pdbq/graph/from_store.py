@@ -37,7 +37,7 @@ from pdbq.grounding.imported import ImportInfo, import_arrays, live_imports
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
 from pdbq.grounding.store import col, factor_table, ident, sql_text, table_ref
-from pdbq.grounding.variables import cardinalities, stored_evidence
+from pdbq.grounding.variables import cardinalities, relation_info, stored_evidence
 from pdbq.language.nodes import CreateRule, CreateVariable, FactorFunction
 
 __all__ = ["query_graph", "full_graph", "graph_from_store", "reachable", "factor_rules", "Evidence", "WeightRules"]
@@ -504,7 +504,7 @@ def query_graph(
     with transaction(con):
         p = prepare(con, variables, rules, config)
         stats = p.stats
-        n_total = int(cardinalities(con).shape[0])
+        n_total = sum(i.n for i in relation_info(con).values())
         if seeds.size and (seeds[0] < 0 or seeds[-1] >= n_total):
             raise GroundingError(f"query_graph: seed vids must lie in 0 .. {n_total - 1}")
         model = None

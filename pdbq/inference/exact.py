@@ -317,7 +317,6 @@ def map_from_hyperedges(
 ) -> MapAnswer:
     """A maximiser of Σ tables (max-product in log space with argmax traceback)."""
     card, ev, info, tree = _prepared_tree(edges, cardinality, evidence, max_table, order)
-    n_vars = card.shape[0]
     n = info.order.shape[0]
     up: list = [None] * n
     arg: list = [None] * n

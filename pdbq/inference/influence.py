@@ -404,6 +404,22 @@ def neighbour_csr(n_vars: int, u: np.ndarray, v: np.ndarray, w: np.ndarray):
     return offsets, nbr, ww
 
 
+@numba.njit(cache=True, inline="always")
+def _heap_push(hd, hv, size, d, v):  # pragma: no cover - compiled
+    """Push (d, v) on the binary min-heap held in hd/hv[:size]; returns the new size."""
+    i = size
+    hd[i] = d
+    hv[i] = v
+    while i > 0:
+        p = (i - 1) >> 1
+        if hd[p] <= hd[i]:
+            break
+        hd[p], hd[i] = hd[i], hd[p]
+        hv[p], hv[i] = hv[i], hv[p]
+        i = p
+    return size + 1
+
+
 @numba.njit(cache=True)
 def _dijkstra(offsets, nbr, cost, sources, max_cost):
     """Multi-source shortest paths with a binary heap (lazy deletion); returns float64[n].
@@ -416,18 +432,7 @@ def _dijkstra(offsets, nbr, cost, sources, max_cost):
     size = 0
     for s in sources:
         dist[s] = 0.0
-        # push (0, s)
-        i = size
-        size += 1
-        hd[i] = 0.0
-        hv[i] = s
-        while i > 0:
-            p = (i - 1) >> 1
-            if hd[p] <= hd[i]:
-                break
-            hd[p], hd[i] = hd[i], hd[p]
-            hv[p], hv[i] = hv[i], hv[p]
-            i = p
+        size = _heap_push(hd, hv, size, 0.0, s)
     while size > 0:
         d = hd[0]
         x = hv[0]
@@ -454,17 +459,7 @@ def _dijkstra(offsets, nbr, cost, sources, max_cost):
             nd = d + cost[k]
             if nd < dist[y] and nd <= max_cost:
                 dist[y] = nd
-                i = size
-                size += 1
-                hd[i] = nd
-                hv[i] = y
-                while i > 0:
-                    p = (i - 1) >> 1
-                    if hd[p] <= hd[i]:
-                        break
-                    hd[p], hd[i] = hd[i], hd[p]
-                    hv[p], hv[i] = hv[i], hv[p]
-                    i = p
+                size = _heap_push(hd, hv, size, nd, y)
     return dist
 
 
