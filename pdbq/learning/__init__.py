@@ -1,0 +1,9 @@
+"""Weight learning above inference: SGD with persistent Gibbs chains, holdout and calibration.
+
+See docs/learning.md. The LEARN WEIGHTS statement runs through `pdbq.learning.statement`.
+"""
+
+from pdbq.learning.config import LearnConfig
+from pdbq.learning.sgd import EpochInfo, LearningError, SGDResult, learn_sgd
+
+__all__ = ["LearnConfig", "learn_sgd", "SGDResult", "EpochInfo", "LearningError"]
