@@ -1,0 +1,237 @@
+"""LEARN WEIGHTS: SGD against exactly known maximum-likelihood weights, the statement end to end,
+versions, holdout calibration, cancellation and the bad-input errors."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import pdbq
+from pdbq.api.progress import CancelToken
+from pdbq.errors import CatalogError, OptionError, PdbqError
+from pdbq.graph.builder import GraphBuilder
+from pdbq.language.nodes import FactorFunction as F
+from pdbq.learning import LearnConfig, LearningError, learn_sgd
+from pdbq.learning.holdout import calibration_report, choose_holdout, plot_calibration
+from pdbq.learning.synthetic import pair_features, pair_mle, pair_units
+
+TRUE = (0.8, -0.5, 1.2)
+N = 3000
+
+
+def _pair_graph(a, b, *, learnable=True, init=0.0):
+    gb = GraphBuilder()
+    ws = [gb.add_weight(init, learnable=learnable) for _ in range(3)]
+    for x, y in zip(a, b):
+        u = gb.add_variable(evidence=int(x))
+        v = gb.add_variable(evidence=int(y))
+        gb.add_factor(F.ISTRUE, [u], weight=ws[0])
+        gb.add_factor(F.ISTRUE, [v], weight=ws[1])
+        gb.add_factor(F.EQUAL, [u, v], weight=ws[2])
+    return gb.build()
+
+
+@pytest.fixture(scope="module")
+def units():
+    return pair_units(N, TRUE, seed=5)
+
+
+def test_sgd_recovers_known_weights(units):
+    g = _pair_graph(units.a, units.b)
+    r = learn_sgd(g, LearnConfig(reg=0.0, seed=1))
+    se = units.stderr
+    # within 2 standard errors of the truth, and much closer to the exact MLE (optimisation error)
+    assert np.all(np.abs(r.weights - units.weights) < 2 * se), (r.weights, units.weights, se)
+    mle = pair_mle(units.a, units.b)
+    assert np.all(np.abs(r.weights - mle) < 0.5 * se), (r.weights, mle)
+    # the reported standard errors estimate the exact ones
+    assert np.all(np.abs(r.stderr / se - 1) < 0.3), (r.stderr, se)
+    assert r.epochs == 100 and not r.interrupted
+
+
+def test_sgd_fails_on_wrong_data(units):
+    """The same check against data drawn from other weights must fail (the test can fail)."""
+    other = pair_units(N, (0.3, 0.2, 0.6), seed=6)
+    r = learn_sgd(_pair_graph(other.a, other.b), LearnConfig(reg=0.0, seed=1))
+    assert np.any(np.abs(r.weights - units.weights) > 4 * units.stderr)
+
+
+def test_sgd_l2_shrinks_and_fixed_weights_stay(units):
+    g = _pair_graph(units.a, units.b)
+    free = learn_sgd(g, LearnConfig(reg=0.0, seed=1, epochs=60))
+    shrunk = learn_sgd(g, LearnConfig(reg=0.05, seed=1, epochs=60))
+    assert np.linalg.norm(shrunk.weights) < np.linalg.norm(free.weights)
+    only_eq = learn_sgd(g, LearnConfig(reg=0.0, seed=1, epochs=30), learn=np.array([False, False, True]))
+    assert only_eq.weights[0] == 0.0 and only_eq.weights[1] == 0.0 and only_eq.weights[2] > 0.5
+
+
+def test_sgd_input_errors(units):
+    g = _pair_graph(units.a[:10], units.b[:10])
+    with pytest.raises(LearningError, match="no evidence"):
+        learn_sgd(g._replace(evidence=np.full(g.n_vars, -1, np.int32)))
+    with pytest.raises(LearningError, match="nothing to learn"):
+        learn_sgd(_pair_graph(units.a[:10], units.b[:10], learnable=False))
+    with pytest.raises(LearningError, match="diverged"):
+        learn_sgd(g, LearnConfig(learning_rate=1e6, max_weight=0.05, reg=0.0))
+    with pytest.raises(OptionError, match="decay"):
+        learn_sgd(g, LearnConfig(decay=1.5))
+
+
+def test_calibration_report_exact():
+    probs = np.array([[0.95, 0.05], [0.15, 0.85], [0.25, 0.75], [0.8, 0.2]])
+    truth = np.array([0, 1, 0, 0])
+    r = calibration_report(probs, truth, np.array([2, 2, 2, 2]))
+    assert r.predicted.tolist() == [1, 0, 1, 0, 0, 0, 0, 1, 1, 0]
+    assert r.true_count.tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 1, 0]
+    assert r.accuracy == pytest.approx(0.75)
+    assert r.log_loss == pytest.approx(-np.mean(np.log([0.95, 0.85, 0.25, 0.8])))
+    assert r.ece == pytest.approx((0.05 + 0.2 + 0.75 + 0.15) / 4)
+    ev = np.array([0, 1, -1, 1, 0, 0, 1, -1])
+    m = choose_holdout(ev, 0.5, seed=3)
+    assert m.sum() == 3 and np.all(ev[m] >= 0)
+
+
+def test_calibration_plot(tmp_path, monkeypatch):
+    r = calibration_report(np.array([[0.9, 0.1], [0.3, 0.7]]), np.array([0, 1]), np.array([2, 2]))
+    out = tmp_path / "cal.png"
+    plot_calibration(r, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(PdbqError, match=r"pip install 'pdbq\[plot\]'"):
+        plot_calibration(r, tmp_path / "x.png")
+
+
+# ----------------------------------------------------------------------------- the statement
+
+MODEL = """
+CREATE VARIABLE a(id INT) DOMAIN BOOLEAN FROM (SELECT id FROM units) EVIDENCE (SELECT id, a FROM units WHERE a IS NOT NULL);
+CREATE VARIABLE b(id INT) DOMAIN BOOLEAN FROM (SELECT id FROM units) EVIDENCE (SELECT id, b FROM units WHERE b IS NOT NULL);
+CREATE RULE pa WEIGHT ? FUNCTION ISTRUE AS a(i) :- units(i, _, _);
+CREATE RULE pb WEIGHT ? FUNCTION ISTRUE AS b(i) :- units(i, _, _);
+CREATE RULE eq WEIGHT ? FUNCTION EQUAL AS a(i) = b(i) :- units(i, _, _);
+"""
+
+
+def _db(units, n=N, hide_last=True):
+    db = pdbq.connect()
+    a = units.a[:n].astype(bool).tolist()
+    b = units.b[:n].astype(bool).tolist()
+    if hide_last:  # one unit without labels: its marginals come from the learned weights
+        a[-1] = b[-1] = None
+    db.duckdb.register("src", pa.table({"id": np.arange(n), "a": pa.array(a, pa.bool_()), "b": pa.array(b, pa.bool_())}))
+    db.execute("CREATE TABLE units AS SELECT * FROM src")
+    db.duckdb.unregister("src")
+    db.execute(MODEL)
+    return db
+
+
+def test_learn_weights_statement(units):
+    with _db(units) as db:
+        assert db.execute("SHOW WEIGHTS").fetchall() == []
+        r = db.execute("LEARN WEIGHTS USING SGD WITH (reg = 0, seed = 2, holdout = 0.2)")
+        row = dict(zip(r.columns, r.fetchall()[0]))
+        assert row["version"] == 1 and row["weights"] == 3 and row["epochs"] == 100 and not row["interrupted"]
+        assert row["holdout"] == round(0.2 * 2 * (N - 1))
+        assert 0.0 <= row["ece"] <= 0.05 and 0.7 < row["accuracy"] < 0.95
+        shown = {rule: (weight, tie, value, se, n) for rule, weight, tie, value, se, n, _v in db.execute("SHOW WEIGHTS").fetchall()}
+        assert set(shown) == {"pa", "pb", "eq"}
+        learned = np.array([shown["pa"][2], shown["pb"][2], shown["eq"][2]])
+        assert np.all(np.abs(learned - units.weights) < 2.5 * units.stderr), learned
+        assert shown["eq"][0] == "?" and shown["eq"][1] is None and shown["eq"][4] == N
+        cal = db.execute("SHOW CALIBRATION").fetchall()
+        assert len(cal) == 10 and sum(c[3] for c in cal) == row["holdout"]
+        # queries use the learned weights: the unlabelled unit's P(a) is exact under them
+        p = db.execute(f"SELECT PROB(x) FROM a x WHERE x.id = {N - 1} USING EXACT").fetchall()[0][0]
+        z = pair_features(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])) @ learned
+        q = np.exp(z - z.max())
+        assert p == pytest.approx((q[2] + q[3]) / q.sum(), abs=1e-9)
+        # a second run is a new version; SHOW WEIGHTS shows the latest
+        db.execute("LEARN WEIGHTS FOR eq WITH (reg = 0, seed = 3, epochs = 20)")
+        versions = {r[0]: r[6] for r in db.execute("SHOW WEIGHTS").fetchall()}
+        assert versions == {"eq": 2, "pa": 1, "pb": 1}
+        assert db.execute("SELECT count(*) FROM pdbq_weight_versions").fetchall() == [(2,)]
+        # dropping and re-creating the same rule keeps its learned value; a changed one drops it
+        eq_value = db.execute("SELECT value FROM pdbq_fs_weights WHERE rule = 'eq'").fetchall()[0][0]
+        db.execute("DROP RULE eq; CREATE RULE eq WEIGHT ? FUNCTION EQUAL AS a(i) = b(i) :- units(i, _, _);")
+        db.ground()
+        assert db.execute("SELECT value FROM pdbq_fs_weights WHERE rule = 'eq'").fetchall()[0][0] == eq_value
+        db.execute("CREATE OR REPLACE RULE eq WEIGHT ? FUNCTION EQUAL AS a(i) = b(i) :- units(i, _, _), i >= 0;")
+        db.ground()
+        assert db.execute("SELECT value FROM pdbq_fs_weights WHERE rule = 'eq'").fetchall()[0][0] == 0.0
+        assert {r[0] for r in db.execute("SHOW WEIGHTS").fetchall()} == {"pa", "pb"}
+
+
+def test_learn_weights_cancel_keeps_last_epoch(units):
+    with _db(units, n=300) as db:
+        token = CancelToken()
+        seen = []
+
+        def progress(info):
+            seen.append(info)
+            if info.phase == "learning" and info.done == 3:
+                token.cancel()
+
+        r = db.execute("LEARN WEIGHTS WITH (reg = 0)", progress=progress, cancel=token)
+        row = dict(zip(r.columns, r.fetchall()[0]))
+        assert row["epochs"] == 3 and row["interrupted"]
+        assert [i.done for i in seen if i.phase == "learning"] == [1, 2, 3]
+        assert any("stopped after 3" in w for w in r.diagnostics["warnings"])
+        stored = db.execute("SELECT value FROM pdbq_fs_weights WHERE rule = 'eq'").fetchall()[0][0]
+        assert stored == pytest.approx(r.diagnostics["weight_history"][-1][0])  # eq is learned first (sorted)
+        assert stored != 0.0
+
+
+def _weights(db):
+    return db.execute("SELECT rule, value FROM pdbq_fs_weights ORDER BY rule").fetchall()
+
+
+def test_learn_weights_errors_keep_previous_weights(units):
+    with _db(units, n=200) as db:
+        db.execute("LEARN WEIGHTS WITH (epochs = 5)")
+        before = _weights(db)
+        assert len(before) == 3 and all(v != 0.0 for _, v in before)
+        cases = [
+            ("LEARN WEIGHTS WITH (learning_rate = 1000000, max_weight = 0.001, reg = 0)", LearningError, "diverged"),
+            ("LEARN WEIGHTS WITH (holdout = 0.9999)", LearningError, "leaves no evidence"),
+            ("LEARN WEIGHTS WITH (epoch = 5)", OptionError, "Did you mean 'epochs'"),
+            ("LEARN WEIGHTS WITH (regularization = 'l3')", OptionError, "regularization"),
+            ("LEARN WEIGHTS WITH (holdout = 'SELECT 99999', holdout_relation = 'b')", OptionError, "no evidence variable"),
+            ("LEARN WEIGHTS FOR eqq", CatalogError, "Did you mean 'eq'"),
+            ("LEARN WEIGHTS USING SAMPLERANK", LearningError, "USING SGD"),
+        ]
+        for sql, error, message in cases:
+            with pytest.raises(error, match=message):
+                db.execute(sql)
+            assert _weights(db) == before, sql
+        db.execute("CREATE RULE fixed WEIGHT 0.5 FUNCTION ISTRUE AS a(i) :- units(i, _, _)")
+        with pytest.raises(LearningError, match="rule 'fixed' has no learnable weight"):
+            db.execute("LEARN WEIGHTS FOR fixed")
+        # a holdout query over one relation's keys
+        r = db.execute("LEARN WEIGHTS WITH (epochs = 5, holdout = 'SELECT id FROM units WHERE id < 50', holdout_relation = 'a')")
+        assert dict(zip(r.columns, r.fetchall()[0]))["holdout"] == 50
+        with pytest.raises(OptionError, match="holdout_relation"):
+            db.execute("LEARN WEIGHTS WITH (holdout = 'SELECT id FROM units WHERE id < 50')")
+
+
+def test_learn_weights_without_evidence_or_learnable_rules():
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE t AS SELECT range AS id FROM range(5)")
+        db.execute("CREATE VARIABLE x(id INT) DOMAIN BOOLEAN FROM (SELECT id FROM t)")
+        db.execute("CREATE RULE c WEIGHT 1 FUNCTION ISTRUE AS x(i) :- t(i)")
+        with pytest.raises(LearningError, match="no rule has a learnable weight"):
+            db.execute("LEARN WEIGHTS")
+        db.execute("CREATE RULE l WEIGHT ? FUNCTION ISTRUE AS x(i) :- t(i)")
+        with pytest.raises(LearningError, match="no variable has evidence"):
+            db.execute("LEARN WEIGHTS")
+        assert db.execute("SHOW WEIGHTS").fetchall() == []
+        assert db.execute("SHOW CALIBRATION").fetchall() == []
