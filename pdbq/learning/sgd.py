@@ -1,6 +1,7 @@
 """Weight learning by stochastic gradient ascent on the log-likelihood (DeepDive/numbskull style).
 
-Two worlds share one weights array (see `features.live_kernel_graph`):
+Two worlds share one weights array (their kernel graphs are rewritten for it every epoch, see
+`reweight`):
 
 - the *clamped* world fixes the training evidence and samples every other variable;
 - the *free* world samples every variable, the training evidence included.
@@ -40,8 +41,10 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.gibbs import initial_states, make_schedule
 from pdbq.inference.kernels import Accum, Best, group_sums_into, run_chain
+from pdbq.inference.rng import chain_states
 from pdbq.learning.config import LearnConfig
-from pdbq.learning.features import feature_totals, grounding_counts, live_kernel_graph
+from pdbq.learning.features import feature_totals, grounding_counts
+from pdbq.learning.reweight import refresh, reweighable
 
 __all__ = ["learn_sgd", "SGDResult", "EpochInfo", "LearningError", "STEP_CAP"]
 
@@ -114,11 +117,11 @@ def learn_sgd(
     w = graph.weights.copy()
     g_clamped = graph._replace(weights=w)
     g_free = graph._replace(weights=w, evidence=np.full(graph.n_vars, -1, dtype=np.int32))
-    kg = live_kernel_graph(graph)
+    rw_c = reweighable(g_clamped)
+    rw_f = reweighable(g_free)
+    kg = rw_f.kg
     sites_c = np.flatnonzero(~train).astype(np.int32)
     sites_f = np.arange(graph.n_vars, dtype=np.int32)
-    sched_c = make_schedule(sites_c, "sweep", None)
-    sched_f = make_schedule(sites_f, "sweep", None)
     chains = config.chains
     states_c, _, gs_c = initial_states(g_clamped, kg, chains, config.seed, dispersed=False)
     states_f, vals_f, gs_f = initial_states(g_free, kg, chains, config.seed + 1, dispersed=False)
@@ -127,17 +130,50 @@ def learn_sgd(
     acc = Accum(np.full(graph.n_vars, -1, np.int32), np.zeros((0, kg.max_card)), np.zeros(0, np.int64))
     unused = Best(np.zeros(2), np.zeros(0, dtype=dtype), np.ones(1))
     nw = w.shape[0]
-    sums = np.zeros((2 * chains, nw))
-    sq = np.zeros((2 * chains, nw))
-    tasks = [(g_clamped, states_c[c], sched_c, gs_c[c], sums[c], sq[c]) for c in range(chains)]
-    tasks += [(g_free, states_f[c], sched_f, gs_f[c], sums[chains + c], sq[chains + c]) for c in range(chains)]
+    n_threads = _threads(config.threads, 1 << 20)
+    # Hogwild shards (as DimmWitted/numbskull): with more threads than chains, each chain's sweep
+    # is split into contiguous site ranges updated concurrently on the shared values. Shards read
+    # neighbours another thread may be updating (a stale read is a valid, slightly older state);
+    # head-group sums are per chain and would race, so graphs with head groups are not sharded.
+    shards = 1 if graph.n_groups else max(1, n_threads // (2 * chains))
+    rng_shards = chain_states(config.seed + 7, 2 * chains * shards)
+    # feature counts: one row per (world, chain, factor range), summed per (world, chain)
+    part_sums = np.zeros((2 * chains * shards, nw))
+    part_sq = np.zeros((2 * chains * shards, nw))
+    f_bounds = np.linspace(0, graph.n_factors, shards + 1).astype(np.int64)
+    samplers: list[tuple] = []  # (graph, kernel graph, shard state, shard schedule)
+    counters: list[tuple] = []  # (graph, kernel graph, chain state, group sums, out_sum, out_sq)
+    for world, (g_w, rw, states, gsums, sites) in enumerate(
+        ((g_clamped, rw_c, states_c, gs_c, sites_c), (g_free, rw_f, states_f, gs_f, sites_f))
+    ):
+        for c in range(chains):
+            st = states[c]
+            row = world * chains + c
+            for i in range(shards):
+                r = row * shards + i
+                counters.append((g_w, rw.kg, st, gsums[c], part_sums[r], part_sq[r], f_bounds[i], f_bounds[i + 1]))
+            if sites.shape[0] == 0:
+                continue
+            for i, part in enumerate(np.array_split(sites, min(shards, sites.shape[0]))):
+                k = row * shards + i
+                shard_state = st._replace(rng=rng_shards[k : k + 1].copy(), pos=np.zeros(1, np.int64)) if shards > 1 else st
+                samplers.append((g_w, rw.kg, shard_state, make_schedule(np.ascontiguousarray(part), "sweep", None)))
 
-    def work(g, st, sched, gsum, out_sum, out_sq, steps):
-        if g.n_groups:
-            group_sums_into(g, kg.tables, st.values, gsum)
-        if steps:
-            run_chain(g, kg, st, sched, acc, unused, steps, False)
-        feature_totals(g, kg.tables, st.values, out_sum, out_sq)
+    def sample(g, kgw, st, sched):
+        run_chain(g, kgw, st, sched, acc, unused, sched.sites.shape[0] * config.sweeps, False)
+
+    def count(g, kgw, st, gsum, out_sum, out_sq, f0, f1):
+        feature_totals(g, kgw.tables, st.values, out_sum, out_sq, f0, f1)
+        if g.n_groups:  # exact group sums for the next sweep (no drift from incremental updates)
+            group_sums_into(g, kgw.tables, st.values, gsum)
+
+    for args in counters:
+        if args[0].n_groups:
+            group_sums_into(args[0], args[1].tables, args[2].values, args[3])
+    if sites_c.shape[0] == 0:  # fully observed: the clamped world never changes, count it once
+        for args in counters[: chains * shards]:
+            count(*args)
+        counters = counters[chains * shards :]
 
     idx = np.flatnonzero(mask)
     nk = n_k[idx].astype(np.float64)
@@ -158,21 +194,24 @@ def learn_sgd(
     last_good = w.copy()
     interrupted = stopped_by_time = False
     done = 0
-    pool = ThreadPoolExecutor(max_workers=_threads(config.threads, 2 * chains))
+    pool = ThreadPoolExecutor(max_workers=n_threads)
     try:
         for t in range(config.epochs):
+            refresh(rw_c, w)
+            refresh(rw_f, w)
+            futures: list = []
             try:
-                futures = [
-                    pool.submit(work, g, st, sched, gsum, s, q, sched.sites.shape[0] * config.sweeps)
-                    for g, st, sched, gsum, s, q in tasks
-                ]
-                for f in futures:
-                    f.result()
+                for fn, jobs in ((sample, samplers), (count, counters)):
+                    futures = [pool.submit(fn, *a) for a in jobs]
+                    for f in futures:
+                        f.result()
             except KeyboardInterrupt:
                 for f in futures:
                     f.cancel()
                 interrupted = True
                 break
+            sums = part_sums.reshape(2 * chains, shards, nw).sum(axis=1)
+            sq = part_sq.reshape(2 * chains, shards, nw).sum(axis=1)
             fc = sums[:chains, idx].mean(axis=0)
             ff = sums[chains:, idx].mean(axis=0)
             sqf = sq[chains:, idx].mean(axis=0)
