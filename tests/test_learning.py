@@ -235,3 +235,77 @@ def test_learn_weights_without_evidence_or_learnable_rules():
             db.execute("LEARN WEIGHTS")
         assert db.execute("SHOW WEIGHTS").fetchall() == []
         assert db.execute("SHOW CALIBRATION").fetchall() == []
+
+
+def test_reweighted_kernel_graph_matches_prepare():
+    """`refresh` rewrites the folded fast paths exactly as preparing the graph anew would."""
+    from pdbq.inference.kernels import prepare_kernel_graph
+    from pdbq.learning.reweight import refresh, reweighable
+
+    rng = np.random.default_rng(0)
+    gb = GraphBuilder()
+    cards = {}
+    for _ in range(30):
+        k = int(rng.choice([2, 2, 3]))
+        cards[gb.add_variable(cardinality=k)] = k
+    vs = sorted(cards)
+    for v in vs[:5]:
+        gb.set_evidence(v, 1)
+    ws = [gb.add_weight(0.0, learnable=True) for _ in range(5)]
+    for i in range(60):
+        k = int(rng.integers(0, 5))
+        x, y = (int(t) for t in rng.choice(30, 2, replace=False))
+        if cards[x] == 2 and cards[y] == 2:
+            gb.add_factor([F.EQUAL, F.IMPLY, F.OR][i % 3], [x, y], weight=ws[k])
+        else:
+            gb.add_factor(F.EQUAL, [x, y], weight=ws[k])
+        if cards[x] == 2:
+            gb.add_factor(F.ISTRUE, [x], weight=ws[k])
+        else:
+            gb.add_factor(F.EQUAL, [x], weight=ws[k], literals=[1])
+    gb.add_factor(F.AND, [v for v in vs if cards[v] == 2][:3], weight=ws[0])
+    g = gb.build()
+    rw = reweighable(g)
+    for _ in range(3):
+        w = rng.normal(size=5)
+        refresh(rw, w)
+        ref = prepare_kernel_graph(g._replace(weights=w))
+        for name in ("bbias", "bb_b", "pt_tab"):
+            np.testing.assert_allclose(getattr(rw.kg, name), getattr(ref, name), atol=1e-12)
+        for v in np.flatnonzero(g.cardinality > 2):
+            o = ref.val_off[v]
+            np.testing.assert_allclose(rw.kg.cbias[o : o + 3], ref.cbias[o : o + 3], atol=1e-12)
+    assert rw.kg.bb_b.size and rw.kg.pt_tab.size and rw.term_var.size  # every path was exercised
+
+
+def test_sgd_hogwild_shards(units):
+    g = _pair_graph(units.a, units.b)
+    r = learn_sgd(g, LearnConfig(reg=0.0, seed=4, threads=4, chains=1))
+    assert np.all(np.abs(r.weights - units.weights) < 2 * units.stderr), r.weights
+
+
+def test_features_reproduce_the_energy():
+    """Σ_k w_k F_k(x) is the log-score of x, head groups (RATIO/LOGICAL) and TABLE factors included."""
+    from pdbq.inference.kernels import log_score_kernel
+    from pdbq.language.nodes import Semantics
+    from pdbq.learning.features import feature_totals, grounding_counts
+
+    rng = np.random.default_rng(2)
+    gb = GraphBuilder()
+    xs = gb.add_variables(8)
+    c = gb.add_variable(cardinality=3)
+    ws = [gb.add_weight(0.0, learnable=True) for _ in range(4)]
+    for sem, w in ((Semantics.RATIO, ws[0]), (Semantics.LOGICAL, ws[1])):
+        grp = gb.add_group(sem, w)
+        for i in range(3):
+            gb.add_factor(F.VOTE, [xs[i + 2], xs[0 if sem is Semantics.RATIO else 1]], group=grp, literals=[1, 1])
+    gb.add_factor(F.EQUAL, [xs[5], xs[6]], weight=ws[2])
+    gb.add_factor(F.TABLE, [xs[7], c], weight=ws[3], table=rng.normal(size=6))
+    g = gb.build()
+    assert grounding_counts(g).tolist() == [1, 1, 1, 1]
+    for _ in range(5):
+        x = np.array([*rng.integers(0, 2, 8), rng.integers(0, 3)], dtype=np.uint8)
+        w = rng.normal(size=4)
+        s, q = np.zeros(4), np.zeros(4)
+        feature_totals(g, g.tables, x, s, q)
+        assert float(w @ s) == pytest.approx(log_score_kernel(g._replace(weights=w), g.tables, x), abs=1e-12)
