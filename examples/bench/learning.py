@@ -126,7 +126,7 @@ def numbskull_learner(g: FactorGraph, threads: int):
     return ns.factorGraphs[0]
 
 
-def speed(n_units: int, epochs: int) -> None:
+def speed(n_units: int, epochs: int, full_epochs: int = 0, ns_epochs: int = 0) -> None:
     d = pair_units(n_units, TRUE, seed=11)
     g = pair_graph(d.a, d.b)
     print(f"## speed: pair units, {g.n_factors:,} factors, {g.n_vars:,} variables (all evidence), {epochs} epochs")
@@ -159,6 +159,27 @@ def speed(n_units: int, epochs: int) -> None:
         if ns_rate:
             print(f"{'numbskull 0.1.1 learn':<28}{threads:>8}{ns_rate:10.2f}{'1.0x':>10}   {fmt(ns_w)}")
     print()
+    if full_epochs:
+        mle = pair_mle(d.a, d.b)
+        print(f"to accuracy (2 threads; exact MLE {fmt3(mle)}, exact stderr {d.stderr[0]:.4f}):")
+        t = time.perf_counter()
+        r = learn_sgd(g, LearnConfig(epochs=full_epochs, threads=2, seed=1, reg=0.0))
+        dt = time.perf_counter() - t
+        print(f"  pdbq SGD, {full_epochs} epochs: {dt:6.1f} s (set-up included)  z vs MLE {fmt3((r.weights - mle) / d.stderr)}")
+        try:
+            fg = numbskull_learner(g, 2)
+            t = time.perf_counter()
+            fg.learn(0, ns_epochs, 0.01, 0.95, 2, 0.0, 10)
+            dt = time.perf_counter() - t
+            w = fg.weight_value[0]
+            print(f"  numbskull, {ns_epochs} epochs: {dt:6.1f} s                  z vs MLE {fmt3((w - mle) / d.stderr)}")
+        except ImportError:
+            pass
+        print()
+
+
+def fmt3(v) -> str:
+    return " ".join(f"{x:+8.2f}" for x in v)
 
 
 def main() -> None:
@@ -167,7 +188,8 @@ def main() -> None:
     args = ap.parse_args()
     accuracy(seeds=3 if args.quick else 10, n=3000)
     calibration(n=2000 if args.quick else 20000)
-    speed(n_units=20_000 if args.quick else 333_334, epochs=4 if args.quick else 10)
+    speed(n_units=20_000 if args.quick else 333_334, epochs=4 if args.quick else 10,
+          full_epochs=10 if args.quick else 100, ns_epochs=4 if args.quick else 30)
 
 
 if __name__ == "__main__":
