@@ -1,9 +1,22 @@
-"""Weight learning above inference: SGD with persistent Gibbs chains, holdout and calibration.
+"""Weight learning above inference: SGD with persistent Gibbs chains, holdout and calibration,
+SampleRank over any ranking problem.
 
 See docs/learning.md. The LEARN WEIGHTS statement runs through `pdbq.learning.statement`.
 """
 
 from pdbq.learning.config import LearnConfig
+from pdbq.learning.samplerank import GraphRanking, RankingProblem, SampleRankConfig, SampleRankResult, samplerank
 from pdbq.learning.sgd import EpochInfo, LearningError, SGDResult, learn_sgd
 
-__all__ = ["LearnConfig", "learn_sgd", "SGDResult", "EpochInfo", "LearningError"]
+__all__ = [
+    "LearnConfig",
+    "learn_sgd",
+    "SGDResult",
+    "EpochInfo",
+    "LearningError",
+    "samplerank",
+    "SampleRankConfig",
+    "SampleRankResult",
+    "RankingProblem",
+    "GraphRanking",
+]
