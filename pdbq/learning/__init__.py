@@ -6,7 +6,8 @@ See docs/learning.md. The LEARN WEIGHTS statement runs through `pdbq.learning.st
 
 from pdbq.learning.config import LearnConfig
 from pdbq.learning.samplerank import GraphRanking, RankingProblem, SampleRankConfig, SampleRankResult, samplerank
-from pdbq.learning.sgd import EpochInfo, LearningError, SGDResult, learn_sgd
+from pdbq.errors import LearningError
+from pdbq.learning.sgd import EpochInfo, SGDResult, learn_sgd
 
 __all__ = [
     "LearnConfig",

@@ -50,6 +50,11 @@ class LearnConfig:
     eval_steps: Gibbs updates per chain (per holdout variable, at least) when the held-out
         evidence is predicted after learning.
     max_weight: a weight beyond ±max_weight (or NaN) is divergence: an error, weights kept.
+    margin, optimizer, averaged, walk: SampleRank only (`pdbq.learning.samplerank`): the score
+        margin (FACTORIE's 1), ``'adagrad'`` or ``'perceptron'``, averaged parameters, and whether
+        the walk follows the model or the objective. SampleRank's ``learning_rate`` defaults to
+        1 (its updates are not per grounding) and ``epochs`` counts proposals per labelled
+        variable.
     """
 
     epochs: int = 100
@@ -67,6 +72,10 @@ class LearnConfig:
     average: float = 0.5
     eval_steps: int = 200
     max_weight: float = 1.0e4
+    margin: float = 1.0
+    optimizer: str = "adagrad"
+    averaged: bool = True
+    walk: str = "model"
 
     def check(self) -> LearnConfig:
         def pos_int(name: str, allow_none: bool = False) -> None:
@@ -108,6 +117,13 @@ class LearnConfig:
             num("holdout", 0.0, 1.0)
             if self.holdout >= 1.0:
                 raise OptionError(f"option 'holdout' must be a fraction below 1 (or a query), got {self.holdout!r}")
+        num("margin", 0.0, math.inf)
+        if self.optimizer not in ("adagrad", "perceptron"):
+            raise OptionError(f"option 'optimizer' must be 'adagrad' or 'perceptron', got {self.optimizer!r}")
+        if self.walk not in ("model", "objective"):
+            raise OptionError(f"option 'walk' must be 'model' or 'objective', got {self.walk!r}")
+        if not isinstance(self.averaged, bool):
+            raise OptionError(f"option 'averaged' must be TRUE or FALSE, got {self.averaged!r}")
         if self.holdout_relation is not None and not isinstance(self.holdout_relation, str):
             raise OptionError(f"option 'holdout_relation' must be a relation name, got {self.holdout_relation!r}")
         return self
@@ -121,11 +137,11 @@ class LearnConfig:
             key = name.lower()
             if key not in names:
                 raise OptionError(f"unknown LEARN WEIGHTS option '{name}'.{suggest(key, names)}")
-            if key in ("learning_rate", "decay", "reg", "average", "max_weight", "time_limit") and isinstance(value, int) and not isinstance(value, bool):
+            if key in ("learning_rate", "decay", "reg", "average", "max_weight", "time_limit", "margin") and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
             if key == "holdout" and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
-            if key == "regularization" and isinstance(value, str):
+            if key in ("regularization", "optimizer", "walk") and isinstance(value, str):
                 value = value.lower()
             values[key] = value
         return cls(**values).check()  # type: ignore[arg-type]

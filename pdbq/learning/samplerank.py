@@ -26,10 +26,9 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
-from pdbq.errors import OptionError
+from pdbq.errors import LearningError, OptionError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.kernels import _phi, group_value
-from pdbq.learning.sgd import LearningError
 
 __all__ = ["SampleRankConfig", "SampleRankResult", "RankingProblem", "GraphRanking", "samplerank"]
 

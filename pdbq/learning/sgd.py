@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdbq.errors import InferenceError
+from pdbq.errors import LearningError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.gibbs import initial_states, make_schedule
 from pdbq.inference.kernels import Accum, Best, group_sums_into, run_chain
@@ -46,16 +46,12 @@ from pdbq.learning.config import LearnConfig
 from pdbq.learning.features import feature_totals, grounding_counts
 from pdbq.learning.reweight import refresh, reweighable
 
-__all__ = ["learn_sgd", "SGDResult", "EpochInfo", "LearningError", "STEP_CAP"]
+__all__ = ["learn_sgd", "SGDResult", "EpochInfo", "STEP_CAP"]
 
 STEP_CAP = 1.0  # largest change of one weight in one epoch (a trust region for early epochs)
 _VAR_FLOOR = 1.0e-3
 _DAMP = 1.0
 _FULL_COV_MAX = 200  # learnable weights up to which the full information matrix is inverted
-
-
-class LearningError(InferenceError):
-    """Learning cannot run as asked (no evidence, no learnable weight, divergence ...)."""
 
 
 @dataclass(frozen=True)

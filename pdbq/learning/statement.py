@@ -9,6 +9,7 @@ into the factor store, so the next query uses them. Anything that fails before t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,14 +20,16 @@ import pyarrow as pa
 
 from pdbq.catalog.store import Catalog, transaction
 from pdbq.catalog.weights import ensure_learning_schema, next_version, record_version, show_calibration, show_weights
-from pdbq.errors import OptionError, PdbqError
+from pdbq.errors import LearningError, OptionError, PdbqError
 from pdbq.graph.from_store import full_graph
 from pdbq.grounding.fingerprint import definition_hash
 from pdbq.grounding.variables import keys_to_vids, relation_info
 from pdbq.language.nodes import LearnMethod, LearnWeights, Show, WeightKind
 from pdbq.learning.config import LearnConfig
 from pdbq.learning.holdout import HoldoutReport, choose_holdout, evaluate_holdout, plot_calibration
-from pdbq.learning.sgd import EpochInfo, LearningError, SGDResult, learn_sgd
+from pdbq.learning.features import grounding_counts
+from pdbq.learning.samplerank import GraphRanking, SampleRankConfig, samplerank
+from pdbq.learning.sgd import EpochInfo, SGDResult, learn_sgd
 
 __all__ = ["run_statement", "execute_learn", "LearnOutcome", "show_learned_weights", "show_learning_calibration",
            "calibration_from_catalog", "save_calibration_plot"]
@@ -120,11 +123,8 @@ def execute_learn(
     """Run LEARN WEIGHTS. ``on_epoch(info)`` is called after every epoch; returning True stops
     learning there (the weights of the last full epoch are stored, marked interrupted)."""
     config = LearnConfig.from_options(stmt.options)
-    if stmt.method is LearnMethod.SAMPLERANK:
-        raise LearningError(
-            "USING SAMPLERANK ranks proposals of a coreference model, which this build does not have yet; "
-            "use USING SGD for these rules"
-        )
+    if stmt.method is LearnMethod.SAMPLERANK and "learning_rate" not in {k.lower() for k, _ in stmt.options}:
+        config = dataclasses.replace(config, learning_rate=1.0)
     if catalog.is_read_only():
         raise PdbqError("cannot LEARN WEIGHTS: the database is open read-only")
     names = _learnable_rules(catalog, stmt.rules)
@@ -147,7 +147,10 @@ def execute_learn(
     if not (train_ev >= 0).any():
         raise LearningError(f"the holdout ({int(hold.sum())} variables) leaves no evidence to learn from: hold out less")
     g_train = graph._replace(evidence=train_ev)
-    result = learn_sgd(g_train, config, learn=mask, on_epoch=on_epoch)
+    if stmt.method is LearnMethod.SAMPLERANK:
+        result = _learn_samplerank(g_train, config, mask, on_epoch)
+    else:
+        result = learn_sgd(g_train, config, learn=mask, on_epoch=on_epoch)
     warnings: list[str] = []
     if result.interrupted:
         warnings.append(f"learning was stopped after {result.epochs} of {config.epochs} epochs; the weights of the last full epoch were stored")
@@ -175,6 +178,48 @@ def execute_learn(
         "ece": pa.array([report.ece if report else None], pa.float64()),
     })
     return LearnOutcome(table, version, result, report, tuple(warnings))
+
+
+def _learn_samplerank(graph, config: LearnConfig, mask: np.ndarray, on_epoch) -> SGDResult:
+    """SampleRank on a general model: the labelled (training evidence) variables are unclamped
+    and walked by single-variable moves; the objective is their accuracy against the labels.
+    (Coreference models bring their own ranking problem: entity moves and B³/pairwise F1.)"""
+    import time
+
+    t0 = time.perf_counter()
+    labels = graph.evidence.astype(np.int64)
+    problem = GraphRanking(graph._replace(evidence=np.full(graph.n_vars, -1, np.int32)), labels, seed=config.seed)
+    n_labels = int((labels >= 0).sum())
+    steps = config.epochs * n_labels
+    done = [0]
+
+    def progress(step: int) -> bool:
+        epoch = step // max(n_labels, 1)
+        if epoch > done[0]:
+            done[0] = epoch
+            if on_epoch is not None:
+                return bool(on_epoch(EpochInfo(epoch, config.epochs, float("nan"), time.perf_counter() - t0)))
+        return False
+
+    sr = samplerank(
+        problem,
+        SampleRankConfig(steps=steps, margin=config.margin, learning_rate=config.learning_rate,
+                         optimizer=config.optimizer, averaged=config.averaged, walk=config.walk,
+                         seed=config.seed, time_limit=config.time_limit),
+        initial=graph.weights,
+        learn=mask,
+        on_progress=progress,
+    )
+    bad = ~np.isfinite(sr.weights) | (np.abs(sr.weights) > config.max_weight)
+    if bad.any():
+        raise LearningError(f"SampleRank diverged: weight {int(np.flatnonzero(bad)[0])}; the previous weights are kept")
+    interrupted = sr.steps < steps and (config.time_limit is None or sr.seconds < config.time_limit)
+    return SGDResult(
+        weights=sr.weights, stderr=np.where(mask, np.nan, 0.0), learned=mask,
+        groundings=grounding_counts(graph), epochs=sr.steps // max(n_labels, 1), seconds=sr.seconds,
+        interrupted=interrupted, stopped_by_time=sr.steps < steps and not interrupted,
+        history=sr.weights[mask][None, :],
+    )
 
 
 def _store(con, stmt: LearnWeights, config: LearnConfig, names: list[str], spans: dict, mask: np.ndarray,
