@@ -419,3 +419,21 @@ def test_learn_weights_using_samplerank():
         learned = {rule: value for rule, _w, _t, value, *_ in db.execute("SHOW WEIGHTS").fetchall()}
         got = np.array([learned["bias"], learned["f1"], learned["f2"], learned["f3"]])
         assert np.all(np.sign(got) == np.sign(true)), got
+
+
+def test_calibration_png_from_a_database_file(tmp_path, units):
+    from pdbq.learning.__main__ import main
+
+    path = str(tmp_path / "m.duckdb")
+    with pdbq.connect(path) as db:
+        db.duckdb.register("src", pa.table({"id": np.arange(400), "a": units.a[:400].astype(bool),
+                                            "b": units.b[:400].astype(bool)}))
+        db.execute("CREATE TABLE units AS SELECT * FROM src")
+        db.duckdb.unregister("src")
+        db.execute(MODEL)
+    assert main(["calibration", path, str(tmp_path / "none.png")]) == 1  # no calibration stored yet
+    with pdbq.connect(path) as db:
+        db.execute("LEARN WEIGHTS WITH (epochs = 10, holdout = 0.25)")
+    out = tmp_path / "cal.png"
+    assert main(["calibration", path, str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
