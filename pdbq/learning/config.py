@@ -28,7 +28,7 @@ class LearnConfig:
     epochs: passes of the persistent chains; one weight update per epoch.
     learning_rate: step per grounding, as in DeepDive/numbskull (default 0.01): a weight with n
         groundings moves by at most ``learning_rate · n`` times its mean gradient per epoch, and
-        never further than the (damped, diagonal) Newton step, where a batch update would start to
+        never further than the diagonal Newton step, where a batch update would start to
         overshoot.
     decay: the learning rate is multiplied by this after every epoch (0.95, DeepDive's default).
     regularization: ``'l2'`` (default), ``'l1'`` or ``'none'``; ``reg`` its strength per grounding

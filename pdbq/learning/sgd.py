@@ -12,11 +12,12 @@ weight's feature F_k in both worlds. The gradient of the log-likelihood is
 E[F_k | evidence] − E[F_k] ≈ F_k(clamped) − F_k(free); regularization adds −reg·n_k·w_k (l2).
 
 Step (docs/learning.md): a weight with n_k groundings moves by η_k · gradient with
-η_k = min(lr_t, ½ / (n_k · (v_k + reg))), lr_t = learning_rate · decay^t: DeepDive's step per
-grounding, but never beyond half the diagonal Newton step (v_k: the free world's per-grounding
-feature variance, a running mean), where a batch update would begin to overshoot; and never more
-than `STEP_CAP` per epoch. The result averages the weights of the last ``average`` fraction of
-epochs (Polyak averaging), which removes most of the sampling noise of the final iterates.
+η_k = 1 / (n_k · (v_k + reg) + 1 / lr_t), lr_t = learning_rate · decay^t: DeepDive's step per
+grounding while it is small, never beyond the diagonal Newton step (v_k: the free world's
+per-grounding feature variance, a running mean), where a batch update would begin to overshoot;
+and never more than `STEP_CAP` per epoch. The result averages the weights of the last
+``average`` fraction of epochs (Polyak averaging), which removes most of the sampling noise of
+the final iterates.
 
 Standard errors: the inverse of the observed information, estimated from the same epochs as
 Cov(F | free) − Cov(F | clamped) (+ the regularizer's curvature): the asymptotic standard error
@@ -50,8 +51,8 @@ __all__ = ["learn_sgd", "SGDResult", "EpochInfo", "STEP_CAP"]
 
 STEP_CAP = 1.0  # largest change of one weight in one epoch (a trust region for early epochs)
 _VAR_FLOOR = 1.0e-3
-_DAMP = 1.0
 _FULL_COV_MAX = 200  # learnable weights up to which the full information matrix is inverted
+_HISTORY_MAX = 1000  # learned weights up to which every iterate is kept in SGDResult.history
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class SGDResult:
     seconds: float
     interrupted: bool  # stopped by Ctrl-C / cancel: the weights are those of the last full epoch
     stopped_by_time: bool
-    history: np.ndarray  # float64[epochs, n_learned]: the iterates (for plots and diagnostics)
+    history: np.ndarray  # float64[epochs, n_learned]: the iterates (only the last beyond 1,000 weights)
 
 
 def _threads(requested: int | None, tasks: int) -> int:
@@ -216,7 +217,7 @@ def learn_sgd(
             wk = w[idx]
             grad = fc - ff - l2 * nk * wk
             lr_t = config.learning_rate * config.decay**t
-            eta = 1.0 / (nk * (vbar + l2) / _DAMP + 1.0 / lr_t)
+            eta = 1.0 / (nk * (vbar + l2) + 1.0 / lr_t)
             step = eta * grad
             step = np.clip(step, -STEP_CAP, STEP_CAP)
             new = wk + step
@@ -232,7 +233,10 @@ def learn_sgd(
                 )
             w[idx] = new
             last_good = w.copy()
-            history.append(new.copy())
+            if idx.shape[0] <= _HISTORY_MAX or not history:
+                history.append(new.copy())
+            else:
+                history[0] = new.copy()  # many weights: only the latest iterate is kept
             done = t + 1
             if t >= window_start:
                 avg_sum += new

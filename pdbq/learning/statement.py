@@ -224,25 +224,25 @@ def _learn_samplerank(graph, config: LearnConfig, mask: np.ndarray, on_epoch) ->
 
 def _store(con, stmt: LearnWeights, config: LearnConfig, names: list[str], spans: dict, mask: np.ndarray,
            result: SGDResult, report: HoldoutReport | None) -> int:
-    rows: dict[str, list] = {"rule": [], "wid": [], "value": [], "stderr": [], "groundings": []}
+    names_col: list[pa.Array] = []
+    ks: list[np.ndarray] = []
+    wids: list[np.ndarray] = []
     for name in names:
         if name not in spans:
             continue
         w0, w1 = spans[name]
-        for k in range(w0, w1):
-            if mask[k]:
-                rows["rule"].append(name)
-                rows["wid"].append(k - w0)
-                rows["value"].append(float(result.weights[k]))
-                se = float(result.stderr[k])
-                rows["stderr"].append(se if np.isfinite(se) else None)
-                rows["groundings"].append(int(result.groundings[k]))
+        k = w0 + np.flatnonzero(mask[w0:w1])
+        ks.append(k)
+        wids.append(k - w0)
+        names_col.append(pa.array([name] * k.shape[0], pa.string()))
+    k = np.concatenate(ks) if ks else np.zeros(0, np.int64)
+    se = result.stderr[k]
     learned = pa.table({
-        "rule": pa.array(rows["rule"], pa.string()),
-        "wid": pa.array(rows["wid"], pa.int32()),
-        "value": pa.array(rows["value"], pa.float64()),
-        "stderr": pa.array(rows["stderr"], pa.float64()),
-        "groundings": pa.array(rows["groundings"], pa.int64()),
+        "rule": pa.concat_arrays(names_col) if names_col else pa.array([], pa.string()),
+        "wid": pa.array(np.concatenate(wids).astype(np.int32) if wids else np.zeros(0, np.int32)),
+        "value": pa.array(result.weights[k].astype(np.float64)),
+        "stderr": pa.array(se, mask=~np.isfinite(se)),
+        "groundings": pa.array(result.groundings[k].astype(np.int64)),
     })
     calibration = None
     if report is not None:
