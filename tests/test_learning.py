@@ -437,3 +437,31 @@ def test_calibration_png_from_a_database_file(tmp_path, units):
     out = tmp_path / "cal.png"
     assert main(["calibration", path, str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_learn_tied_weights_match_closed_form_mle():
+    """WEIGHT ?(k): one weight per kind; each is a logistic prior whose MLE is logit(p̂)/2."""
+    rng = np.random.default_rng(0)
+    n = 1500
+    kind = rng.integers(0, 3, n)
+    true = np.array([1.0, -0.5, 0.0])
+    y = rng.random(n) < 1 / (1 + np.exp(-2 * true[kind]))
+    with pdbq.connect() as db:
+        db.duckdb.register("src", pa.table({"id": np.arange(n), "kind": kind.astype(str), "y": y}))
+        db.execute("CREATE TABLE items AS SELECT * FROM src")
+        db.execute(
+            """
+            CREATE VARIABLE good(id INT) DOMAIN BOOLEAN FROM (SELECT id FROM items) EVIDENCE (SELECT id, y FROM items);
+            CREATE RULE by_kind WEIGHT ?(k) AS good(i) :- items(i, k, _);
+            """
+        )
+        db.execute("LEARN WEIGHTS WITH (reg = 0, seed = 1)")
+        rows = db.execute("SHOW WEIGHTS").fetchall()
+        assert [(r[0], r[1], r[2]) for r in rows] == [("by_kind", "?(k)", f'{{"k":"{k}"}}') for k in range(3)]
+        for k, (_rule, _w, _tie, value, se, groundings, _v) in enumerate(rows):
+            p_hat = float(np.mean(y[kind == k]))
+            mle = 0.5 * np.log(p_hat / (1 - p_hat))
+            exact_se = 1 / np.sqrt(groundings * 4 * p_hat * (1 - p_hat))
+            assert groundings == int(np.sum(kind == k))
+            assert abs(value - mle) < 0.5 * exact_se, (k, value, mle)
+            assert abs(se / exact_se - 1) < 0.35, (k, se, exact_se)
