@@ -207,6 +207,7 @@ def test_learn_weights_errors_keep_previous_weights(units):
             ("LEARN WEIGHTS WITH (regularization = 'l3')", OptionError, "regularization"),
             ("LEARN WEIGHTS WITH (holdout = 'SELECT 99999', holdout_relation = 'b')", OptionError, "no evidence variable"),
             ("LEARN WEIGHTS FOR eqq", CatalogError, "Did you mean 'eq'"),
+            ("LEARN WEIGHTS WITH (holdout = 'SELEC id FROM', holdout_relation = 'a')", OptionError, "holdout query failed"),
             ("LEARN WEIGHTS USING SAMPLERANK WITH (optimizer = 'adam')", OptionError, "optimizer"),
         ]
         for sql, error, message in cases:

@@ -47,8 +47,8 @@ class LearnConfig:
         last finished epoch are kept).
     average: fraction of the final epochs whose weights are averaged into the result (Polyak
         averaging, 0 = the last iterate).
-    eval_steps: Gibbs updates per chain (per holdout variable, at least) when the held-out
-        evidence is predicted after learning.
+    eval_steps: Gibbs sweeps (over the region the held-out variables reach; 2 chains, at least
+        1,000 updates) when the held-out evidence is predicted after learning.
     max_weight: a weight beyond ±max_weight (or NaN) is divergence: an error, weights kept.
     margin, optimizer, averaged, walk: SampleRank only (`pdbq.learning.samplerank`): the score
         margin (FACTORIE's 1), ``'adagrad'`` or ``'perceptron'``, averaged parameters, and whether

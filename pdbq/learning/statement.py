@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 import pyarrow as pa
+from sqlglot.errors import SqlglotError
 
 from pdbq.catalog.store import Catalog, transaction
 from pdbq.catalog.weights import ensure_learning_schema, next_version, record_version, show_calibration, show_weights
@@ -83,7 +84,7 @@ def _holdout_mask(con: duckdb.DuckDBPyConnection, catalog: Catalog, evidence: np
         raise OptionError(f"holdout_relation '{relation}' is not a variable relation")
     try:
         vids = keys_to_vids(con, relation, config.holdout)
-    except duckdb.Error as e:
+    except (duckdb.Error, SqlglotError) as e:
         raise OptionError(f"the holdout query failed: {e}") from None
     vids = vids[vids >= 0]
     mask = np.zeros(evidence.shape[0], dtype=bool)
