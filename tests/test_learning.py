@@ -138,6 +138,8 @@ def _db(units, n=N, hide_last=True):
 def test_learn_weights_statement(units):
     with _db(units) as db:
         assert db.execute("SHOW WEIGHTS").fetchall() == []
+        before = db.execute(f"SELECT PROB(x) FROM a x WHERE x.id = {N - 1} USING EXACT").fetchall()[0][0]
+        assert before == pytest.approx(0.5)  # all weights 0; this answer is now cached
         r = db.execute("LEARN WEIGHTS USING SGD WITH (reg = 0, seed = 2, holdout = 0.2)")
         row = dict(zip(r.columns, r.fetchall()[0]))
         assert row["version"] == 1 and row["weights"] == 3 and row["epochs"] == 100 and not row["interrupted"]
