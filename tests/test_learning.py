@@ -468,3 +468,26 @@ def test_learn_tied_weights_match_closed_form_mle():
             assert groundings == int(np.sum(kind == k))
             assert abs(value - mle) < 0.5 * exact_se, (k, value, mle)
             assert abs(se / exact_se - 1) < 0.35, (k, se, exact_se)
+
+
+def test_learn_categorical_weights():
+    """tag(i) = 'a' / 'b' votes on a three-valued variable: the MLE is log(n_a / n_c), log(n_b / n_c)."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    t = rng.choice(3, size=n, p=[0.5, 0.2, 0.3])
+    with pdbq.connect() as db:
+        db.duckdb.register("src", pa.table({"id": np.arange(n), "lab": np.array(["a", "b", "c"])[t]}))
+        db.execute("CREATE TABLE toks AS SELECT * FROM src")
+        db.execute(
+            """
+            CREATE VARIABLE tag(id INT) DOMAIN ('a', 'b', 'c') FROM (SELECT id FROM toks) EVIDENCE (SELECT id, lab FROM toks);
+            CREATE RULE pa WEIGHT ? AS tag(i) = 'a' :- toks(i, _);
+            CREATE RULE pb WEIGHT ? AS tag(i) = 'b' :- toks(i, _);
+            """
+        )
+        db.execute("LEARN WEIGHTS WITH (reg = 0, seed = 2)")
+        got = {r[0]: (r[3], r[4]) for r in db.execute("SHOW WEIGHTS").fetchall()}
+        n_a, n_b, n_c = (int(np.sum(t == k)) for k in range(3))
+        for rule, mle in (("pa", np.log(n_a / n_c)), ("pb", np.log(n_b / n_c))):
+            value, se = got[rule]
+            assert abs(value - mle) < 0.5 * se, (rule, value, mle, se)
