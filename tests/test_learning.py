@@ -173,6 +173,14 @@ def test_learn_weights_statement(units):
         assert {r[0] for r in db.execute("SHOW WEIGHTS").fetchall()} == {"pa", "pb"}
 
 
+def test_learn_weights_warns_when_not_converged(units):
+    with _db(units, n=1500) as db:
+        r = db.execute("LEARN WEIGHTS WITH (learning_rate = 0.00003, epochs = 40, seed = 1)")
+        assert any(w.startswith("not converged") for w in r.diagnostics["warnings"]), r.diagnostics["warnings"]
+        r = db.execute("LEARN WEIGHTS WITH (reg = 0, seed = 1)")
+        assert not any(w.startswith("not converged") for w in r.diagnostics["warnings"]), r.diagnostics["warnings"]
+
+
 def test_learn_weights_cancel_keeps_last_epoch(units):
     with _db(units, n=300) as db:
         token = CancelToken()

@@ -79,6 +79,9 @@ class SGDResult:
     interrupted: bool  # stopped by Ctrl-C / cancel: the weights are those of the last full epoch
     stopped_by_time: bool
     history: np.ndarray  # float64[epochs, n_learned]: the iterates (only the last beyond 1,000 weights)
+    # float64[n_weights]: estimated distance still to go to the optimum where the gradient stayed
+    # significantly non-zero over the averaging window (0 elsewhere): not converged
+    remaining: np.ndarray | None = None
 
 
 def _threads(requested: int | None, tasks: int) -> int:
@@ -179,6 +182,8 @@ def learn_sgd(
     window_start = int(math.floor(config.epochs * (1.0 - config.average))) if config.average > 0 else config.epochs - 1
     window_start = min(max(window_start, 0), config.epochs - 1)
     avg_sum = np.zeros(idx.shape[0])
+    g_sum = np.zeros(idx.shape[0])  # gradients over the averaging window (convergence check)
+    g_sq = np.zeros(idx.shape[0])
     avg_n = 0
     # information estimate over the averaging window: per-chain feature samples of both worlds
     full_cov = idx.shape[0] <= _FULL_COV_MAX
@@ -241,6 +246,8 @@ def learn_sgd(
             if t >= window_start:
                 avg_sum += new
                 avg_n += 1
+                g_sum += grad
+                g_sq += grad * grad
                 for c in range(chains):
                     a_c, a_f = sums[c, idx], sums[chains + c, idx]
                     mom[0] += a_f
@@ -271,6 +278,15 @@ def learn_sgd(
     stderr = np.zeros(nw)
     stderr[idx] = _stderr(mom, mom_n, samples_c, samples_f, nk, l2)
     hist = np.stack(history) if history else np.zeros((0, idx.shape[0]))
+    remaining = np.zeros(nw)
+    if avg_n >= 10 and vbar is not None:
+        # A gradient that stays away from 0 over the window (t > 4) means the optimum was not
+        # reached; its Newton distance estimates how far the weight still is from it.
+        mean = g_sum / avg_n
+        sd = np.sqrt(np.maximum(g_sq / avg_n - mean * mean, 0.0))
+        t_stat = np.abs(mean) / (sd / np.sqrt(avg_n) + 1e-300)
+        dist = mean / (nk * (vbar + l2))
+        remaining[idx] = np.where(t_stat > 4.0, dist, 0.0)
     return SGDResult(
         weights=result,
         stderr=stderr,
@@ -281,6 +297,7 @@ def learn_sgd(
         interrupted=interrupted,
         stopped_by_time=stopped_by_time,
         history=hist,
+        remaining=remaining,
     )
 
 

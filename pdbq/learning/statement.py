@@ -157,6 +157,16 @@ def execute_learn(
         warnings.append(f"learning was stopped after {result.epochs} of {config.epochs} epochs; the weights of the last full epoch were stored")
     elif result.stopped_by_time:
         warnings.append(f"time_limit reached after {result.epochs} of {config.epochs} epochs")
+    if result.remaining is not None:
+        far = np.flatnonzero(np.abs(result.remaining) > np.where(np.isfinite(result.stderr), 0.5 * result.stderr, 0.0))
+        if far.size:
+            worst = int(far[np.argmax(np.abs(result.remaining[far]))])
+            rule = next((n for n, (w0, w1) in spans.items() if w0 <= worst < w1), "?")
+            warnings.append(
+                f"not converged: {far.size} weight(s) were still moving when learning ended (rule '{rule}': about "
+                f"{result.remaining[worst]:+.3g} to go, beyond half its standard error); "
+                "run more epochs, or raise learning_rate or decay"
+            )
     report = None
     if hold.any() and result.epochs:
         learned_graph = g_train._replace(weights=result.weights)
