@@ -16,6 +16,7 @@ __all__ = [
     "GroundingError",
     "EvidenceError",
     "InferenceError",
+    "LearningError",
     "OptionError",
     "SchemaVersionError",
     "suggest",
@@ -82,6 +83,11 @@ class EvidenceError(PdbqError):
 
 class InferenceError(PdbqError):
     """An inference request that cannot be carried out as asked (e.g. exact beyond its budget)."""
+
+
+class LearningError(InferenceError):
+    """LEARN WEIGHTS cannot run as asked: no evidence, no learnable weight, a holdout that leaves
+    nothing to learn from, divergence. The previous weights are kept."""
 
 
 class OptionError(PdbqError):

@@ -35,3 +35,44 @@ CREATE TABLE IF NOT EXISTS pdbq_rules (
     definition  VARCHAR   NOT NULL,
     version     BIGINT    NOT NULL
 );
+
+-- Learned weights (LEARN WEIGHTS, docs/learning.md), versioned: each successful run adds one
+-- pdbq_weight_versions row and the values it learned; queries use the latest value of each
+-- weight whose rule definition is unchanged (rule_hash = the factor store's def_hash). Created
+-- by the first LEARN WEIGHTS (CREATE TABLE IF NOT EXISTS: older catalogs gain them then).
+CREATE TABLE IF NOT EXISTS pdbq_weight_versions (
+    version     BIGINT    NOT NULL,  -- 1, 2, ...
+    method      VARCHAR   NOT NULL,  -- SGD | SAMPLERANK
+    rules       VARCHAR[] NOT NULL,  -- the rules whose weights were learned
+    options     VARCHAR   NOT NULL,  -- the WITH options, as written (JSON object)
+    epochs      INTEGER   NOT NULL,  -- epochs run
+    seconds     DOUBLE    NOT NULL,
+    interrupted BOOLEAN   NOT NULL,  -- Ctrl-C / cancel / time_limit: the last full epoch's weights
+    holdout     BIGINT    NOT NULL,  -- held-out evidence variables (0: no holdout)
+    accuracy    DOUBLE,              -- on the holdout (NULL without one)
+    log_loss    DOUBLE,
+    ece         DOUBLE,              -- expected calibration error over the 10 buckets
+    created     TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS pdbq_learned_weights (
+    version    BIGINT  NOT NULL,
+    rule       VARCHAR NOT NULL,
+    rule_hash  VARCHAR NOT NULL,     -- definition hash of the rule the value belongs to
+    tie        VARCHAR,              -- ?(cols): the tying value as JSON; NULL for ?
+    value      DOUBLE  NOT NULL,
+    stderr     DOUBLE,               -- asymptotic standard error (NULL when unknown)
+    groundings BIGINT  NOT NULL      -- factors (or head groups) sharing the weight
+);
+
+CREATE TABLE IF NOT EXISTS pdbq_calibration (
+    version     BIGINT  NOT NULL,
+    bucket      INTEGER NOT NULL,    -- 0 .. 9: predicted probability in [bucket/10, (bucket+1)/10)
+    lower       DOUBLE  NOT NULL,
+    upper       DOUBLE  NOT NULL,
+    predicted   BIGINT  NOT NULL,    -- held-out (variable, value) pairs in the bucket
+    true_count  BIGINT  NOT NULL,    -- of which the value was observed
+    false_count BIGINT  NOT NULL,
+    mean_probability  DOUBLE,        -- mean predicted probability in the bucket (NULL if empty)
+    observed_fraction DOUBLE         -- true_count / predicted (NULL if empty)
+);

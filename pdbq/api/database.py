@@ -32,7 +32,7 @@ from pdbq.api.result import Result
 from pdbq.catalog.store import Catalog
 from pdbq.errors import ParseError, PdbqError
 from pdbq.graph.cache import DEFAULT_CACHE_BYTES, GraphCache
-from pdbq.language.nodes import CreateRule, CreateVariable, Drop, PassThrough, ProbQuery, Show, Statement
+from pdbq.language.nodes import CreateRule, CreateVariable, Drop, LearnWeights, PassThrough, ProbQuery, Show, Statement
 
 __all__ = ["connect", "Database"]
 
@@ -185,6 +185,8 @@ class Database:
         if isinstance(stmt, Drop):
             self._catalog.drop(stmt)
             return None
+        if isinstance(stmt, LearnWeights) or (isinstance(stmt, Show) and stmt.kind in ("WEIGHTS", "CALIBRATION")):
+            return self._learning(stmt, progress=progress, cancel=cancel)
         if isinstance(stmt, Show):
             table = self._catalog.show(stmt.kind)
             if stmt.kind.strip().upper() == "RULES":
@@ -213,6 +215,20 @@ class Database:
 
         answer = execute_query(self, stmt, progress=progress, cancel=cancel)
         return Result(answer.table, answer.diagnostics, connection=self._con)
+
+    def _learning(self, stmt: LearnWeights | Show, *, progress: Any = None, cancel: Any = None) -> Result:
+        """LEARN WEIGHTS / SHOW WEIGHTS / SHOW CALIBRATION (pdbq.learning): a progress report
+        per epoch; a cancel stops learning after the current epoch and keeps its weights."""
+        from pdbq.api.progress import Progress
+        from pdbq.learning.statement import run_statement
+
+        def on_epoch(info: Any) -> bool:
+            if progress is not None:
+                progress(Progress("learning", info.epoch, info.epochs, elapsed=info.elapsed))
+            return cancel is not None and cancel.cancelled
+
+        table, diagnostics = run_statement(self._con, self._catalog, stmt, on_epoch=on_epoch)
+        return Result(table, diagnostics, connection=self._con)
 
     # ---------------------------------------------------------------- lifetime
 

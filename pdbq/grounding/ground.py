@@ -103,22 +103,44 @@ def _register(con, c: CompiledRule, position: int, def_hash: str, fp: str, compl
     )
 
 
+def _learned(con, c: CompiledRule) -> tuple[str, list]:
+    """SQL for the initial value of a new weight row of rule c with tying value ``tie``: the
+    latest value LEARN WEIGHTS stored for this very definition (catalog table
+    pdbq_learned_weights, docs/learning.md), else the rule's written initial value (parameter)."""
+    has = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = current_schema() AND table_name = 'pdbq_learned_weights'"
+    ).fetchone()[0]
+    if not has:
+        return "?", [c.weight_value]
+    return (
+        "coalesce((SELECT l.value FROM pdbq_learned_weights l WHERE l.rule = ? "
+        "AND l.rule_hash = (SELECT def_hash FROM pdbq_fs_rules WHERE rule = l.rule) "
+        "AND l.tie IS NOT DISTINCT FROM d.tie ORDER BY l.version DESC LIMIT 1), ?)",
+        [c.name, c.weight_value],
+    )
+
+
 def _sync_weights(con, c: CompiledRule) -> None:
     """Weight rows: one for constant/learnable rules, one per new tying value for tied rules."""
-    if c.weight_kind in (WeightKind.CONSTANT, WeightKind.LEARNABLE):
+    if c.weight_kind is WeightKind.CONSTANT:
         if not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+            con.execute("INSERT INTO pdbq_fs_weights VALUES (?, 0, ?, FALSE, NULL)", [c.name, c.weight_value])
+    elif c.weight_kind is WeightKind.LEARNABLE:
+        if not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+            value, params = _learned(con, c)
             con.execute(
-                "INSERT INTO pdbq_fs_weights VALUES (?, 0, ?, ?, NULL)",
-                [c.name, c.weight_value, c.weight_kind is WeightKind.LEARNABLE],
+                f"INSERT INTO pdbq_fs_weights SELECT ?, 0, {value}, TRUE, NULL FROM (SELECT NULL::VARCHAR AS tie) AS d",
+                [c.name, *params],
             )
     elif c.weight_kind is WeightKind.TIED:
+        value, params = _learned(con, c)
         con.execute(
             f"""INSERT INTO pdbq_fs_weights
             SELECT ?, (SELECT coalesce(max(wid) + 1, 0) FROM pdbq_fs_weights WHERE rule = ?) + row_number() OVER (ORDER BY tie) - 1,
-                   ?, TRUE, tie
+                   {value}, TRUE, tie
             FROM (SELECT DISTINCT {tie_json(c.tie_columns)} AS tie FROM {sql_text(table_ref(factor_table(c.name)))}) AS d
             WHERE tie NOT IN (SELECT tie FROM pdbq_fs_weights WHERE rule = ? AND tie IS NOT NULL)""",
-            [c.name, c.name, c.weight_value, c.name],
+            [c.name, c.name, *params, c.name],
         )
 
 

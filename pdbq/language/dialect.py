@@ -30,6 +30,7 @@ from sqlglot.tokens import Token, TokenType  # noqa: E402
 
 from pdbq.language.expressions import (  # noqa: E402
     FUNCTIONS,
+    LEARN_METHODS,
     METHODS,
     SEMANTICS,
     PdbqAtom,
@@ -42,6 +43,7 @@ from pdbq.language.expressions import (  # noqa: E402
     PdbqGivenQuery,
     PdbqHead,
     PdbqHeadSymbol,
+    PdbqLearn,
     PdbqOption,
     PdbqQuery,
     PdbqShow,
@@ -175,7 +177,7 @@ class PdbqDialect(DuckDB):
             tok = self._curr
             up = tok.text.upper()
             if tok.token_type == TokenType.VAR and up == "LEARN":
-                self.raise_error("LEARN WEIGHTS is not supported yet", tok)
+                return self._pdbq_parse_learn()
             explain = False
             if tok.token_type == TokenType.VAR and up == "EXPLAIN":
                 rest = self._tokens[self._index + 1 :]
@@ -669,8 +671,35 @@ class PdbqDialect(DuckDB):
             self._retreat(index)
             return self._parse_drop()
 
+        def _pdbq_parse_learn(self) -> exp.Expr:
+            self._advance()  # LEARN
+            if not self._match_texts(("WEIGHTS",)):
+                self.raise_error("expected WEIGHTS after LEARN: LEARN WEIGHTS [FOR rule, ...] [USING SGD] [WITH (...)]")
+            rules: list = []
+            if self._curr and self._curr.text.upper() == "FOR":
+                self._advance()
+                rules = self._pdbq_parse_list(lambda: self._pdbq_name("a rule name after LEARN WEIGHTS FOR"))
+            method = None
+            options: list = []
+            if self._match(TokenType.USING):
+                word = self._curr
+                if not word or word.text.upper() not in LEARN_METHODS:
+                    shown = f"'{word.text}'" if word else "nothing"
+                    self.raise_error(
+                        f"unknown learning method {shown} after USING; expected one of " + ", ".join(LEARN_METHODS),
+                        word or self._prev,
+                    )
+                self._advance()
+                method = word.text.upper()
+            if self._curr and self._curr.token_type == TokenType.WITH:
+                self._advance()
+                options = self._pdbq_parse_options()
+            if self._curr and self._curr.token_type != TokenType.SEMICOLON:
+                self.raise_error(f"unexpected '{self._curr.text}' in LEARN WEIGHTS")
+            return self.expression(PdbqLearn(expressions=rules or None, method=method, options=options or None))
+
         def _pdbq_parse_show(self) -> exp.Expr:
-            if self._match_texts(("VARIABLES", "RULES")):
+            if self._match_texts(("VARIABLES", "RULES", "WEIGHTS", "CALIBRATION")):
                 return self.expression(PdbqShow(this=self._prev.text.upper()))
             return self._parse_show()
 

@@ -124,6 +124,16 @@ class PdbqShow(exp.Expression):
     arg_types = {"this": True}
 
 
+class PdbqLearn(exp.Expression):
+    """LEARN WEIGHTS [FOR rule, ...] [USING method] [WITH (...)]: `expressions` the rule names,
+    `method` the method word, `options` PdbqOption nodes."""
+
+    arg_types = {"expressions": False, "method": False, "options": False}
+
+
+LEARN_METHODS = ("SGD", "SAMPLERANK")
+
+
 __all__ = [
     "ESTIMATE_KINDS",
     "METHODS",
@@ -144,4 +154,6 @@ __all__ = [
     "PdbqCreateRule",
     "PdbqDrop",
     "PdbqShow",
+    "PdbqLearn",
+    "LEARN_METHODS",
 ]

@@ -156,7 +156,12 @@ class Drop:
 
 @dataclass(frozen=True)
 class Show:
-    kind: str  # "VARIABLES" | "RULES"
+    kind: str  # "VARIABLES" | "RULES" | "WEIGHTS" | "CALIBRATION"
+
+
+class LearnMethod(enum.Enum):
+    SGD = "SGD"
+    SAMPLERANK = "SAMPLERANK"
 
 
 class EstimateKind(enum.Enum):
@@ -223,7 +228,19 @@ class ProbQuery:
     tree: exp.Expression | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery]
+@dataclass(frozen=True)
+class LearnWeights:
+    """LEARN WEIGHTS [FOR rule, ...] [USING SGD | SAMPLERANK] [WITH (name = value, ...)].
+
+    ``rules``: lower-cased rule names (empty: every rule with a learnable weight)."""
+
+    rules: tuple[str, ...] = ()
+    method: LearnMethod = LearnMethod.SGD
+    options: tuple[tuple[str, OptionValue], ...] = ()
+    text: str = ""
+
+
+Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery, LearnWeights]
 
 __all__ = [
     "Semantics",
@@ -250,5 +267,7 @@ __all__ = [
     "Method",
     "OptionValue",
     "ProbQuery",
+    "LearnMethod",
+    "LearnWeights",
     "Statement",
 ]

@@ -33,6 +33,8 @@ from pdbq.language.nodes import (
     GivenQuery,
     Head,
     HeadKind,
+    LearnMethod,
+    LearnWeights,
     Method,
     OptionValue,
     PassThrough,
@@ -97,7 +99,7 @@ def _is_pdbq(tokens: tuple[Token, ...]) -> bool:
     if tt == TokenType.DROP:
         return word(1) in ("VARIABLE", "RULE")
     if tt == TokenType.SHOW:
-        return word(1) in ("VARIABLES", "RULES")
+        return word(1) in ("VARIABLES", "RULES", "WEIGHTS", "CALIBRATION")
     if tt == TokenType.VAR and first.text.upper() == "LEARN":
         return True
     if tt == TokenType.VAR and first.text.upper() == "EXPLAIN":
@@ -229,6 +231,13 @@ def _convert(tree: exp.Expr, text: str, chunk: Chunk) -> Statement:
         return Show(kind=tree.this)
     if isinstance(tree, px.PdbqQuery):
         return _prob_query(tree, text, chunk)
+    if isinstance(tree, px.PdbqLearn):
+        return LearnWeights(
+            rules=tuple(r.name for r in tree.expressions or ()),
+            method=LearnMethod(tree.args.get("method") or "SGD"),
+            options=tuple((o.this.name, _option_value(o.expression)) for o in tree.args.get("options") or ()),
+            text=chunk.sql,
+        )
     # The token-level classifier and the dialect disagree: a bug, but say where.
     raise ParseError("cannot parse this statement as a pdbq statement", line=chunk.line, col=chunk.col, text=text)
 

@@ -1,0 +1,147 @@
+"""Typed, frozen settings of LEARN WEIGHTS (SGD and, where a ranking objective exists, SampleRank).
+
+`LearnConfig.from_options` reads a statement's ``WITH (name = value, ...)`` pairs; `check()`
+turns a bad value into an `OptionError` naming the option before any chain runs.
+
+>>> LearnConfig().learning_rate, LearnConfig().decay, LearnConfig().reg
+(0.01, 0.95, 0.01)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pdbq.errors import OptionError, suggest
+
+__all__ = ["LearnConfig", "REGULARIZATIONS"]
+
+REGULARIZATIONS = ("l2", "l1", "none")
+
+
+@dataclass(frozen=True)
+class LearnConfig:
+    """Settings of one learning run (docs/learning.md).
+
+    epochs: passes of the persistent chains; one weight update per epoch.
+    learning_rate: step per grounding, as in DeepDive/numbskull (default 0.01): a weight with n
+        groundings moves by at most ``learning_rate · n`` times its mean gradient per epoch, and
+        never further than the diagonal Newton step, where a batch update would start to
+        overshoot.
+    decay: the learning rate is multiplied by this after every epoch (0.95, DeepDive's default).
+    regularization: ``'l2'`` (default), ``'l1'`` or ``'none'``; ``reg`` its strength per grounding
+        (0.01, DeepDive's default): the objective is the log-likelihood minus
+        ``reg · n_w · w² / 2`` (l2) or ``reg · n_w · |w|`` (l1) for each weight w with n_w groundings.
+    holdout: fraction of the evidence variables hidden while learning and used for the
+        calibration table, accuracy and log-loss afterwards (0 = none); or a SQL query whose rows
+        (the keys of one variable relation, named in ``holdout_relation``) are held out.
+    holdout_relation: the variable relation a holdout query's keys belong to (default: the only
+        relation with evidence).
+    chains: persistent chains per world (clamped and free); their feature counts are averaged.
+    sweeps: Gibbs sweeps of every chain per epoch.
+    threads: worker threads for the chains; None = CPU count.
+    seed: root of every random stream (chains, holdout choice).
+    time_limit: seconds after which learning stops at the end of an epoch (the weights of the
+        last finished epoch are kept).
+    average: fraction of the final epochs whose weights are averaged into the result (Polyak
+        averaging, 0 = the last iterate).
+    eval_steps: Gibbs sweeps (over the region the held-out variables reach; 2 chains, at least
+        1,000 updates) when the held-out evidence is predicted after learning.
+    max_weight: a weight beyond ±max_weight (or NaN) is divergence: an error, weights kept.
+    margin, optimizer, averaged, walk: SampleRank only (`pdbq.learning.samplerank`): the score
+        margin (FACTORIE's 1), ``'adagrad'`` or ``'perceptron'``, averaged parameters, and whether
+        the walk follows the model or the objective. SampleRank's ``learning_rate`` defaults to
+        1 (its updates are not per grounding) and ``epochs`` counts proposals per labelled
+        variable.
+    """
+
+    epochs: int = 100
+    learning_rate: float = 0.01
+    decay: float = 0.95
+    regularization: str = "l2"
+    reg: float = 0.01
+    holdout: float | str = 0.0
+    holdout_relation: str | None = None
+    chains: int = 1
+    sweeps: int = 1
+    threads: int | None = None
+    seed: int = 0
+    time_limit: float | None = None
+    average: float = 0.5
+    eval_steps: int = 200
+    max_weight: float = 1.0e4
+    margin: float = 1.0
+    optimizer: str = "adagrad"
+    averaged: bool = True
+    walk: str = "model"
+
+    def check(self) -> LearnConfig:
+        def pos_int(name: str, allow_none: bool = False) -> None:
+            v = getattr(self, name)
+            if v is None and allow_none:
+                return
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise OptionError(f"option '{name}' must be a positive integer, got {v!r}")
+
+        def num(name: str, lo: float, hi: float, lo_open: bool = False, allow_none: bool = False) -> None:
+            v = getattr(self, name)
+            if v is None and allow_none:
+                return
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise OptionError(f"option '{name}' must be a number, got {v!r}")
+            if v < lo or v > hi or (lo_open and v == lo):
+                side = "(" if lo_open else "["
+                raise OptionError(f"option '{name}' must lie in {side}{lo:g}, {hi:g}], got {v!r}")
+
+        for name in ("epochs", "chains", "sweeps", "eval_steps"):
+            pos_int(name)
+        pos_int("threads", allow_none=True)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise OptionError(f"option 'seed' must be a non-negative integer, got {self.seed!r}")
+        num("learning_rate", 0.0, math.inf, lo_open=True)
+        num("decay", 0.0, 1.0, lo_open=True)
+        num("reg", 0.0, math.inf)
+        num("average", 0.0, 1.0)
+        num("max_weight", 0.0, math.inf, lo_open=True)
+        num("time_limit", 0.0, math.inf, lo_open=True, allow_none=True)
+        if self.regularization not in REGULARIZATIONS:
+            raise OptionError(
+                f"option 'regularization' must be one of {', '.join(map(repr, REGULARIZATIONS))}, got {self.regularization!r}"
+            )
+        if isinstance(self.holdout, str):
+            if not self.holdout.strip():
+                raise OptionError("option 'holdout' is an empty query")
+        else:
+            num("holdout", 0.0, 1.0)
+            if self.holdout >= 1.0:
+                raise OptionError(f"option 'holdout' must be a fraction below 1 (or a query), got {self.holdout!r}")
+        num("margin", 0.0, math.inf)
+        if self.optimizer not in ("adagrad", "perceptron"):
+            raise OptionError(f"option 'optimizer' must be 'adagrad' or 'perceptron', got {self.optimizer!r}")
+        if self.walk not in ("model", "objective"):
+            raise OptionError(f"option 'walk' must be 'model' or 'objective', got {self.walk!r}")
+        if not isinstance(self.averaged, bool):
+            raise OptionError(f"option 'averaged' must be TRUE or FALSE, got {self.averaged!r}")
+        if self.holdout_relation is not None and not isinstance(self.holdout_relation, str):
+            raise OptionError(f"option 'holdout_relation' must be a relation name, got {self.holdout_relation!r}")
+        return self
+
+    @classmethod
+    def from_options(cls, pairs: Iterable[tuple[str, object]]) -> LearnConfig:
+        """A config from WITH (name = value) pairs; unknown names are an OptionError."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, object] = {}
+        for name, value in pairs:
+            key = name.lower()
+            if key not in names:
+                raise OptionError(f"unknown LEARN WEIGHTS option '{name}'.{suggest(key, names)}")
+            if key in ("learning_rate", "decay", "reg", "average", "max_weight", "time_limit", "margin") and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if key == "holdout" and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if key in ("regularization", "optimizer", "walk") and isinstance(value, str):
+                value = value.lower()
+            values[key] = value
+        return cls(**values).check()  # type: ignore[arg-type]

@@ -1,0 +1,324 @@
+"""Weight learning by stochastic gradient ascent on the log-likelihood (DeepDive/numbskull style).
+
+Two worlds share one weights array (their kernel graphs are rewritten for it every epoch, see
+`reweight`):
+
+- the *clamped* world fixes the training evidence and samples every other variable;
+- the *free* world samples every variable, the training evidence included.
+
+Both are persistent Gibbs chains (contrastive divergence with persistent chains): each epoch
+runs ``sweeps`` sweeps of every chain with `pdbq.inference.kernels.run_chain`, then counts each
+weight's feature F_k in both worlds. The gradient of the log-likelihood is
+E[F_k | evidence] − E[F_k] ≈ F_k(clamped) − F_k(free); regularization adds −reg·n_k·w_k (l2).
+
+Step (docs/learning.md): a weight with n_k groundings moves by η_k · gradient with
+η_k = 1 / (n_k · (v_k + reg) + 1 / lr_t), lr_t = learning_rate · decay^t: DeepDive's step per
+grounding while it is small, never beyond the diagonal Newton step (v_k: the free world's
+per-grounding feature variance, a running mean), where a batch update would begin to overshoot;
+and never more than `STEP_CAP` per epoch. The result averages the weights of the last
+``average`` fraction of epochs (Polyak averaging), which removes most of the sampling noise of
+the final iterates.
+
+Standard errors: the inverse of the observed information, estimated from the same epochs as
+Cov(F | free) − Cov(F | clamped) (+ the regularizer's curvature): the asymptotic standard error
+of the maximum-likelihood weight, NaN where the information is not positive or too few epochs
+were kept.
+
+Chains of both worlds run in parallel on nogil threads (``threads``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdbq.errors import LearningError
+from pdbq.graph.layout import FactorGraph, validate
+from pdbq.inference.gibbs import initial_states, make_schedule
+from pdbq.inference.kernels import Accum, Best, group_sums_into, run_chain
+from pdbq.inference.rng import chain_states
+from pdbq.learning.config import LearnConfig
+from pdbq.learning.features import feature_totals, grounding_counts
+from pdbq.learning.reweight import refresh, reweighable
+
+__all__ = ["learn_sgd", "SGDResult", "EpochInfo", "STEP_CAP"]
+
+STEP_CAP = 1.0  # largest change of one weight in one epoch (a trust region for early epochs)
+_VAR_FLOOR = 1.0e-3
+_FULL_COV_MAX = 200  # learnable weights up to which the full information matrix is inverted
+_HISTORY_MAX = 1000  # learned weights up to which every iterate is kept in SGDResult.history
+
+
+@dataclass(frozen=True)
+class EpochInfo:
+    """Passed to ``on_epoch`` after every epoch."""
+
+    epoch: int  # epochs finished
+    epochs: int  # epochs planned
+    gradient_norm: float  # RMS of the per-grounding gradient over the learned weights
+    elapsed: float
+
+
+@dataclass(frozen=True, eq=False)
+class SGDResult:
+    """Learned weights (float64[n_weights]; unlearned entries unchanged) and their standard
+    errors (NaN where unknown, 0 for weights not learned)."""
+
+    weights: np.ndarray
+    stderr: np.ndarray
+    learned: np.ndarray  # bool[n_weights]: the weights that were learned
+    groundings: np.ndarray  # int64[n_weights]
+    epochs: int
+    seconds: float
+    interrupted: bool  # stopped by Ctrl-C / cancel: the weights are those of the last full epoch
+    stopped_by_time: bool
+    history: np.ndarray  # float64[epochs, n_learned]: the iterates (only the last beyond 1,000 weights)
+    # float64[n_weights]: estimated distance still to go to the optimum where the gradient stayed
+    # significantly non-zero over the averaging window (0 elsewhere): not converged
+    remaining: np.ndarray | None = None
+
+
+def _threads(requested: int | None, tasks: int) -> int:
+    return max(1, min(tasks, requested if requested is not None else (os.cpu_count() or 1)))
+
+
+def learn_sgd(
+    graph: FactorGraph,
+    config: LearnConfig = LearnConfig(),
+    *,
+    learn: np.ndarray | None = None,
+    on_epoch: Callable[[EpochInfo], bool | None] | None = None,
+) -> SGDResult:
+    """Learn ``graph``'s learnable weights from its evidence (every evidence variable is a
+    training label). ``learn``: bool[n_weights] mask of the weights to learn (default
+    ``graph.learnable``); the others stay fixed. ``on_epoch(info)`` returning True stops after
+    that epoch (cancellation); KeyboardInterrupt does the same. Raises `LearningError` for a
+    graph with no evidence or nothing to learn, and for divergence."""
+    config = config.check()
+    validate(graph)
+    t0 = time.perf_counter()
+    mask = graph.learnable.copy() if learn is None else np.asarray(learn, dtype=bool).copy()
+    if mask.shape != graph.learnable.shape:
+        raise LearningError("learn mask needs one entry per weight")
+    n_k = grounding_counts(graph)
+    mask &= n_k > 0
+    if not mask.any():
+        raise LearningError("nothing to learn: no learnable weight has a grounding")
+    train = graph.evidence >= 0
+    if not train.any():
+        raise LearningError("nothing to learn from: the model has no evidence")
+
+    w = graph.weights.copy()
+    g_clamped = graph._replace(weights=w)
+    g_free = graph._replace(weights=w, evidence=np.full(graph.n_vars, -1, dtype=np.int32))
+    rw_c = reweighable(g_clamped)
+    rw_f = reweighable(g_free)
+    kg = rw_f.kg
+    sites_c = np.flatnonzero(~train).astype(np.int32)
+    sites_f = np.arange(graph.n_vars, dtype=np.int32)
+    chains = config.chains
+    states_c, _, gs_c = initial_states(g_clamped, kg, chains, config.seed, dispersed=False)
+    states_f, vals_f, gs_f = initial_states(g_free, kg, chains, config.seed + 1, dispersed=False)
+    vals_f[:, train] = graph.evidence[train]  # the free chains start from the data
+    dtype = states_c[0].values.dtype
+    acc = Accum(np.full(graph.n_vars, -1, np.int32), np.zeros((0, kg.max_card)), np.zeros(0, np.int64))
+    unused = Best(np.zeros(2), np.zeros(0, dtype=dtype), np.ones(1))
+    nw = w.shape[0]
+    n_threads = _threads(config.threads, 1 << 20)
+    # Hogwild shards (as DimmWitted/numbskull): with more threads than chains, each chain's sweep
+    # is split into contiguous site ranges updated concurrently on the shared values. Shards read
+    # neighbours another thread may be updating (a stale read is a valid, slightly older state);
+    # head-group sums are per chain and would race, so graphs with head groups are not sharded.
+    shards = 1 if graph.n_groups else max(1, n_threads // (2 * chains))
+    rng_shards = chain_states(config.seed + 7, 2 * chains * shards)
+    # feature counts: one row per (world, chain, factor range), summed per (world, chain)
+    part_sums = np.zeros((2 * chains * shards, nw))
+    part_sq = np.zeros((2 * chains * shards, nw))
+    f_bounds = np.linspace(0, graph.n_factors, shards + 1).astype(np.int64)
+    samplers: list[tuple] = []  # (graph, kernel graph, shard state, shard schedule)
+    counters: list[tuple] = []  # (graph, kernel graph, chain state, group sums, out_sum, out_sq)
+    for world, (g_w, rw, states, gsums, sites) in enumerate(
+        ((g_clamped, rw_c, states_c, gs_c, sites_c), (g_free, rw_f, states_f, gs_f, sites_f))
+    ):
+        for c in range(chains):
+            st = states[c]
+            row = world * chains + c
+            for i in range(shards):
+                r = row * shards + i
+                counters.append((g_w, rw.kg, st, gsums[c], part_sums[r], part_sq[r], f_bounds[i], f_bounds[i + 1]))
+            if sites.shape[0] == 0:
+                continue
+            for i, part in enumerate(np.array_split(sites, min(shards, sites.shape[0]))):
+                k = row * shards + i
+                shard_state = st._replace(rng=rng_shards[k : k + 1].copy(), pos=np.zeros(1, np.int64)) if shards > 1 else st
+                samplers.append((g_w, rw.kg, shard_state, make_schedule(np.ascontiguousarray(part), "sweep", None)))
+
+    def sample(g, kgw, st, sched):
+        run_chain(g, kgw, st, sched, acc, unused, sched.sites.shape[0] * config.sweeps, False)
+
+    def count(g, kgw, st, gsum, out_sum, out_sq, f0, f1):
+        feature_totals(g, kgw.tables, st.values, out_sum, out_sq, f0, f1)
+        if g.n_groups:  # exact group sums for the next sweep (no drift from incremental updates)
+            group_sums_into(g, kgw.tables, st.values, gsum)
+
+    for args in counters:
+        if args[0].n_groups:
+            group_sums_into(args[0], args[1].tables, args[2].values, args[3])
+    if sites_c.shape[0] == 0:  # fully observed: the clamped world never changes, count it once
+        for args in counters[: chains * shards]:
+            count(*args)
+        counters = counters[chains * shards :]
+
+    idx = np.flatnonzero(mask)
+    nk = n_k[idx].astype(np.float64)
+    l2 = config.reg if config.regularization == "l2" else 0.0
+    l1 = config.reg if config.regularization == "l1" else 0.0
+    window_start = int(math.floor(config.epochs * (1.0 - config.average))) if config.average > 0 else config.epochs - 1
+    window_start = min(max(window_start, 0), config.epochs - 1)
+    avg_sum = np.zeros(idx.shape[0])
+    g_sum = np.zeros(idx.shape[0])  # gradients over the averaging window (convergence check)
+    g_sq = np.zeros(idx.shape[0])
+    avg_n = 0
+    # information estimate over the averaging window: per-chain feature samples of both worlds
+    full_cov = idx.shape[0] <= _FULL_COV_MAX
+    samples_c: list[np.ndarray] = []
+    samples_f: list[np.ndarray] = []
+    mom = np.zeros((4, idx.shape[0]))  # Σ F_free, Σ F_free², Σ F_clamped, Σ F_clamped²
+    mom_n = 0
+    vbar: np.ndarray | None = None
+    history: list[np.ndarray] = []
+    last_good = w.copy()
+    interrupted = stopped_by_time = False
+    done = 0
+    pool = ThreadPoolExecutor(max_workers=n_threads)
+    try:
+        for t in range(config.epochs):
+            refresh(rw_c, w)
+            refresh(rw_f, w)
+            futures: list = []
+            try:
+                for fn, jobs in ((sample, samplers), (count, counters)):
+                    futures = [pool.submit(fn, *a) for a in jobs]
+                    for f in futures:
+                        f.result()
+            except KeyboardInterrupt:
+                for f in futures:
+                    f.cancel()
+                interrupted = True
+                break
+            sums = part_sums.reshape(2 * chains, shards, nw).sum(axis=1)
+            sq = part_sq.reshape(2 * chains, shards, nw).sum(axis=1)
+            fc = sums[:chains, idx].mean(axis=0)
+            ff = sums[chains:, idx].mean(axis=0)
+            sqf = sq[chains:, idx].mean(axis=0)
+            v = np.maximum(sqf / nk - (ff / nk) ** 2, _VAR_FLOOR)
+            vbar = v if vbar is None else 0.8 * vbar + 0.2 * v
+            wk = w[idx]
+            grad = fc - ff - l2 * nk * wk
+            lr_t = config.learning_rate * config.decay**t
+            eta = 1.0 / (nk * (vbar + l2) + 1.0 / lr_t)
+            step = eta * grad
+            step = np.clip(step, -STEP_CAP, STEP_CAP)
+            new = wk + step
+            if l1:
+                shrink = np.minimum(eta * l1 * nk, STEP_CAP)
+                new = np.sign(new) * np.maximum(np.abs(new) - shrink, 0.0)
+            bad = ~np.isfinite(new) | (np.abs(new) > config.max_weight)
+            if bad.any():
+                k = int(idx[np.flatnonzero(bad)[0]])
+                raise LearningError(
+                    f"learning diverged at epoch {t + 1}: weight {k} reached {new[np.flatnonzero(bad)[0]]!r} "
+                    f"(limit ±{config.max_weight:g}); lower learning_rate or raise reg. The previous weights are kept"
+                )
+            w[idx] = new
+            last_good = w.copy()
+            if idx.shape[0] <= _HISTORY_MAX or not history:
+                history.append(new.copy())
+            else:
+                history[0] = new.copy()  # many weights: only the latest iterate is kept
+            done = t + 1
+            if t >= window_start:
+                avg_sum += new
+                avg_n += 1
+                g_sum += grad
+                g_sq += grad * grad
+                for c in range(chains):
+                    a_c, a_f = sums[c, idx], sums[chains + c, idx]
+                    mom[0] += a_f
+                    mom[1] += a_f * a_f
+                    mom[2] += a_c
+                    mom[3] += a_c * a_c
+                    mom_n += 1
+                    if full_cov:
+                        samples_c.append(a_c.copy())
+                        samples_f.append(a_f.copy())
+            elapsed = time.perf_counter() - t0
+            stop = False
+            if on_epoch is not None:
+                rms = float(np.sqrt(np.mean((grad / nk) ** 2)))
+                stop = bool(on_epoch(EpochInfo(done, config.epochs, rms, elapsed)))
+            if stop:
+                interrupted = True
+                break
+            if config.time_limit is not None and elapsed >= config.time_limit:
+                stopped_by_time = True
+                break
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    result = last_good.copy()
+    if avg_n:
+        result[idx] = avg_sum / avg_n
+    stderr = np.zeros(nw)
+    stderr[idx] = _stderr(mom, mom_n, samples_c, samples_f, nk, l2)
+    hist = np.stack(history) if history else np.zeros((0, idx.shape[0]))
+    remaining = np.zeros(nw)
+    if avg_n >= 10 and vbar is not None:
+        # A gradient that stays away from 0 over the window (t > 4) means the optimum was not
+        # reached; its Newton distance estimates how far the weight still is from it.
+        mean = g_sum / avg_n
+        sd = np.sqrt(np.maximum(g_sq / avg_n - mean * mean, 0.0))
+        t_stat = np.abs(mean) / (sd / np.sqrt(avg_n) + 1e-300)
+        dist = mean / (nk * (vbar + l2))
+        remaining[idx] = np.where(t_stat > 4.0, dist, 0.0)
+    return SGDResult(
+        weights=result,
+        stderr=stderr,
+        learned=mask,
+        groundings=n_k,
+        epochs=done,
+        seconds=time.perf_counter() - t0,
+        interrupted=interrupted,
+        stopped_by_time=stopped_by_time,
+        history=hist,
+        remaining=remaining,
+    )
+
+
+def _stderr(mom, n, samples_c, samples_f, nk, l2) -> np.ndarray:
+    """sqrt(diag(I⁻¹)) with I = Cov_free(F) − Cov_clamped(F) + l2·diag(n_k); NaN where unknown."""
+    out = np.full(nk.shape[0], np.nan)
+    if n < 10:
+        return out
+    if samples_f:
+        sf = np.stack(samples_f)
+        sc = np.stack(samples_c)
+        info = np.atleast_2d(np.cov(sf, rowvar=False)) - np.atleast_2d(np.cov(sc, rowvar=False)) + np.diag(l2 * nk)
+        try:
+            eig = np.linalg.eigvalsh(info)
+            if eig.min() > 0:
+                return np.sqrt(np.diag(np.linalg.inv(info)))
+        except np.linalg.LinAlgError:
+            pass
+    var_f = mom[1] / n - (mom[0] / n) ** 2
+    var_c = mom[3] / n - (mom[2] / n) ** 2
+    info = (var_f - var_c) * n / (n - 1) + l2 * nk
+    ok = info > 0
+    out[ok] = 1.0 / np.sqrt(info[ok])
+    return out
