@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import pdbq
-from pdbq.api.progress import CancelToken
+from pdbq.progress import CancelToken
 from pdbq.errors import CatalogError, OptionError, PdbqError
 from pdbq.graph.builder import GraphBuilder
 from pdbq.language.nodes import FactorFunction as F

@@ -219,7 +219,7 @@ class Database:
     def _learning(self, stmt: LearnWeights | Show, *, progress: Any = None, cancel: Any = None) -> Result:
         """LEARN WEIGHTS / SHOW WEIGHTS / SHOW CALIBRATION (pdbq.learning): a progress report
         per epoch; a cancel stops learning after the current epoch and keeps its weights."""
-        from pdbq.api.progress import Progress
+        from pdbq.progress import Progress
         from pdbq.learning.statement import run_statement
 
         def on_epoch(info: Any) -> bool:
