@@ -293,6 +293,14 @@ class PdbqDialect(DuckDB):
                 self._pdbq_expect(TokenType.R_PAREN, "expected ',' or ')' in WITH (name = value, ...)")
                 return options
 
+        def _parse_placeholder(self):  # type: ignore[override]
+            # Remember where a bound parameter stands: ``?`` binds by text order (params.py).
+            start = self._curr.start if self._curr is not None else 0
+            node = super()._parse_placeholder()
+            if isinstance(node, exp.Placeholder):
+                node.meta["start"] = start
+            return node
+
         def _parse_table_alias(self, alias_tokens=None):  # type: ignore[override]
             # GIVEN is an ordinary word to the tokenizer: keep `FROM t GIVEN r(1) = TRUE` from
             # reading it as the alias of t.
