@@ -235,6 +235,10 @@ class Database:
         if isinstance(stmt, Drop):
             self._catalog.drop(stmt)
             return None
+        if isinstance(stmt, Show) and stmt.kind in ("TABLES", "ALL TABLES"):
+            from pdbq.api.save import user_tables  # noqa: PLC0415
+
+            return Result(user_tables(self._con, stmt.kind), connection=self._con, database=self)
         if isinstance(stmt, Show):
             table = self._catalog.show(stmt.kind)
             if stmt.kind.strip().upper() == "RULES":

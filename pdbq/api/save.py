@@ -13,12 +13,26 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pyarrow as pa
 import sqlglot.expressions as exp
 
 from pdbq.grounding.store import sql_text
 from pdbq.language.nodes import ANSWER_SOURCE, ExportUai, ImportUai, SaveAnswer
 
-__all__ = ["run_save", "run_import", "run_export"]
+__all__ = ["run_save", "run_import", "run_export", "user_tables", "is_internal"]
+
+
+def is_internal(name: str) -> bool:
+    """pdbq's own storage (catalog, factor store) and transient answer tables."""
+    low = name.lower()
+    return low.startswith(("pdbq_", "__pdbq"))
+
+
+def user_tables(con: Any, kind: str) -> pa.Table:
+    """DuckDB's ``SHOW TABLES`` / ``SHOW ALL TABLES`` without pdbq's storage tables."""
+    table = con.sql(sql_text(exp.Command(this="SHOW", expression=kind))).to_arrow_table()
+    keep = pa.array([not is_internal(n) for n in table.column("name").to_pylist()], type=pa.bool_())
+    return table.filter(keep)
 
 
 def run_save(db: Any, stmt: SaveAnswer, answer: Any) -> Any:

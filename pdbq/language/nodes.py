@@ -156,7 +156,7 @@ class Drop:
 
 @dataclass(frozen=True)
 class Show:
-    kind: str  # "VARIABLES" | "RULES"
+    kind: str  # "VARIABLES" | "RULES" | "TABLES" | "ALL TABLES" (DuckDB's, without pdbq's storage)
 
 
 class EstimateKind(enum.Enum):

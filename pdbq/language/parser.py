@@ -125,6 +125,10 @@ def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> State
     uai = find_uai(chunk.tokens)
     if uai is not None:
         return _uai(uai, text, chunk, params)
+    words = [t.text.upper() for t in chunk.tokens]
+    if words in (["SHOW", "TABLES"], ["SHOW", "ALL", "TABLES"]):
+        # DuckDB's listing without pdbq's own storage tables (`Database` filters them)
+        return Show(kind=" ".join(words[1:]))
     wrapper = find_wrapper(chunk.tokens)
     if wrapper is not None:
         return _save_answer(wrapper, text, chunk, params)

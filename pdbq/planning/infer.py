@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pdbq.arrays import unique
-from pdbq.answers.estimates import check_estimate, domain_labels, value_array
+from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
 from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
 from pdbq.grounding.variables import domain_index, keys_to_vids, relation_info
 from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
@@ -66,7 +66,7 @@ class RelationAnswers:
     def stderr(self) -> np.ndarray:
         """Standard error of P(true) for booleans, the largest per-value one otherwise."""
         se = self.stderrs[:, 1] if self.variable.domain.kind is DomainKind.BOOLEAN else self.stderrs.max(axis=1)
-        return np.where(self.vids >= 0, se, np.nan)
+        return np.where(self.vids >= 0, clean_stderr(se), np.nan)
 
     def dist(self) -> list[dict | None]:
         """Per key: {value: probability} in domain order (None for missing keys)."""
