@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import sqlglot.expressions as exp
 
+from pdbq.errors import PdbqError
 from pdbq.grounding.store import sql_text
 from pdbq.language.nodes import ANSWER_SOURCE, ExportUai, ImportUai, SaveAnswer
 
@@ -51,13 +52,24 @@ def run_save(db: Any, stmt: SaveAnswer, answer: Any) -> Any:
         con.unregister(name)
 
 
+def _file_error(kind: str, exc: OSError, path: str) -> PdbqError:
+    return PdbqError(f"{kind} UAI: cannot {'read' if kind == 'IMPORT' else 'write'} '{exc.filename or path}': "
+                     f"{exc.strerror or exc}")
+
+
 def run_import(db: Any, stmt: ImportUai) -> Any:
     from pdbq.io import read_uai  # noqa: PLC0415 - numpy-heavy reader only when importing
 
-    return read_uai(db, stmt.path, stmt.name, evidence=stmt.evidence)
+    try:
+        return read_uai(db, stmt.path, stmt.name, evidence=stmt.evidence)
+    except OSError as exc:
+        raise _file_error("IMPORT", exc, stmt.path) from None
 
 
 def run_export(db: Any, stmt: ExportUai) -> Any:
     from pdbq.io.uai import export_uai  # noqa: PLC0415
 
-    return export_uai(db, stmt.name, stmt.path, evid_path=stmt.evidence)
+    try:
+        return export_uai(db, stmt.name, stmt.path, evid_path=stmt.evidence)
+    except OSError as exc:
+        raise _file_error("EXPORT", exc, stmt.path) from None
