@@ -10,7 +10,7 @@ from pdbq.errors import (
     PdbqError,
     SchemaVersionError,
 )
-from pdbq.api import Database, Result, analyze, connect
+from pdbq.api import Database, Result, analyze, connect, infer, joint, probability
 from pdbq.udf import register, unregister
 from pdbq.version import __version__
 
@@ -20,6 +20,9 @@ __all__ = [
     "Database",
     "Result",
     "analyze",
+    "infer",
+    "probability",
+    "joint",
     "register",
     "unregister",
     "PdbqError",

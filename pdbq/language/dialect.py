@@ -286,7 +286,7 @@ class PdbqDialect(DuckDB):
                 names.add(name)
                 self._advance()
                 self._pdbq_expect(TokenType.EQ, f"expected '=' after WITH option '{name}'")
-                value = self._pdbq_constant(null=True)
+                value = self._pdbq_bound_constant(null=True)
                 if value is None:
                     self.raise_error(f"expected a value after '=' in WITH option '{name}'")
                 options.append(self.expression(PdbqOption(this=exp.to_identifier(name), expression=value)))
@@ -784,8 +784,14 @@ class PdbqDialect(DuckDB):
                 return exp.Null()
             return None
 
+        def _pdbq_bound_constant(self, null: bool = False) -> exp.Expr | None:
+            """A constant, or a bound parameter (``?``, ``$1``, ``$name``) standing for one."""
+            if self._curr is not None and self._curr.token_type in self.PLACEHOLDER_PARSERS:
+                return self._parse_placeholder()
+            return self._pdbq_constant(null=null)
+
         def _pdbq_constant_or_error(self, message: str) -> exp.Expr:
-            value = self._pdbq_constant()
+            value = self._pdbq_bound_constant()
             if value is None:
                 self.raise_error(message)
             return value  # type: ignore[return-value]

@@ -137,7 +137,17 @@ def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> State
     tree = _run_parser(text, chunk)
     if params is not None:
         tree = bind_parameters(tree, params, where=chunk.sql.split(None, 1)[0].upper())
+    elif isinstance(tree, px.PdbqQuery):
+        _check_unbound(tree, text, chunk)
     return _convert(tree, text, chunk)
+
+
+def _check_unbound(tree: exp.Expr, text: str, chunk: Chunk) -> None:
+    if tree.find(exp.Placeholder) is not None:
+        raise ParseError(
+            "the query has parameters (?, $1, $name) but no values were given: db.execute(sql, [values])",
+            line=chunk.line, col=chunk.col, text=text,
+        )
 
 
 def _uai(found: UaiStatement | str, text: str, chunk: Chunk, params: Params | None) -> Statement:
@@ -163,6 +173,8 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
         raise ParseError("expected a probabilistic SELECT here", line=line, col=col, text=text)
     if params is not None:
         tree = bind_parameters(tree, params, where=wrapper.kind)
+    else:
+        _check_unbound(tree, text, inner)
     query = _prob_query(tree, text, inner)
     chunk_end = tokens[-1].end + 1
     # The statement as written with the query swapped for a constant stand-in (no user values are
