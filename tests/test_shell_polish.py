@@ -109,7 +109,7 @@ def test_saving_answers_from_the_shell(shell: Shell, tmp_path: Path) -> None:
         f"SELECT count(*) AS m FROM '{target}';\n"
     )
     assert err(shell) == ""
-    assert out(shell).endswith("n\n6\nm\n3\n")
+    assert out(shell) == "n\n6\nm\n3\n"  # CREATE/INSERT/COPY print nothing, as in DuckDB's CLI
 
 
 def test_show_tables_and_tables_hide_pdbq_storage(shell: Shell) -> None:

@@ -760,7 +760,7 @@ def _execute_kwargs(db: Any, token: CancelToken, bar: ProgressBar | None) -> dic
 
 
 def _is_row_count(db: Any, sql: str, result: Any) -> bool:
-    """True for the single ``Count`` DuckDB answers INSERT/UPDATE/DELETE with (not shown, as in
+    """True for the single ``Count`` DuckDB answers INSERT/UPDATE/DELETE/COPY with (not shown, as in
     DuckDB's CLI; ``... RETURNING`` answers with rows and is shown)."""
     if list(getattr(result, "columns", ())) != ["Count"]:
         return False
@@ -768,9 +768,11 @@ def _is_row_count(db: Any, sql: str, result: Any) -> bool:
         import duckdb
 
         statements = db.duckdb.extract_statements(sql)
-        kinds = {duckdb.StatementType.INSERT, duckdb.StatementType.UPDATE, duckdb.StatementType.DELETE}
-    except Exception:  # noqa: BLE001 - not plain DuckDB SQL: show whatever came back
-        return False
+        kinds = {duckdb.StatementType.INSERT, duckdb.StatementType.UPDATE, duckdb.StatementType.DELETE,
+                 duckdb.StatementType.COPY}
+    except Exception:  # noqa: BLE001 - not plain DuckDB SQL (INSERT ... SELECT PROB(...) GIVEN ...)
+        words = sql.split(None, 1)
+        return bool(words) and words[0].upper() in ("INSERT", "COPY")
     return len(statements) == 1 and statements[0].type in kinds
 
 
