@@ -118,6 +118,10 @@ def find_wrapper(tokens: Sequence[Token]) -> Wrapper | None:
             found = Wrapper("COPY", 2, close)
     if found is None or not looks_probabilistic(tokens[found.start : found.end]):
         return None
+    # `AS (SELECT ... GIVEN ...)`: the parentheses stay in the outer statement
+    while (tokens[found.start].token_type == TokenType.L_PAREN
+           and _matching(tokens, found.start) == found.end - 1 and found.end - found.start > 2):
+        found = Wrapper(found.kind, found.start + 1, found.end - 1)
     return found
 
 

@@ -14,7 +14,7 @@ DuckDB UDFs call once per batch).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from pdbq.arrays import unique
 from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
-from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
+from pdbq.errors import CatalogError, InferenceError, PdbqError
 from pdbq.grounding.variables import domain_index, keys_to_vids, relation_info
 from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
 from pdbq.planning.evidence import python_literal, resolve_evidence
