@@ -2,8 +2,8 @@
 
 >>> import pdbq
 >>> with pdbq.connect() as db:
-...     db.execute("CREATE TABLE movies AS SELECT * FROM (VALUES ('Up'), ('Heat')) t(movie)")
-...     db.execute("CREATE VARIABLE is_popular(movie TEXT) DOMAIN BOOLEAN FROM (SELECT movie FROM movies)")
+...     _ = db.execute("CREATE TABLE movies AS SELECT * FROM (VALUES ('Up'), ('Heat')) t(movie)")
+...     _ = db.execute("CREATE VARIABLE is_popular(movie TEXT) DOMAIN BOOLEAN FROM (SELECT movie FROM movies)")
 ...     db.execute("SHOW VARIABLES").fetchall()[0][:3]
 ('is_popular', 'movie VARCHAR', 'BOOLEAN')
 
@@ -140,7 +140,7 @@ class Database:
         `pdbq.progress.CancelToken` that stops a probabilistic query between sampling rounds.
 
         >>> db = connect()
-        >>> db.execute("CREATE TABLE t AS SELECT 1 AS x; SELECT x + ? AS y FROM t", None).fetchall()
+        >>> db.execute("CREATE TABLE t AS SELECT 1 AS x; SELECT x + 1 AS y FROM t").fetchall()
         [(2,)]
         >>> db.execute("SELECT x + ? AS y FROM t", [41]).fetchone()
         (42,)

@@ -3,9 +3,9 @@ DuckDB UDFs call once per batch).
 
 >>> import pdbq
 >>> db = pdbq.connect()
->>> db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
->>> db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
->>> db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
+>>> _ = db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
+>>> _ = db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+>>> _ = db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
 >>> inf = infer(db, {"x": [(0,), (2,)]}, method="EXACT")
 >>> inf["x"].prob().round(4).tolist()
 [0.8808, 0.8808]

@@ -2,9 +2,9 @@
 
 >>> import duckdb, pdbq
 >>> db = pdbq.connect()
->>> db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
->>> db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
->>> db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
+>>> _ = db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
+>>> _ = db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+>>> _ = db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
 >>> con = db.duckdb
 >>> pdbq.register(con)
 >>> con.sql("SELECT i, round(pdbq_prob('x', i), 4) AS p FROM t ORDER BY i").fetchall()
