@@ -111,3 +111,10 @@ def test_mln_arrow_and_probabilistic_facts() -> None:
     ):
         with pytest.raises(ParseError, match=message):
             parse_statement(bad)
+
+
+def test_joint_prob_in_sql_points_to_the_python_functions() -> None:
+    for text in ("SELECT PROB(a, b) FROM smokes a JOIN cancer b USING (name)",
+                 "SELECT PROB(a AND NOT b) FROM smokes a JOIN cancer b USING (name)"):
+        with pytest.raises(ParseError, match="pdbq.probability"):
+            parse_statement(text)

@@ -332,6 +332,15 @@ class PdbqDialect(DuckDB):
                 TokenType.R_PAREN,
                 TokenType.EQ,
             ):
+                if kind == "PROB" and tok and tok.token_type in _NAME_TOKENS and self._next.token_type in (
+                    TokenType.COMMA, TokenType.AND, TokenType.OR, TokenType.NEQ
+                ) or kind == "PROB" and tok and tok.token_type == TokenType.NOT:
+                    self.raise_error(
+                        "PROB in SQL takes one variable; for joint or event probabilities such as "
+                        "PROB(a, b) or PROB(a AND NOT b) use pdbq.joint(db, ...) or "
+                        "pdbq.probability(db, \"a('k') AND NOT b('k')\") in Python (docs/python-api.md)",
+                        tok,
+                    )
                 self.raise_error(
                     f"{kind} takes the alias of a variable relation in FROM, e.g. {example}", tok or call
                 )
