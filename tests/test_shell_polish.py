@@ -57,7 +57,7 @@ def test_last_shows_method_steps_rhat_and_time(shell: Shell) -> None:
     shell.run_text(UNREACHED + "\n.last\n.diag\n")
     text = out(shell)
     assert text.count("method     GIBBS (USING GIBBS)") == 2
-    for label in ("steps ", "R-hat ", "stderr ", "time ", "seed       3", "warning    tolerance"):
+    for label in ("steps ", "R-hat", "stderr ", "time ", "seed       3", "warning    tolerance"):
         assert label in text
 
 

@@ -7,6 +7,7 @@ contains the words typed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import termios
 import time
@@ -218,9 +219,13 @@ def test_newcomer_session_banner_warnings_last_saving_and_tab(tmp_path: Path) ->
         # .last: method, steps, R-hat, time of that query
         child.sendline(".last")
         child.expect("method +GIBBS \\(USING GIBBS\\)")
-        child.expect("R-hat ")
-        child.expect("time ")
-        _at_prompt(child)
+        child.expect("steps +[0-9,]+ per chain")
+        child.expect("pdbq>")
+        last = child.before
+        _wait_mode(child, cooked=False)
+        assert re.search(r"time +[0-9.]+ s", last)
+        # the R-hat line, or (a short run) the warning that says why there is none
+        assert re.search(r"R-hat +[0-9.]+ \(largest", last) or "R-hat unavailable" in last
         # answers saved with CREATE TABLE AS and COPY ... TO, then read back
         child.sendline("CREATE TABLE saved AS SELECT v.i, PROB(v) AS p FROM x v WHERE v.i < 4 USING EXACT;")
         _at_prompt(child)
@@ -231,6 +236,36 @@ def test_newcomer_session_banner_warnings_last_saving_and_tab(tmp_path: Path) ->
         child.expect("│       4 │")
         _at_prompt(child)
         assert target.read_text().splitlines()[0] == "i,p"
+        # DuckDB's dot commands: .once sends one result to a file, .mode line, .headers, .describe
+        once = tmp_path / "once.txt"
+        child.sendline(f".once {once}")
+        _at_prompt(child)
+        child.sendline("SELECT 'to the file' AS where_to;")
+        deadline = time.monotonic() + TIMEOUT
+        while "to the file" not in (once.read_text() if once.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "│ to the file │" in once.read_text()
+        _at_prompt(child)
+        child.sendline(".mode line")
+        _at_prompt(child)
+        child.sendline("SELECT 7 AS lucky, 'x' AS letter;")
+        child.expect("lucky = 7\r\n")
+        child.expect("letter = x")
+        _at_prompt(child)
+        child.sendline(".mode duckbox")
+        _at_prompt(child)
+        child.sendline(".headers off")
+        _at_prompt(child)
+        child.sendline("SELECT 'no header' AS hidden_name;")
+        child.expect("│ no header │")
+        _at_prompt(child)
+        assert "hidden_name │" not in child.before
+        child.sendline(".headers on")
+        _at_prompt(child)
+        child.sendline(".describe saved")
+        child.expect("column_name")
+        child.expect("DOUBLE")
+        _at_prompt(child)
         # Tab on an empty prefix offers names and keywords (a menu with their kinds)
         child.send("SELECT * FROM ")
         child.send("\t")
