@@ -11,7 +11,7 @@ from pdbq.errors import (
     PdbqError,
     SchemaVersionError,
 )
-from pdbq.api import Database, Result, analyze, connect
+from pdbq.api import Database, Result, analyze, connect, infer, joint, probability
 from pdbq.udf import register, unregister
 from pdbq.version import __version__
 
@@ -21,6 +21,9 @@ __all__ = [
     "Database",
     "Result",
     "analyze",
+    "infer",
+    "probability",
+    "joint",
     "register",
     "unregister",
     "PdbqError",

@@ -44,7 +44,8 @@ class Progress:
     (ground rules, or samples per chain); ``total`` is ``None`` when the phase stops on a
     tolerance or time limit rather than a count. ``max_stderr`` is the largest standard error of the
     query's estimates so far and ``tolerance`` the target (both ``None`` when not known/asked).
-    ``elapsed`` is seconds since the phase began.
+    ``elapsed`` is seconds since the phase began; ``time_limit`` the phase's time budget in
+    seconds (``None``: none), which bounds both the fraction and the ETA.
     """
 
     phase: str
@@ -53,26 +54,38 @@ class Progress:
     max_stderr: float | None = None
     tolerance: float | None = None
     elapsed: float = 0.0
+    time_limit: float | None = None
 
     @property
     def fraction(self) -> float | None:
-        """How far along, in [0, 1]: by count, or (tolerance/stderr)² since stderr falls as 1/√n."""
+        """How far along, in [0, 1]: by count, by (tolerance/stderr)² since stderr falls as 1/√n,
+        or by time spent of the time limit, whichever is furthest (the first reached stops the run)."""
         parts = []
         if self.total:
             parts.append(self.done / self.total)
         if self.tolerance and self.max_stderr and math.isfinite(self.max_stderr):
             parts.append((self.tolerance / self.max_stderr) ** 2)
+        if self.time_limit and self.time_limit > 0:
+            parts.append(self.elapsed / self.time_limit)
         if not parts:
             return None
         return min(1.0, max(0.0, max(parts)))
 
     @property
     def eta(self) -> float | None:
-        """Seconds left, extrapolated from the rate so far (``None`` when unknown)."""
+        """Seconds left, extrapolated from the rate so far and never past the time limit
+        (``None`` when unknown).
+
+        >>> Progress("sampling", 10, None, 0.5, 0.001, elapsed=5.0, time_limit=60).eta
+        55.0
+        """
         frac = self.fraction
         if frac is None or frac <= 0 or self.elapsed <= 0:
             return None
-        return max(0.0, self.elapsed * (1.0 - frac) / frac)
+        left = max(0.0, self.elapsed * (1.0 - frac) / frac)
+        if self.time_limit is not None:
+            left = min(left, max(0.0, self.time_limit - self.elapsed))
+        return left
 
 
 ProgressCallback = Callable[[Progress], None]

@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 import pdbq
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_ENV = "PDBQ_TEST_DATA"
+
+
+def _data_root() -> Path:
+    """The shared data directory (uai2014/, cora/, ...): ``$PDBQ_TEST_DATA`` when set, else
+    ``shared/data`` beside the checkout or one level up (a worktree under ``wt/``)."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    candidates = [ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+DATA_ROOT = _data_root()
+UAI_DATA = DATA_ROOT / "uai2014"
+#: The skip reason of every test that needs the shared data (counted in the summary).
+MISSING_DATA = f"test data not found at {DATA_ROOT} (set {DATA_ENV})"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line saying how many tests skipped because the shared data is missing."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    n = sum(1 for r in skipped if MISSING_DATA in str(getattr(r, "longrepr", "")))
+    if n:
+        terminalreporter.write_line(
+            f"{n} test{'s' if n != 1 else ''} skipped: test data not found at {DATA_ROOT}; "
+            f"set {DATA_ENV}=/path/to/shared/data to run them", yellow=True,
+        )
 
 # A small movie model's data: three movies, people who tweet about them, one known fan.
 MOVIES_SQL = """

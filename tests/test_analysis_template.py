@@ -63,11 +63,15 @@ def test_voting_templates_are_hierarchical():
     linear = rule("t_votes", Atom("q", ()), [Atom("t", (sym("x"),))], (), Semantics.LINEAR)
     t = analyze_template(linear)
     assert t.hierarchical and not t.one_factor_per_head and not t.lemma7
-    assert "no polynomial-mixing guarantee" in t.describe()
+    assert "no guarantee of fast mixing" in t.describe()
     # a LINEAR rule may ground duplicated input rows as parallel factors (bag semantics)
     prior = rule("t_prior", Atom("t", (sym("x", True),)), [Atom("p", (sym("x"), sym("w")))], ("x",), Semantics.LINEAR)
     t = analyze_template(prior, random_relations={"t"})
     assert t.hierarchical and t.hierarchy_depth == 1 and not t.lemma7
+    # ... but with one random variable per factor (a prior) the semantics cannot matter: no nag
+    assert "RATIO" not in t.describe() and "mixes immediately" in t.describe()
+    for text in (t.describe(), analyze_template(linear).describe()):
+        assert "seed 00" not in text and "Statement" not in text and "Lemma" not in text
 
 
 def test_observed_atoms_are_not_terms():

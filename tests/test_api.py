@@ -25,15 +25,15 @@ def test_public_names():
 
 def test_execute_returns_the_last_result(movies_db):
     db = movies_db
-    assert db.execute("CREATE TABLE t(a INT)") is None
-    assert db.execute("") is None
-    assert db.execute("-- only a comment") is None
+    for nothing in ("CREATE TABLE t(a INT)", "", "-- only a comment"):
+        empty = db.execute(nothing)  # no rows: an empty Result that chains, as in DuckDB
+        assert isinstance(empty, pdbq.Result) and empty.columns == [] and empty.fetchall() == []
     result = db.execute("INSERT INTO t VALUES (1), (2); SELECT a, a * 10 AS b FROM t ORDER BY a")
     assert isinstance(result, pdbq.Result)
     assert result.fetchall() == [(1, 10), (2, 20)]
     assert result.columns == ["a", "b"]
     assert result.diagnostics == {}
-    assert db.execute(MOVIES_MODEL) is None  # CREATE RULE last: nothing to return
+    assert db.execute(MOVIES_MODEL).columns == []  # CREATE RULE last: no rows
     assert isinstance(db.execute("SHOW RULES"), pdbq.Result)
 
 

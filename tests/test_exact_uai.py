@@ -13,8 +13,8 @@ from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.potentials import log_score
 from pdbq.io.uai import read_mar, read_pr, read_uai_graph
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "uai2014"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"UAI 2014 data not found at {DATA}")
+from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=MISSING_DATA)
 
 FAST = ["Grids_12", "CSP_12", "Promedus_24", "Promedus_26", "Segmentation_11", "Alchemy_11"]
 SLOW = ["DBN_11", "ObjectDetection_11"]  # 44M and 92M clique-table entries

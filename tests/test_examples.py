@@ -17,7 +17,7 @@ from pdbq.shell import main as shell_main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-UAI_DATA = ROOT.parent / "shared" / "data" / "uai2014"
+from conftest import MISSING_DATA, UAI_DATA  # noqa: E402
 
 # one row of a rendered table: │ name │ number │ [number │]
 ROW = re.compile(r"^│\s*(\w+)\s*│\s*([-0-9.e]+)\s*│(?:\s*([-0-9.e]+)\s*│)?\s*$")
@@ -84,7 +84,7 @@ def test_smokers_through_the_shell(capsys):
     assert bob_given > exact["Bob"] + 0.05
 
 
-@pytest.mark.skipif(not UAI_DATA.is_dir(), reason=f"UAI test data not found at {UAI_DATA}")
+@pytest.mark.skipif(not UAI_DATA.is_dir(), reason=MISSING_DATA)
 def test_uai_example_matches_the_published_marginals(capsys):
     spec = importlib.util.spec_from_file_location("uai_example", EXAMPLES / "uai.py")
     module = importlib.util.module_from_spec(spec)

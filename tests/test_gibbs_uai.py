@@ -14,11 +14,11 @@ import pytest
 from pdbq.inference.config import GibbsConfig
 from pdbq.inference.gibbs import run_gibbs
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "uai2014"
+from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not DATA.is_dir(), reason=f"UAI 2014 data not found at {DATA}"),
+    pytest.mark.skipif(not DATA.is_dir(), reason=MISSING_DATA),
 ]
 
 

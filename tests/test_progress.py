@@ -37,6 +37,21 @@ def test_fraction_and_eta() -> None:
     assert Progress("sampling", 1, None, max_stderr=0.005, tolerance=0.01).fraction == 1.0
 
 
+def test_eta_respects_the_time_limit() -> None:
+    # A tolerance far out of reach extrapolates to hours; the run stops at its 60 s budget.
+    far = Progress("sampling", 10_000, None, max_stderr=0.05, tolerance=0.0001, elapsed=5.0)
+    assert far.eta > 3600
+    capped = Progress("sampling", 10_000, None, max_stderr=0.05, tolerance=0.0001, elapsed=5.0, time_limit=60.0)
+    assert capped.eta == pytest.approx(55.0)
+    assert capped.fraction == pytest.approx(5.0 / 60.0)
+    assert "ETA 55s" in format_progress(capped, width=120) and "h" not in format_progress(capped, width=120).split("ETA")[1]
+    # a tolerance reached sooner than the budget still wins
+    soon = Progress("sampling", 100, None, max_stderr=0.02, tolerance=0.01, elapsed=2.0, time_limit=60.0)
+    assert soon.eta == pytest.approx(6.0)
+    over = Progress("sampling", 100, None, max_stderr=0.02, tolerance=0.0001, elapsed=61.0, time_limit=60.0)
+    assert over.fraction == 1.0
+
+
 def test_format_progress_lines() -> None:
     assert format_progress(Progress("sampling", 500, 1000, 0.02, 0.01, 2.0), width=100) == (
         "sampling   [##########..........]  50%  500/1,000  stderr 0.0200/0.0100  2s  ETA 2s"

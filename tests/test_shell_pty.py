@@ -7,6 +7,7 @@ contains the words typed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import termios
 import time
@@ -170,8 +171,13 @@ def test_sampling_query_shows_progress_and_ctrl_c_cancels_it(tmp_path: Path) -> 
         _wait_mode(child, cooked=True)
         # the bar appears after its delay, with the sampling phase and the standard error so far
         child.expect(r"sampling\s+.*stderr", timeout=TIMEOUT)
+        # its ETA respects the 60 s budget (it used to extrapolate the tolerance: ETA 1h30m)
+        child.expect(r"ETA (?:(\d+)m)?(\d+)s", timeout=TIMEOUT)
+        minutes, seconds = child.match.group(1), child.match.group(2)
+        assert int(minutes or 0) * 60 + int(seconds) <= 60
         child.sendintr()
-        child.expect("Interrupted")
+        # the bar's line is erased before "Interrupted" is printed on it
+        child.expect("\x1b\\[KInterrupted")
         _at_prompt(child)
         assert time.monotonic() - started < 45  # cancelled, not run to its 60 s limit
         # the database and the model are intact: a short query answers
@@ -184,3 +190,91 @@ def test_sampling_query_shows_progress_and_ctrl_c_cancels_it(tmp_path: Path) -> 
     finally:
         child.close(force=True)
     assert child.exitstatus == 0  # as in the interactive session: interrupts at the prompt do not count
+
+
+NEWCOMER_MODEL = (
+    "CREATE TABLE nodes AS SELECT range AS i FROM range(30); "
+    "CREATE TABLE edges AS SELECT range AS a, range + 1 AS b FROM range(29); "
+    "CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM nodes); "
+    "CREATE RULE link WEIGHT 0.7 FUNCTION EQUAL AS x(a) = x(b) :- edges(a, b);"
+)
+
+
+def test_newcomer_session_banner_warnings_last_saving_and_tab(tmp_path: Path) -> None:
+    target = tmp_path / "answers.csv"
+    child = _spawn(tmp_path, "--no-progress", str(tmp_path / "n.db"))
+    try:
+        # the banner came before the first prompt
+        assert "Connected to '" in child.before and "(DuckDB " in child.before
+        _wait_mode(child, cooked=False)
+        child.sendline(NEWCOMER_MODEL)
+        _at_prompt(child)
+        # warnings are printed under the result, dim, one line each
+        child.sendline("SELECT v.i, PROB(v) AS p_warn FROM x v WHERE v.i = 7 "
+                       "USING GIBBS WITH (tolerance = 0.00001, time_limit = 0.3, seed = 3);")
+        child.expect("p_warn +│")
+        child.expect("1 row")
+        child.expect("\x1b\\[2mWarning: tolerance 1e-05 not reached")
+        _at_prompt(child)
+        # .last: method, steps, R-hat, time of that query
+        child.sendline(".last")
+        child.expect("method +GIBBS \\(USING GIBBS\\)")
+        child.expect("steps +[0-9,]+ per chain")
+        child.expect("pdbq>")
+        last = child.before
+        _wait_mode(child, cooked=False)
+        assert re.search(r"time +[0-9.]+ s", last)
+        # the R-hat line, or (a short run) the warning that says why there is none
+        assert re.search(r"R-hat +[0-9.]+ \(largest", last) or "R-hat unavailable" in last
+        # answers saved with CREATE TABLE AS and COPY ... TO, then read back
+        child.sendline("CREATE TABLE saved AS SELECT v.i, PROB(v) AS p FROM x v WHERE v.i < 4 USING EXACT;")
+        _at_prompt(child)
+        child.sendline(f"COPY (SELECT * FROM saved) TO '{target}' (HEADER);")
+        _at_prompt(child)
+        child.sendline("SELECT count(*) AS n_saved FROM saved;")
+        child.expect("│ n_saved │")
+        child.expect("│       4 │")
+        _at_prompt(child)
+        assert target.read_text().splitlines()[0] == "i,p"
+        # DuckDB's dot commands: .once sends one result to a file, .mode line, .headers, .describe
+        once = tmp_path / "once.txt"
+        child.sendline(f".once {once}")
+        _at_prompt(child)
+        child.sendline("SELECT 'to the file' AS where_to;")
+        deadline = time.monotonic() + TIMEOUT
+        while "to the file" not in (once.read_text() if once.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "│ to the file │" in once.read_text()
+        _at_prompt(child)
+        child.sendline(".mode line")
+        _at_prompt(child)
+        child.sendline("SELECT 7 AS lucky, 'x' AS letter;")
+        child.expect("lucky = 7\r\n")
+        child.expect("letter = x")
+        _at_prompt(child)
+        child.sendline(".mode duckbox")
+        _at_prompt(child)
+        child.sendline(".headers off")
+        _at_prompt(child)
+        child.sendline("SELECT 'no header' AS hidden_name;")
+        child.expect("│ no header │")
+        _at_prompt(child)
+        assert "hidden_name │" not in child.before
+        child.sendline(".headers on")
+        _at_prompt(child)
+        child.sendline(".describe saved")
+        child.expect("column_name")
+        child.expect("DOUBLE")
+        _at_prompt(child)
+        # Tab on an empty prefix offers names and keywords (a menu with their kinds)
+        child.send("SELECT * FROM ")
+        child.send("\t")
+        child.expect("variable")
+        child.expect("table")
+        child.sendcontrol("c")
+        _at_prompt(child)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0

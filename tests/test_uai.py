@@ -22,7 +22,7 @@ from pdbq.io.uai import (
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "uai2014"
+from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402
 
 TINY = """MARKOV
 3
@@ -164,14 +164,14 @@ def test_write_evid_and_answer_readers(tmp_path):
         read_mar(tmp_path / "a.PR")
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"UAI 2014 data not found at {DATA}")
+@pytest.mark.skipif(not DATA.is_dir(), reason=MISSING_DATA)
 def test_loads_the_10000_variable_network():
     m = read_uai_graph(DATA / "relational_5.uai", DATA / "relational_5.uai.evid")
     assert m.n_vars == 10_000 and m.graph.n_factors > 10_000
     assert m.evidence == {10: 1, 5010: 1}
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"UAI 2014 data not found at {DATA}")
+@pytest.mark.skipif(not DATA.is_dir(), reason=MISSING_DATA)
 def test_round_trip_of_a_competition_file(tmp_path):
     m = read_uai_graph(DATA / "Promedus_24.uai", DATA / "Promedus_24.uai.evid")
     write_uai(m, tmp_path / "p.uai", evid_path=tmp_path / "p.uai.evid")

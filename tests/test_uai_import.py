@@ -17,8 +17,8 @@ from pdbq.grounding.imported import IMPORTS_TABLE, live_imports
 from pdbq.inference.exact import exact_marginals
 from pdbq.io.uai import UaiFormatError, read_mar, read_uai, read_uai_graph, write_uai
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "uai2014"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"UAI 2014 data not found at {DATA}")
+from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=MISSING_DATA)
 
 # var 1 has 3 values, var 3 only one (padded with an impossible second value); var 2 is in no
 # factor with another variable.

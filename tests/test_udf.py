@@ -152,9 +152,12 @@ def test_mixed_key_types_and_a_categorical_domain():
 
 def test_unregister_removes_the_functions(chain):
     con = chain.duckdb
+    assert _rows(con, "SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'pdbq\\_%' ESCAPE '\\'")[0][0] >= 5
     pdbq.unregister(con)
     with pytest.raises(duckdb.Error):
         con.sql("SELECT pdbq_prob('x', 1)").fetchall()
+    # every macro overload and implementation is gone, not only the implementations
+    assert _rows(con, "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE '%pdbq\\_%' ESCAPE '\\'") == []
     pdbq.unregister(con)  # idempotent
     pdbq.register(con)  # and again
     assert _rows(con, "SELECT pdbq_prob('x', 0)") == [(0.0,)]

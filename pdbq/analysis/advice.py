@@ -110,6 +110,7 @@ def semantics_warnings(
         out.append(
             f"{what}{weight} has LINEAR semantics and a head with {count} coupled votes ({label}; "
             f"{heads} head(s) with several): Gibbs sampling can take time exponential in the number of "
-            f"votes to mix (seed 004, Theorem 1); consider SEMANTICS RATIO or SEMANTICS LOGICAL"
+            f"votes to mix, so the answer may be far off within any time limit; SEMANTICS RATIO or LOGICAL "
+            f"combine a head's votes into one factor and mix quickly (docs/semantics.md)"
         )
     return out

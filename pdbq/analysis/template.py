@@ -66,10 +66,13 @@ class TemplateAnalysis:
         else:
             missing = [s for s in self.head_symbols if s not in self.hierarchical_symbols]
             verdict = f"not hierarchical (depth {self.hierarchy_depth}; head symbols {', '.join(missing)} not shared first)"
-        if self.hierarchical and not self.lemma7:
-            verdict += f"; {self.semantics.name} semantics: no polynomial-mixing guarantee (use RATIO or LOGICAL)"
+        if len(self.terms) == 1:
+            # one random variable per factor (a prior): factors couple nothing, semantics cannot matter
+            verdict += "; one variable per factor: mixes immediately"
+        elif self.hierarchical and not self.lemma7:
+            verdict += f"; {self.semantics.name} semantics: no guarantee of fast mixing (RATIO or LOGICAL give one)"
         elif self.lemma7 and self.semantics != Semantics.LINEAR:
-            verdict += f"; {self.semantics.name} semantics: polynomial mixing (Statement 4) with bounded weights"
+            verdict += f"; {self.semantics.name} semantics: mixes in polynomial time when weights are bounded"
         return verdict
 
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 from pdbq.errors import InferenceError
 from pdbq.language.nodes import CreateVariable, Domain, DomainKind, Estimate, EstimateKind
 
-__all__ = ["Marginals", "value_type", "value_array", "domain_labels", "estimate_column", "estimates_table", "check_estimate"]
+__all__ = ["clean_stderr", "STDERR_FLOOR", "Marginals", "value_type", "value_array", "domain_labels", "estimate_column", "estimates_table", "check_estimate"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +43,21 @@ class Marginals:
     marginals: np.ndarray
     stderr: np.ndarray
     map_values: np.ndarray | None
+
+
+#: Standard errors below this are rounding noise of sums of probabilities (a deterministic or
+#: exactly computed answer shows 8.99e-14 rather than 0): they are reported as 0.
+STDERR_FLOOR = 1e-12
+
+
+def clean_stderr(se: np.ndarray) -> np.ndarray:
+    """``se`` with rounding noise (below `STDERR_FLOOR`) set to exactly 0; NaN stays NaN.
+
+    >>> clean_stderr(np.array([8.99e-14, 0.02, np.nan])).tolist()
+    [0.0, 0.02, nan]
+    """
+    se = np.asarray(se, dtype=np.float64)
+    return np.where(np.abs(se) < STDERR_FLOOR, 0.0, se)
 
 
 def _unquote(text: str) -> str:
@@ -112,7 +127,7 @@ def estimate_column(est: Estimate, domain: Domain, m: Marginals, value: int | No
             se = m.stderr[:, 1] if n else np.zeros(0)
         else:
             se = m.stderr.max(axis=1) if n and m.stderr.shape[1] else np.zeros(n)
-        return pa.array(np.asarray(se, dtype=np.float64), type=pa.float64())
+        return pa.array(clean_stderr(se), type=pa.float64())
     if est.kind is EstimateKind.MAP:
         if m.map_values is None:
             raise InferenceError("internal: MAP values were not computed")  # engine bug, not user input

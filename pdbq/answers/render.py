@@ -39,12 +39,13 @@ __all__ = [
     "render_csv",
     "render_json",
     "render_markdown",
+    "render_line",
     "arrow_type_name",
     "format_value",
     "display_width",
 ]
 
-MODES = ("table", "csv", "json", "markdown")
+MODES = ("table", "line", "csv", "json", "markdown")
 
 # Narrowest a text column is squeezed to before whole columns are left out.
 _MIN_TEXT_WIDTH = 8
@@ -248,8 +249,8 @@ def format_value(value: Any, *, nested: bool = False) -> str:
     return str(value)
 
 
-def _cell(value: Any) -> str:
-    return _escape_text(format_value(value))
+def _cell(value: Any, null: str = "NULL") -> str:
+    return null if value is None else _escape_text(format_value(value))
 
 
 def _fit(text: str, width: int) -> str:
@@ -329,23 +330,25 @@ def _plan_columns(natural: list[int], floors: list[int], shrinkable: list[bool],
     return idx, squeeze(idx, width)
 
 
-def render_table(data: Any, *, width: int | None = None, max_rows: int | None = 40) -> str:
+def render_table(data: Any, *, width: int | None = None, max_rows: int | None = 40, header: bool = True,
+                 null: str = "NULL") -> str:
     """A boxed table with a header of names and types, then a row-count line.
 
     ``width`` (terminal columns) cuts long text cells with ``…`` and, if that is not enough,
     leaves out middle columns; numbers are never cut. ``max_rows`` keeps the first and last rows
-    of a longer result.
+    of a longer result. ``header=False`` leaves out the names and types; ``null`` is the text of
+    a NULL.
     """
     frame = data if isinstance(data, Frame) else frame_from_arrow(data, max_rows)
     ncol = len(frame.columns)
     if ncol == 0:
         return _count_line(frame, None)
-    cells = [[_cell(v) for v in row] for row in frame.rows]
+    cells = [[_cell(v, null) for v in row] for row in frame.rows]
     names = [_escape_text(c) for c in frame.columns]
     natural = []
     floors = []
     for j in range(ncol):
-        head_w = max(display_width(names[j]), display_width(frame.types[j]))
+        head_w = max(display_width(names[j]), display_width(frame.types[j])) if header else 0
         body_w = max((display_width(r[j]) for r in cells), default=0)
         natural.append(max(head_w, body_w, 1))
         floors.append(min(natural[-1], _MIN_TEXT_WIDTH))
@@ -365,9 +368,10 @@ def render_table(data: Any, *, width: int | None = None, max_rows: int | None = 
     body_align = ["right" if i >= 0 and frame.numeric[i] else ("center" if i < 0 else "left") for i in idx]
     center = ["center"] * len(idx)
     out = [line("┌", "┬", "┐")]
-    out.append(row_text(pick(names, _ELLIPSIS), center))
-    out.append(row_text(pick(list(frame.types), ""), center))
-    out.append(line("├", "┼", "┤"))
+    if header:
+        out.append(row_text(pick(names, _ELLIPSIS), center))
+        out.append(row_text(pick(list(frame.types), ""), center))
+        out.append(line("├", "┼", "┤"))
     for r, row in enumerate(cells):
         if frame.elided and r == frame.head:
             for _ in range(3):
@@ -418,15 +422,33 @@ def _full(data: Any) -> Frame:
     return data if isinstance(data, Frame) else frame_from_arrow(data, None)
 
 
-def render_csv(data: Any) -> str:
-    """RFC-4180 CSV with a header line; NULL is an empty field."""
+def render_csv(data: Any, *, header: bool = True, null: str = "") -> str:
+    """RFC-4180 CSV with a header line (unless ``header=False``); NULL is ``null`` (empty)."""
     frame = _full(data)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(frame.columns)
+    if header:
+        writer.writerow(frame.columns)
     for row in frame.rows:
-        writer.writerow(["" if v is None else (format_value(v) if not isinstance(v, str) else v) for v in row])
+        writer.writerow([null if v is None else (format_value(v) if not isinstance(v, str) else v) for v in row])
     return buf.getvalue().rstrip("\n")
+
+
+def render_line(data: Any, *, null: str = "NULL") -> str:
+    """One ``name = value`` line per column, rows separated by a blank line (sqlite's line mode).
+
+    >>> import pyarrow as pa
+    >>> print(render_line(pa.table({"movie": ["Up"], "p": [0.5]})))
+    movie = Up
+        p = 0.5
+    """
+    frame = _full(data)
+    names = [_escape_text(c) for c in frame.columns]
+    w = max((display_width(n) for n in names), default=0)
+    blocks = []
+    for row in frame.rows:
+        blocks.append("\n".join(f"{' ' * (w - display_width(n))}{n} = {_cell(v, null)}" for n, v in zip(names, row)))
+    return "\n\n".join(blocks)
 
 
 def render_json(data: Any) -> str:
@@ -441,7 +463,7 @@ def render_json(data: Any) -> str:
     return "[" + ",\n".join(lines) + "]"
 
 
-def render_markdown(data: Any) -> str:
+def render_markdown(data: Any, *, null: str = "NULL") -> str:
     """A GitHub-flavoured Markdown table; numeric columns are right-aligned."""
     frame = _full(data)
 
@@ -449,7 +471,7 @@ def render_markdown(data: Any) -> str:
         return _escape_text(text).replace("|", "\\|")
 
     names = [esc(c) for c in frame.columns]
-    cells = [[esc(format_value(v)) for v in row] for row in frame.rows]
+    cells = [[esc(null if v is None else format_value(v)) for v in row] for row in frame.rows]
     widths = [max([display_width(names[j]), 3] + [display_width(r[j]) for r in cells]) for j in range(len(names))]
     aligns = ["right" if num else "left" for num in frame.numeric]
 
@@ -462,23 +484,29 @@ def render_markdown(data: Any) -> str:
     return "\n".join(out)
 
 
-def render(data: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40) -> str:
+def render(data: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40,
+           header: bool = True, null: str | None = None) -> str:
     """Render a result (pdbq ``Result``, Arrow table, DuckDB relation or `Frame`) in ``mode``.
 
     ``width`` and ``max_rows`` apply to ``table`` mode only; the other modes print every row.
+    ``header`` applies to ``table`` and ``csv``; ``null`` is the text of a NULL (default: ``NULL``,
+    an empty field in csv, ``null`` in json).
     """
     if mode == "table":
-        return render_table(data, width=width, max_rows=max_rows)
+        return render_table(data, width=width, max_rows=max_rows, header=header, null="NULL" if null is None else null)
+    if mode == "line":
+        return render_line(data, null="NULL" if null is None else null)
     if mode == "csv":
-        return render_csv(data)
+        return render_csv(data, header=header, null="" if null is None else null)
     if mode == "json":
         return render_json(data)
     if mode == "markdown":
-        return render_markdown(data)
+        return render_markdown(data, null="NULL" if null is None else null)
     raise ValueError(f"unknown output mode {mode!r}; modes: {', '.join(MODES)}")
 
 
-def render_result(result: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40) -> str:
+def render_result(result: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40,
+                  header: bool = True, null: str | None = None) -> str:
     """Like `render`, fetching only the rows ``table`` mode shows."""
     frame = frame_from_result(result, max_rows if mode == "table" else None)
-    return render(frame, mode, width=width, max_rows=max_rows)
+    return render(frame, mode, width=width, max_rows=max_rows, header=header, null=null)

@@ -3,9 +3,9 @@ a rule looked up in its catalog, a query's pruned graph with the warnings its an
 
 >>> import pdbq
 >>> db = pdbq.connect()
->>> db.execute("CREATE TABLE t AS SELECT * FROM range(4) r(i)")
->>> db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
->>> db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
+>>> _ = db.execute("CREATE TABLE t AS SELECT * FROM range(4) r(i)")
+>>> _ = db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+>>> _ = db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
 >>> analyze(db, rule="r").hierarchical
 True
 """

@@ -2,8 +2,8 @@
 
 >>> import pdbq
 >>> with pdbq.connect() as db:
-...     db.execute("CREATE TABLE movies AS SELECT * FROM (VALUES ('Up'), ('Heat')) t(movie)")
-...     db.execute("CREATE VARIABLE is_popular(movie TEXT) DOMAIN BOOLEAN FROM (SELECT movie FROM movies)")
+...     _ = db.execute("CREATE TABLE movies AS SELECT * FROM (VALUES ('Up'), ('Heat')) t(movie)")
+...     _ = db.execute("CREATE VARIABLE is_popular(movie TEXT) DOMAIN BOOLEAN FROM (SELECT movie FROM movies)")
 ...     db.execute("SHOW VARIABLES").fetchall()[0][:3]
 ('is_popular', 'movie VARCHAR', 'BOOLEAN')
 
@@ -22,7 +22,8 @@ Errors
 from __future__ import annotations
 
 import os
-from types import TracebackType
+import sys
+from types import FrameType, TracebackType
 from typing import Any
 
 import duckdb
@@ -32,14 +33,27 @@ from pdbq.api.result import Result
 from pdbq.catalog.store import Catalog
 from pdbq.errors import ParseError, PdbqError
 from pdbq.graph.cache import DEFAULT_CACHE_BYTES, GraphCache
-from pdbq.language.nodes import CreateRule, CreateVariable, Drop, LearnWeights, PassThrough, ProbQuery, Show, Statement
+from pdbq.language.nodes import (
+    CreateRule,
+    CreateVariable,
+    Drop,
+    ExportUai,
+    ImportUai,
+    LearnWeights,
+    PassThrough,
+    ProbQuery,
+    SaveAnswer,
+    Show,
+    Statement,
+)
 
 __all__ = ["connect", "Database"]
 
-def _parse_script(text: str) -> list[Statement]:
+
+def _parse_script(text: str, params: Any = None) -> list[Statement]:
     from pdbq.language.parser import parse_script
 
-    return parse_script(text)
+    return parse_script(text, params)
 
 
 def connect(
@@ -110,10 +124,18 @@ class Database:
 
     # ---------------------------------------------------------------- running
 
-    def execute(self, script: str, *, progress: Any = None, cancel: Any = None) -> Result | None:
-        """Run one or more statements; return the last one's result (None if it returns nothing).
+    def execute(self, script: str, parameters: Any = None, *, progress: Any = None, cancel: Any = None,
+                _frame: FrameType | None = None) -> Result:
+        """Run one or more statements; return the last one's result.
 
-        CREATE/DROP return None; SHOW, SELECT and probabilistic queries return a `Result`.
+        SHOW, SELECT and probabilistic queries return their rows as a `Result`; statements that
+        return no rows (CREATE, DROP, ...) return an empty `Result` whose ``execute`` runs the next
+        statement, so calls chain as in DuckDB: ``db.execute("CREATE ...").execute("INSERT ...")``.
+
+        ``parameters`` binds ``?``/``$1`` (a list) or ``$name`` (a dict) in a one-statement
+        script, as DuckDB's ``execute(sql, parameters)``: DuckDB binds them in plain SQL, pdbq binds
+        them as literals in probabilistic queries. pandas/polars DataFrames and Arrow tables in the
+        caller's variables can be queried by name, as with ``duckdb.sql`` (`pdbq.api.scans`).
         ``progress``: ``True`` for a progress bar on a terminal's stderr, or a callable receiving
         `pdbq.progress.Progress` during grounding and sampling. ``cancel``: a
         `pdbq.progress.CancelToken` that stops a probabilistic query between sampling rounds.
@@ -121,27 +143,35 @@ class Database:
         >>> db = connect()
         >>> db.execute("CREATE TABLE t AS SELECT 1 AS x; SELECT x + 1 AS y FROM t").fetchall()
         [(2,)]
+        >>> db.execute("SELECT x + ? AS y FROM t", [41]).fetchone()
+        (42,)
         """
         if not isinstance(script, str):
             raise TypeError(f"execute() takes the script as a str, not {type(script).__name__}")
         self._check_open()
         _check_encodable(script)
-        statements = _parse_script(script)
+        statements = _parse_script(script, parameters)
         result: Result | None = None
         bar = None
         if progress is True:
             from pdbq.progress import ProgressBar
 
             progress = bar = ProgressBar()
+        from pdbq.api.scans import python_tables  # noqa: PLC0415
+
+        frame = _frame if _frame is not None else sys._getframe(1)
         try:
-            for i, stmt in enumerate(statements):
-                result = self._run(stmt, last=i == len(statements) - 1, progress=progress or None, cancel=cancel)
+            with python_tables(self._con, script, frame):
+                for i, stmt in enumerate(statements):
+                    result = self._run(stmt, last=i == len(statements) - 1, progress=progress or None, cancel=cancel,
+                                       params=parameters)
         finally:
+            del frame
             if bar is not None:
                 bar.close()
-        return result
+        return result if result is not None else Result.empty(self)
 
-    def sql(self, text: str) -> duckdb.DuckDBPyRelation | None:
+    def sql(self, text: str, parameters: Any = None) -> duckdb.DuckDBPyRelation | None:
         """Like ``execute`` but the last statement's answer is a DuckDB relation (lazy for plain SQL).
 
         Statements that return nothing (CREATE, DROP, ...) give None, as in DuckDB's ``sql()``.
@@ -150,15 +180,23 @@ class Database:
             raise TypeError(f"sql() takes the query as a str, not {type(text).__name__}")
         self._check_open()
         _check_encodable(text)
-        statements = _parse_script(text)
+        statements = _parse_script(text, parameters)
         if not statements:
             return None
-        for stmt in statements[:-1]:
-            self._run(stmt, last=False)
-        last = statements[-1]
-        if isinstance(last, PassThrough):
-            return self._con.sql(last.sql)
-        result = self._run(last, last=True)
+        from pdbq.api.scans import python_tables  # noqa: PLC0415
+
+        frame = sys._getframe(1)
+        try:
+            with python_tables(self._con, text, frame) as registered:
+                for stmt in statements[:-1]:
+                    self._run(stmt, last=False)
+                last = statements[-1]
+                if isinstance(last, PassThrough) and not registered:
+                    return self._con.sql(last.sql, params=parameters)
+                # a lazy relation would outlive the registered data frames: materialise
+                result = self._run(last, last=True, params=parameters)
+        finally:
+            del frame
         return result.relation(self._con) if result is not None else None
 
     def ground(self) -> Any:
@@ -173,9 +211,22 @@ class Database:
 
         return ground_all(self._con, self._catalog.variables(), self._catalog.rules())
 
-    def _run(self, stmt: Statement, *, last: bool, progress: Any = None, cancel: Any = None) -> Result | None:
+    def _run(self, stmt: Statement, *, last: bool, progress: Any = None, cancel: Any = None,
+             params: Any = None) -> Result | None:
         if isinstance(stmt, PassThrough):
-            return self._pass_through(stmt, last=last)
+            return self._pass_through(stmt, last=last, params=params)
+        if isinstance(stmt, SaveAnswer):
+            return self._save(stmt, progress=progress, cancel=cancel)
+        if isinstance(stmt, ImportUai):
+            from pdbq.api.save import run_import  # noqa: PLC0415
+
+            run_import(self, stmt)
+            return None
+        if isinstance(stmt, ExportUai):
+            from pdbq.api.save import run_export  # noqa: PLC0415
+
+            run_export(self, stmt)
+            return None
         if isinstance(stmt, CreateVariable):
             self._catalog.create_variable(stmt)
             return None
@@ -187,40 +238,54 @@ class Database:
             return None
         if isinstance(stmt, LearnWeights) or (isinstance(stmt, Show) and stmt.kind in ("WEIGHTS", "CALIBRATION")):
             return self._learning(stmt, progress=progress, cancel=cancel)
+        if isinstance(stmt, Show) and stmt.kind in ("TABLES", "ALL TABLES"):
+            from pdbq.api.save import user_tables  # noqa: PLC0415
+
+            return Result(user_tables(self._con, stmt.kind), connection=self._con, database=self)
         if isinstance(stmt, Show):
             table = self._catalog.show(stmt.kind)
             if stmt.kind.strip().upper() == "RULES":
                 table = _with_template_analysis(table, self._catalog)
-            return Result(table, connection=self._con)
+            return Result(table, connection=self._con, database=self)
         if isinstance(stmt, ProbQuery):
             return self._query(stmt, progress=progress, cancel=cancel)
         raise PdbqError(f"this build of pdbq cannot run {type(stmt).__name__} statements")
 
-    def _pass_through(self, stmt: PassThrough, *, last: bool) -> Result | None:
+    def _pass_through(self, stmt: PassThrough, *, last: bool, params: Any = None) -> Result | None:
         con = self._con
         kinds = con.extract_statements(stmt.sql)  # DuckDB's own parse: a syntax error raises here
         returns_rows = bool(kinds) and duckdb.ExpectedResultType.NOTHING not in kinds[-1].expected_result_type
         if not (last and returns_rows):
-            con.execute(stmt.sql)
+            con.execute(stmt.sql, params)
             _finish(con)
             return None
-        rel = con.sql(stmt.sql)
+        rel = con.sql(stmt.sql, params=params)
         if rel is None:
             return None
-        return Result(rel.to_arrow_table(), connection=con)
+        return Result(rel.to_arrow_table(), connection=con, database=self)
+
+    def _save(self, stmt: SaveAnswer, *, progress: Any = None, cancel: Any = None) -> Result | None:
+        from pdbq.api.save import run_save  # noqa: PLC0415
+        from pdbq.planning.execute import execute_query  # noqa: PLC0415
+
+        answer = execute_query(self, stmt.query, progress=progress, cancel=cancel)
+        rows = run_save(self, stmt, answer)
+        # diagnostics (method, warnings) stay visible: INSERT's row count, else an empty result
+        table = pa.table({"Count": [rows[0][0]]}) if rows and len(rows[0]) == 1 and stmt.kind.value == "INSERT" else pa.table({})
+        return Result(table, answer.diagnostics, connection=self._con, database=self)
 
     def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
         # imported on first use: the engine loads numba, which a shell start-up need not pay for
         from pdbq.planning.execute import execute_query  # noqa: PLC0415
 
         answer = execute_query(self, stmt, progress=progress, cancel=cancel)
-        return Result(answer.table, answer.diagnostics, connection=self._con)
+        return Result(answer.table, answer.diagnostics, connection=self._con, database=self)
 
     def _learning(self, stmt: LearnWeights | Show, *, progress: Any = None, cancel: Any = None) -> Result:
         """LEARN WEIGHTS / SHOW WEIGHTS / SHOW CALIBRATION (pdbq.learning): a progress report
         per epoch; a cancel stops learning after the current epoch and keeps its weights."""
-        from pdbq.progress import Progress
-        from pdbq.learning.statement import run_statement
+        from pdbq.learning.statement import run_statement  # noqa: PLC0415
+        from pdbq.progress import Progress  # noqa: PLC0415
 
         def on_epoch(info: Any) -> bool:
             if progress is not None:
@@ -228,7 +293,7 @@ class Database:
             return cancel is not None and cancel.cancelled
 
         table, diagnostics = run_statement(self._con, self._catalog, stmt, on_epoch=on_epoch)
-        return Result(table, diagnostics, connection=self._con)
+        return Result(table, diagnostics, connection=self._con, database=self)
 
     # ---------------------------------------------------------------- lifetime
 

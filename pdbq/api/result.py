@@ -4,6 +4,10 @@
 >>> r = Result(pa.table({"movie": ["Up", "Twilight"], "p": [0.75, 0.25]}))
 >>> r.columns, len(r), r.fetchall()
 (['movie', 'p'], 2, [('Up', 0.75), ('Twilight', 0.25)])
+>>> r.fetchone()
+('Up', 0.75)
+
+Values come back as DuckDB's Python client gives them: a MAP (``DIST(v)``) is a ``dict``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,17 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from pdbq.errors import PdbqError
+
 __all__ = ["Result"]
+
+_NO_PANDAS = "Result.df() needs pandas, an optional dependency: pip install 'pdbq[pandas]' (or pip install pandas)"
+_NO_POLARS = "Result.pl() needs polars, an optional dependency: pip install 'pdbq[polars]' (or pip install polars)"
+
+
+def _pylist(column: pa.ChunkedArray) -> list[Any]:
+    # MAP columns as dicts, the shape DuckDB's fetchall() gives (pyarrow's default is pairs)
+    return column.to_pylist(maps_as_pydicts="lossy")
 
 _REPR_ROWS = 20
 
@@ -26,15 +40,35 @@ class Result:
     ``connection`` is the database's DuckDB connection, used by ``relation()`` when none is given.
     """
 
-    __slots__ = ("_table", "diagnostics", "_con")
+    __slots__ = ("_table", "diagnostics", "_con", "_db", "_cursor")
 
     def __init__(self, table: pa.Table, diagnostics: dict[str, Any] | None = None, *,
-                 connection: duckdb.DuckDBPyConnection | None = None):
+                 connection: duckdb.DuckDBPyConnection | None = None, database: Any = None):
         if not isinstance(table, pa.Table):
             raise TypeError(f"Result wraps a pyarrow.Table, not {type(table).__name__}")
         self._table = table
         self.diagnostics: dict[str, Any] = dict(diagnostics or {})
         self._con = connection
+        self._db = database
+        self._cursor = 0  # rows fetchone/fetchmany have handed out
+
+    @classmethod
+    def empty(cls, database: Any = None) -> "Result":
+        """The result of a statement that returns no rows (CREATE, DROP, INSERT, ...): no columns,
+        no rows, and ``execute``/``sql`` to chain the next statement on ``database``."""
+        con = getattr(database, "_con", None)
+        return cls(pa.table({}), connection=con, database=database)
+
+    # ---------------------------------------------------------------- chaining
+
+    def execute(self, script: str, parameters: Any = None, **kwargs: Any) -> "Result":
+        """Run the next statement on the database this result came from (as DuckDB's
+        ``con.execute(...).execute(...)``)."""
+        import sys  # noqa: PLC0415
+
+        if self._db is None:
+            raise PdbqError("this Result is not attached to a database; call db.execute(...)")
+        return self._db.execute(script, parameters, _frame=sys._getframe(1), **kwargs)
 
     # ---------------------------------------------------------------- data
 
@@ -43,13 +77,46 @@ class Result:
         return self._table
 
     def df(self) -> Any:
-        """The result as a pandas DataFrame (needs pandas installed)."""
+        """The result as a pandas DataFrame (pandas is optional: ``pip install 'pdbq[pandas]'``)."""
+        try:
+            import pandas  # noqa: F401, PLC0415
+        except ImportError:
+            raise PdbqError(_NO_PANDAS) from None
         return self._table.to_pandas()
 
+    fetchdf = df
+
+    def pl(self) -> Any:
+        """The result as a polars DataFrame (polars is optional: ``pip install 'pdbq[polars]'``)."""
+        try:
+            import polars  # noqa: PLC0415
+        except ImportError:
+            raise PdbqError(_NO_POLARS) from None
+        return polars.from_arrow(self._table)
+
     def fetchall(self) -> list[tuple[Any, ...]]:
-        """Every row as a tuple, like DuckDB's ``fetchall()``."""
-        cols = [c.to_pylist() for c in self._table.columns]
+        """Every row as a tuple, like DuckDB's ``fetchall()`` (MAP values as dicts)."""
+        cols = [_pylist(c) for c in self._table.columns]
         return list(zip(*cols)) if cols else [() for _ in range(self._table.num_rows)]
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        """The next ``size`` rows not yet fetched by ``fetchone``/``fetchmany``."""
+        start = self._cursor
+        part = self._table.slice(start, max(0, int(size)))
+        self._cursor = start + part.num_rows
+        cols = [_pylist(c) for c in part.columns]
+        return list(zip(*cols)) if cols else [() for _ in range(part.num_rows)]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        """The next row as a tuple, or None after the last one (like DuckDB's ``fetchone()``)."""
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    def show(self, max_rows: int | None = 40) -> None:
+        """Print the result as a boxed table, like DuckDB's ``relation.show()``."""
+        from pdbq.answers.render import render_table  # noqa: PLC0415
+
+        print(render_table(self._table, max_rows=max_rows))  # noqa: T201 - printing is what show() is for
 
     @property
     def columns(self) -> list[str]:

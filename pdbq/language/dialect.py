@@ -11,6 +11,8 @@ minor version and the golden parser fixtures exist.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 
 import sqlglot.expressions as exp
@@ -286,7 +288,7 @@ class PdbqDialect(DuckDB):
                 names.add(name)
                 self._advance()
                 self._pdbq_expect(TokenType.EQ, f"expected '=' after WITH option '{name}'")
-                value = self._pdbq_constant(null=True)
+                value = self._pdbq_bound_constant(null=True)
                 if value is None:
                     self.raise_error(f"expected a value after '=' in WITH option '{name}'")
                 options.append(self.expression(PdbqOption(this=exp.to_identifier(name), expression=value)))
@@ -294,6 +296,14 @@ class PdbqDialect(DuckDB):
                     continue
                 self._pdbq_expect(TokenType.R_PAREN, "expected ',' or ')' in WITH (name = value, ...)")
                 return options
+
+        def _parse_placeholder(self):  # type: ignore[override]
+            # Remember where a bound parameter stands: ``?`` binds by text order (params.py).
+            start = self._curr.start if self._curr is not None else 0
+            node = super()._parse_placeholder()
+            if isinstance(node, exp.Placeholder):
+                node.meta["start"] = start
+            return node
 
         def _parse_table_alias(self, alias_tokens=None):  # type: ignore[override]
             # GIVEN is an ordinary word to the tokenizer: keep `FROM t GIVEN r(1) = TRUE` from
@@ -324,6 +334,15 @@ class PdbqDialect(DuckDB):
                 TokenType.R_PAREN,
                 TokenType.EQ,
             ):
+                if kind == "PROB" and tok and tok.token_type in _NAME_TOKENS and self._next.token_type in (
+                    TokenType.COMMA, TokenType.AND, TokenType.OR, TokenType.NEQ
+                ) or kind == "PROB" and tok and tok.token_type == TokenType.NOT:
+                    self.raise_error(
+                        "PROB in SQL takes one variable; for joint or event probabilities such as "
+                        "PROB(a, b) or PROB(a AND NOT b) use pdbq.joint(db, ...) or "
+                        "pdbq.probability(db, \"a('k') AND NOT b('k')\") in Python (docs/python-api.md)",
+                        tok,
+                    )
                 self.raise_error(
                     f"{kind} takes the alias of a variable relation in FROM, e.g. {example}", tok or call
                 )
@@ -505,17 +524,38 @@ class PdbqDialect(DuckDB):
                     args[key] = word.text.upper()
             if not self._match(TokenType.ALIAS):
                 self.raise_error("expected AS head :- body after the rule's clauses")
-            head_tok = self._curr
-            head = self._pdbq_parse_head()
+            if self._pdbq_arrow_ahead():
+                # MLN/ProbLog habit: `body => head` (a weighted clause, MLN semantics by default)
+                body = self._pdbq_parse_list(self._pdbq_parse_body_item)
+                self._pdbq_expect(TokenType.FARROW, "expected '=>' between the rule body and its head")
+                head_tok = self._curr
+                head = self._pdbq_parse_head()
+                if self._curr:
+                    self.raise_error(f"unexpected '{self._curr.text}' after the rule head")
+                if not isinstance(head.expression, PdbqAtom):
+                    args.setdefault("function", "IMPLY_MLN")
+            else:
+                head_tok = self._curr
+                fact = self._pdbq_parse_fact_probability()
+                if fact is not None:
+                    if "weight" in args or "function" in args:
+                        self.raise_error(
+                            "a probabilistic fact p::head takes its weight from p: leave out WEIGHT and FUNCTION", head_tok
+                        )
+                    args["weight"], args["function"] = fact, "ISTRUE"
+                    head_tok = self._curr
+                head = self._pdbq_parse_head()
+                if fact is not None and head.args.get("expression") is not None:
+                    self.raise_error("a probabilistic fact p::rel(x) has one boolean atom as its head", head_tok)
+                if not (self._curr.token_type == TokenType.COLON and self._next.token_type == TokenType.DASH):
+                    self.raise_error("expected ':-' between the rule head and its body (or 'body => head')")
+                self._advance(2)
+                body = self._pdbq_parse_list(self._pdbq_parse_body_item)
             if isinstance(head.expression, PdbqAtom) and args.get("function", "EQUAL") != "EQUAL":
                 self.raise_error(
                     f"a head of the form a(x) = b(y) means FUNCTION EQUAL, not FUNCTION {args['function']}",
                     head_tok,
                 )
-            if not (self._curr.token_type == TokenType.COLON and self._next.token_type == TokenType.DASH):
-                self.raise_error("expected ':-' between the rule head and its body")
-            self._advance(2)
-            body = self._pdbq_parse_list(self._pdbq_parse_body_item)
             if not any(isinstance(item, PdbqAtom) for item in body):
                 self.raise_error("a rule body needs at least one atom such as rel(x, y)", self._prev)
             if self._curr:
@@ -523,6 +563,48 @@ class PdbqDialect(DuckDB):
             return self.expression(
                 PdbqCreateRule(this=name, head=head, expressions=body, replace=replace, **args)
             )
+
+        def _pdbq_arrow_ahead(self) -> bool:
+            """A top-level '=>' follows: the rule is written ``body => head``."""
+            depth = 0
+            for tok in self._tokens[self._index :]:
+                if tok.token_type in _OPEN:
+                    depth += 1
+                elif tok.token_type in _CLOSE:
+                    depth -= 1
+                elif depth == 0 and tok.token_type == TokenType.FARROW:
+                    return True
+            return False
+
+        def _pdbq_parse_fact_probability(self) -> exp.Expr | None:
+            """``p::`` before a head (ProbLog's probabilistic fact): the weight that gives the head
+            prior probability p under FUNCTION ISTRUE, whose ±1 encoding makes P(true) =
+            sigmoid(2w), so w = logit(p) / 2. ``p`` is a number in (0, 1) or a body symbol
+            (a probability column): then the weight is computed per grounding."""
+            if self._next is None or self._next.token_type != TokenType.DCOLON:
+                return None
+            tok = self._curr
+            if tok.token_type == TokenType.NUMBER:
+                p = float(tok.text)
+                if not 0.0 < p < 1.0:
+                    self.raise_error(
+                        f"a fact's probability must lie strictly between 0 and 1, got {tok.text} "
+                        "(a certain fact is evidence: use the variable's EVIDENCE)", tok
+                    )
+                self._advance(2)
+                w = 0.5 * math.log(p / (1.0 - p))
+                return self.expression(PdbqWeight(this="CONSTANT", expression=exp.Literal.number(repr(w)) if w >= 0
+                                                  else exp.Neg(this=exp.Literal.number(repr(-w)))))
+            if tok.token_type in _NAME_TOKENS:
+                name = self._pdbq_name("a probability symbol before '::'")
+                self._advance()  # '::'
+                sym = exp.column(name.name.lower())
+                logit = exp.Ln(this=exp.Div(this=sym, expression=exp.Paren(this=exp.Sub(
+                    this=exp.Literal.number(1), expression=sym.copy()))))
+                return self.expression(PdbqWeight(this="EXPRESSION", expression=exp.Mul(
+                    this=exp.Literal.number("0.5"), expression=logit)))
+            self.raise_error("expected a probability (a number or a symbol) before '::'", tok)
+            return None
 
         def _pdbq_parse_weight(self) -> exp.Expr:
             tok = self._curr
@@ -613,7 +695,7 @@ class PdbqDialect(DuckDB):
             expr = self._parse_disjunction()
             if expr is None:
                 self.raise_error("expected an atom or a condition", tok)
-            if self._curr and self._curr.token_type != TokenType.COMMA:
+            if self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.FARROW):
                 self.raise_error(f"unexpected '{self._curr.text}' in the rule body; expected ',' or the end")
             self._pdbq_reject_in_rule(expr, tok)
             return expr
@@ -636,7 +718,7 @@ class PdbqDialect(DuckDB):
                 elif tt in _CLOSE:
                     depth -= 1
                     if depth == 0:
-                        return j + 1 == n or t[j + 1].token_type == TokenType.COMMA
+                        return j + 1 == n or t[j + 1].token_type in (TokenType.COMMA, TokenType.FARROW)
             return True  # unbalanced: let the atom parser report the missing ')'
 
         def _pdbq_check_caret(self, start: int) -> None:
@@ -740,8 +822,14 @@ class PdbqDialect(DuckDB):
                 return exp.Null()
             return None
 
+        def _pdbq_bound_constant(self, null: bool = False) -> exp.Expr | None:
+            """A constant, or a bound parameter (``?``, ``$1``, ``$name``) standing for one."""
+            if self._curr is not None and self._curr.token_type in self.PLACEHOLDER_PARSERS:
+                return self._parse_placeholder()
+            return self._pdbq_constant(null=null)
+
         def _pdbq_constant_or_error(self, message: str) -> exp.Expr:
-            value = self._pdbq_constant()
+            value = self._pdbq_bound_constant()
             if value is None:
                 self.raise_error(message)
             return value  # type: ignore[return-value]

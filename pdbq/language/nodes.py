@@ -156,7 +156,8 @@ class Drop:
 
 @dataclass(frozen=True)
 class Show:
-    kind: str  # "VARIABLES" | "RULES" | "WEIGHTS" | "CALIBRATION"
+    # "VARIABLES" | "RULES" | "WEIGHTS" | "CALIBRATION" | "TABLES" | "ALL TABLES" (DuckDB's, without pdbq's storage)
+    kind: str
 
 
 class LearnMethod(enum.Enum):
@@ -240,7 +241,52 @@ class LearnWeights:
     text: str = ""
 
 
-Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery, LearnWeights]
+
+class SaveKind(enum.Enum):
+    CREATE_TABLE = "CREATE TABLE"
+    INSERT = "INSERT"
+    COPY = "COPY"
+
+
+#: The table name that stands for a `SaveAnswer`'s answer in its ``outer`` statement.
+ANSWER_SOURCE = "__pdbq_answer__"
+
+
+@dataclass(frozen=True)
+class SaveAnswer:
+    """``CREATE TABLE t AS``, ``INSERT INTO t`` or ``COPY (...) TO`` with a probabilistic query as
+    the source: pdbq answers ``query``, then DuckDB runs ``outer``, the statement as written with
+    the query replaced by ``SELECT * FROM __pdbq_answer__`` (`ANSWER_SOURCE`). ``tree`` is
+    ``outer`` as a sqlglot tree (do not mutate; copy)."""
+
+    kind: SaveKind
+    query: ProbQuery
+    outer: str
+    text: str = ""
+    tree: exp.Expression | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ImportUai:
+    """IMPORT UAI 'file.uai' AS name [EVIDENCE 'file.evid']"""
+
+    path: str
+    name: str
+    evidence: str | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ExportUai:
+    """EXPORT UAI name TO 'file.uai' [EVIDENCE 'file.evid']"""
+
+    name: str
+    path: str
+    evidence: str | None = None
+    text: str = ""
+
+
+Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai, ExportUai]
 
 __all__ = [
     "Semantics",
@@ -269,5 +315,10 @@ __all__ = [
     "ProbQuery",
     "LearnMethod",
     "LearnWeights",
+    "SaveKind",
+    "ANSWER_SOURCE",
+    "SaveAnswer",
+    "ImportUai",
+    "ExportUai",
     "Statement",
 ]

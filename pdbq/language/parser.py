@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
 import sqlglot.expressions as exp
 from sqlglot.errors import ErrorLevel, TokenError
 from sqlglot.errors import ParseError as SqlglotParseError
@@ -47,7 +48,10 @@ from pdbq.language.nodes import (
     Weight,
     WeightKind,
 )
+from pdbq.language.nodes import ANSWER_SOURCE, ExportUai, ImportUai, SaveAnswer, SaveKind
+from pdbq.language.params import Params, bind_parameters
 from pdbq.language.split import Chunk, position, split_script
+from pdbq.language.wrappers import VIEW_ADVICE, UaiStatement, find_uai, find_wrapper
 
 __all__ = ["parse_script", "parse_statement", "PLACEHOLDER_PREFIX"]
 
@@ -57,16 +61,26 @@ PLACEHOLDER_PREFIX = "__pdbq_est_"
 _DIALECT = PdbqDialect()
 
 
-def parse_script(text: str) -> list[Statement]:
+def parse_script(text: str, params: Params | None = None) -> list[Statement]:
     """Every statement of a script, in order; empty statements are skipped.
+
+    ``params`` (a list for ``?``/``$1``, a dict for ``$name``) are bound as literals into pdbq
+    statements (`pdbq.language.params`); a script with parameters must hold one statement.
+    Plain SQL keeps its placeholders: DuckDB binds them.
 
     >>> [type(s).__name__ for s in parse_script("SHOW RULES; SELECT 1")]
     ['Show', 'PassThrough']
     """
-    return [_parse_chunk(text, chunk) for chunk in split_script(text)]
+    chunks = split_script(text)
+    if params is not None and len(chunks) > 1:
+        extra = chunks[1]
+        raise ParseError(
+            f"parameters bind to one statement; this text holds {len(chunks)}", line=extra.line, col=extra.col, text=text
+        )
+    return [_parse_chunk(text, chunk, params) for chunk in chunks]
 
 
-def parse_statement(text: str) -> Statement:
+def parse_statement(text: str, params: Params | None = None) -> Statement:
     """Exactly one statement (a trailing ';' is allowed), else `ParseError`.
 
     >>> parse_statement("DROP RULE IF EXISTS fans_vote;")
@@ -80,7 +94,7 @@ def parse_statement(text: str) -> Statement:
         raise ParseError(
             f"expected one statement, found {len(chunks)}", line=extra.line, col=extra.col, text=text
         )
-    return _parse_chunk(text, chunks[0])
+    return _parse_chunk(text, chunks[0], params)
 
 
 # ----------------------------------------------------------------------------- classification
@@ -109,11 +123,76 @@ def _is_pdbq(tokens: tuple[Token, ...]) -> bool:
     return False
 
 
-def _parse_chunk(text: str, chunk: Chunk) -> Statement:
+def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> Statement:
+    uai = find_uai(chunk.tokens)
+    if uai is not None:
+        return _uai(uai, text, chunk, params)
+    words = [t.text.upper() for t in chunk.tokens]
+    if words in (["SHOW", "TABLES"], ["SHOW", "ALL", "TABLES"]):
+        # DuckDB's listing without pdbq's own storage tables (`Database` filters them)
+        return Show(kind=" ".join(words[1:]))
+    wrapper = find_wrapper(chunk.tokens)
+    if wrapper is not None:
+        return _save_answer(wrapper, text, chunk, params)
     if not _is_pdbq(chunk.tokens):
         return PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col)
     tree = _run_parser(text, chunk)
+    if params is not None:
+        tree = bind_parameters(tree, params, where=chunk.sql.split(None, 1)[0].upper())
+    elif isinstance(tree, px.PdbqQuery):
+        _check_unbound(tree, text, chunk)
     return _convert(tree, text, chunk)
+
+
+def _check_unbound(tree: exp.Expr, text: str, chunk: Chunk) -> None:
+    if tree.find(exp.Placeholder) is not None:
+        raise ParseError(
+            "the query has parameters (?, $1, $name) but no values were given: db.execute(sql, [values])",
+            line=chunk.line, col=chunk.col, text=text,
+        )
+
+
+def _uai(found: UaiStatement | str, text: str, chunk: Chunk, params: Params | None) -> Statement:
+    if isinstance(found, str):
+        raise ParseError(found, line=chunk.line, col=chunk.col, text=text)
+    if params is not None:
+        raise ParseError(f"{found.kind} UAI takes no parameters", line=chunk.line, col=chunk.col, text=text)
+    if found.kind == "IMPORT":
+        return ImportUai(path=found.path, name=found.name.lower(), evidence=found.evidence, text=chunk.sql)
+    return ExportUai(name=found.name.lower(), path=found.path, evidence=found.evidence, text=chunk.sql)
+
+
+def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> SaveAnswer:
+    tokens = chunk.tokens
+    first, last = tokens[wrapper.start], tokens[wrapper.end - 1]
+    if wrapper.kind == "CREATE VIEW":
+        raise ParseError(VIEW_ADVICE, line=chunk.line, col=chunk.col, text=text, width=max(1, first.start - chunk.start))
+    inner_text = text[first.start : last.end + 1]
+    line, col = position(text, first.start)
+    inner = Chunk(inner_text, first.start, line, col, tokens=tuple(tokens[wrapper.start : wrapper.end]))
+    tree = _run_parser(text, inner)
+    if not isinstance(tree, px.PdbqQuery) or tree.args.get("explain"):
+        raise ParseError("expected a probabilistic SELECT here", line=line, col=col, text=text)
+    if params is not None:
+        tree = bind_parameters(tree, params, where=wrapper.kind)
+    else:
+        _check_unbound(tree, text, inner)
+    query = _prob_query(tree, text, inner)
+    chunk_end = tokens[-1].end + 1
+    # The statement as written with the query swapped for a constant stand-in (no user values are
+    # pasted); sqlglot then parses it into the tree the answer is substituted into.
+    outer_text = text[chunk.start : first.start] + f"SELECT * FROM {ANSWER_SOURCE}" + text[last.end + 1 : chunk_end]
+    try:
+        outer = sqlglot.parse_one(outer_text, dialect="duckdb")
+    except (SqlglotParseError, TokenError):
+        raise ParseError(
+            f"cannot read the {wrapper.kind} statement around the probabilistic query", line=chunk.line, col=chunk.col, text=text
+        ) from None
+    if outer.find(exp.Placeholder) is not None:
+        raise ParseError(
+            f"parameters are only bound inside the probabilistic query of {wrapper.kind}", line=chunk.line, col=chunk.col, text=text
+        )
+    return SaveAnswer(SaveKind(wrapper.kind), query, outer.sql(dialect="duckdb"), text=chunk.sql, tree=outer)
 
 
 def _run_parser(text: str, chunk: Chunk) -> exp.Expr:

@@ -14,8 +14,8 @@ import duckdb
 import numpy as np
 import sqlglot.expressions as exp
 
-from pdbq.answers.engine import EngineAnswer, answer
-from pdbq.answers.estimates import Marginals, check_estimate, estimates_table
+from pdbq.answers.engine import DEFAULT_TIME_LIMIT, EngineAnswer, answer
+from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, estimates_table
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.gibbs import RoundInfo
 from pdbq.language.nodes import CreateVariable, EstimateKind, Method, ProbQuery
@@ -31,7 +31,9 @@ from pdbq.planning.plan import (
     plan_query,
     report,
     semantics_warnings_of,
+    vid_labels,
 )
+from pdbq.planning.labels import label_warnings
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, substitute
 
 __all__ = ["QueryAnswer", "execute_query", "run_plan", "diagnostics"]
@@ -51,15 +53,20 @@ def _final_source(v: CreateVariable, placeholders: Sequence[str], arrow_name: st
     return make
 
 
-def _round_callback(progress: ProgressFn | None, cancel: Any):
+def _round_callback(progress: ProgressFn | None, cancel: Any, options: Any = None):
     if progress is None and cancel is None:
         return None
+    # the budget the sampler stops at (the engine's default unless a fixed-length run)
+    limit = getattr(options, "time_limit", None)
+    if limit is None and options is not None and not options.fixed_length:
+        limit = DEFAULT_TIME_LIMIT
 
     def on_round(info: RoundInfo, total: int | None, tolerance: float | None) -> None:
         if progress is not None:
             se = info.max_stderr if np.isfinite(info.max_stderr) else None
             report(progress, "sampling", int(info.steps), total, max_stderr=se,
-                    tolerance=None if tolerance is None else tolerance / 1.96, elapsed=info.elapsed)
+                    tolerance=None if tolerance is None else tolerance / 1.96, elapsed=info.elapsed,
+                    time_limit=None if total is not None else limit)
         check_cancel(cancel)
 
     return on_round
@@ -70,7 +77,7 @@ def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool
         return None
     return answer(
         plan.graph, plan.local, method, plan.options, need_marginals=need_marginals, need_map=need_map,
-        explicit=plan.explicit, on_round=_round_callback(progress, cancel), memo=plan.memo,
+        explicit=plan.explicit, on_round=_round_callback(progress, cancel, plan.options), memo=plan.memo,
     )
 
 
@@ -87,14 +94,17 @@ def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckd
     d["seed"] = ans.seed if ans else None
     d["rhat_max"] = ans.rhat_max if ans else None
     d["ess_min"] = ans.ess_min if ans else None
-    d["max_stderr"] = ans.max_stderr if ans else None
+    d["max_stderr"] = float(clean_stderr(ans.max_stderr)) if ans and ans.max_stderr is not None else None
     d["graph_cached"] = bool(plan.grounding is not None and plan.grounding.cached)
     d["grounding_seconds"] = plan.grounding_seconds
     d["inference_seconds"] = ans.seconds if ans else 0.0
     d["seconds"] = time.perf_counter() - started
     warnings = list(plan.notes)
     if ans is not None:
-        warnings += ans.warnings
+        if con is not None:
+            warnings += label_warnings(ans.warnings, plan.graph_vids, lambda vids: vid_labels(con, vids))
+        else:
+            warnings += ans.warnings
         if ans.method in ("QAM", "GIBBS"):
             warnings += semantics_warnings_of(plan, con)
     d["warnings"] = warnings

@@ -123,7 +123,7 @@ def _analysis_rows(db, plan: Plan) -> list[tuple[str, str]]:
         rows = [
             ("hierarchy width", str(a.hierarchy_width) if a.hierarchy_width is not None else f"between {lo} and {hi}"),
             ("max factor weight", f"{a.max_factor_weight:.4g}" + ("" if a.max_factor_weight_exact else " (upper bound)")),
-            ("mixing bound (seed 004, Theorem 2)", "n/a" if a.mixing_bound is None else f"{a.mixing_bound:.4g} steps"),
+            ("mixing bound (Gibbs steps, upper bound)", "n/a" if a.mixing_bound is None else f"{a.mixing_bound:.4g} steps"),
         ]
     rows += [("warning", w) for w in semantics_warnings_of(plan, db.duckdb)]
     return rows

@@ -3,9 +3,9 @@ DuckDB UDFs call once per batch).
 
 >>> import pdbq
 >>> db = pdbq.connect()
->>> db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
->>> db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
->>> db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
+>>> _ = db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
+>>> _ = db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+>>> _ = db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
 >>> inf = infer(db, {"x": [(0,), (2,)]}, method="EXACT")
 >>> inf["x"].prob().round(4).tolist()
 [0.8808, 0.8808]
@@ -14,21 +14,22 @@ DuckDB UDFs call once per batch).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pdbq.arrays import unique
-from pdbq.answers.estimates import check_estimate, domain_labels, value_array
-from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
+from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
+from pdbq.errors import CatalogError, InferenceError, PdbqError
 from pdbq.grounding.variables import domain_index, keys_to_vids, relation_info
 from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
 from pdbq.planning.evidence import python_literal, resolve_evidence
 from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, sync
+from pdbq.planning.shapes import normalize_given, normalize_targets
 
 __all__ = ["infer", "Inference", "RelationAnswers"]
 
@@ -66,7 +67,7 @@ class RelationAnswers:
     def stderr(self) -> np.ndarray:
         """Standard error of P(true) for booleans, the largest per-value one otherwise."""
         se = self.stderrs[:, 1] if self.variable.domain.kind is DomainKind.BOOLEAN else self.stderrs.max(axis=1)
-        return np.where(self.vids >= 0, se, np.nan)
+        return np.where(self.vids >= 0, clean_stderr(se), np.nan)
 
     def dist(self) -> list[dict | None]:
         """Per key: {value: probability} in domain order (None for missing keys)."""
@@ -120,9 +121,9 @@ def _given_items(given: Iterable[Any]) -> list[GivenAtom | GivenQuery]:
 
 def infer(
     db: Session,
-    targets: Mapping[str, Sequence[Any]],
+    targets: Mapping[str, Any] | Iterable[tuple[str, Any]],
     *,
-    given: Iterable[Any] = (),
+    given: Any = (),
     method: Method | str = Method.AUTO,
     options: QueryOptions | Mapping[str, Any] | None = None,
     map: bool = False,
@@ -131,7 +132,9 @@ def infer(
     cancel: Any = None,
 ) -> Inference:
     """One query-aware inference for a batch of keys: ``targets`` maps a variable relation to its
-    key tuples (a bare value for one-column keys). ``given``: GIVEN items or
+    keys — ``{"smokes": "bob"}``, ``{"smokes": ["bob", "ann"]}``, ``{"knows": ("ann", "bob")}``
+    — or is a list of ``(relation, key)`` pairs (`pdbq.planning.shapes`). ``given``: evidence as
+    ``{"smokes": {"ann": True}}``, ``{("smokes", "ann"): True}``, GIVEN items or
     ``(relation, key, value)`` triples with Python values. ``options``: `QueryOptions` or a mapping
     of WITH options (over ``db.default_options``). ``map=True`` also computes MAP values.
     ``missing``: ``"error"`` (a key naming no variable raises `CatalogError`) or ``"null"``.
@@ -159,21 +162,14 @@ def infer(
     con = db.duckdb
     notes = sync(con, variables)
     asked: dict[str, tuple[list[tuple], np.ndarray]] = {}
-    for rel, keys in targets.items():
-        name = str(rel).lower()
-        if name not in variables:
-            raise CatalogError(f"'{rel}' is not a variable relation.{suggest(name, variables)}")
-        tuples = [tuple(k) if isinstance(k, (tuple, list)) else (k,) for k in keys]
-        n = len(variables[name].columns)
-        for k in tuples:
-            if len(k) != n:
-                raise CatalogError(f"{name} has {n} key column{'s' if n != 1 else ''}, got the key {k!r}")
+    wanted = normalize_targets(targets, {name: len(v.columns) for name, v in variables.items()})
+    for name, tuples in wanted.items():
         vids = keys_to_vids(con, name, tuples).astype(np.int64) if tuples else np.zeros(0, np.int64)
         if missing == "error" and (vids < 0).any():
             bad = tuples[int(np.flatnonzero(vids < 0)[0])]
             raise CatalogError(f"{name}{bad!r}: no variable of {name} has this key")
         asked[name] = (tuples, vids)
-    evidence = resolve_evidence(con, variables, _given_items(given))
+    evidence = resolve_evidence(con, variables, _given_items(normalize_given(given)))
     every = [v[v >= 0] for _, v in asked.values()]
     seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
     graph, gvids, stats, secs, memo = build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)

@@ -20,7 +20,8 @@ from pdbq.shell.highlight import PDBQ_KEYWORDS, SQL_KEYWORDS
 __all__ = ["Names", "read_names", "PdbqCompleter", "DOT_COMMANDS"]
 
 DOT_COMMANDS = (
-    ".help", ".tables", ".variables", ".rules", ".schema", ".timer", ".mode", ".open", ".read",
+    ".help", ".tables", ".variables", ".rules", ".schema", ".describe", ".databases", ".timer", ".mode",
+    ".headers", ".nullvalue", ".output", ".once", ".bail", ".echo", ".last", ".diag", ".open", ".read",
     ".maxrows", ".quit", ".exit",
 )
 
@@ -103,8 +104,8 @@ class PdbqCompleter(Completer):
             word = before.strip()
             yield from _matches(word, DOT_COMMANDS, "command")
             return
-        if before.lstrip().startswith((".schema ", ".read ", ".open ")) and "\n" not in before:
-            if before.lstrip().startswith(".schema "):
+        if before.lstrip().startswith((".schema ", ".describe ", ".read ", ".open ", ".output ", ".once ")) and "\n" not in before:
+            if before.lstrip().startswith((".schema ", ".describe ")):
                 word = _current_word(before)
                 names = self.names
                 yield from _matches(word, names.tables + names.variables + names.rules, "name")
@@ -113,12 +114,10 @@ class PdbqCompleter(Completer):
         if qualified:
             owner, prefix = qualified.group(1), qualified.group(2) or ""
             names = self.names
-            cols = _columns_of(names, owner)
+            cols = _columns_of(names, owner, document.text)
             yield from _matches(prefix, cols, "column")
             return
         word = _current_word(before)
-        if not word:
-            return
         names = self.names
         # pdbq's own catalog tables (pdbq_variables, ...) only when asked for by prefix.
         internal = word.lower().startswith("pdbq_")
@@ -129,7 +128,7 @@ class PdbqCompleter(Completer):
             ("variable", names.variables),
             ("rule", names.rules),
             ("table", tables),
-            ("column", columns),
+            ("column", columns if word else ()),  # Tab on nothing: names and keywords, not every column
             ("keyword", PDBQ_KEYWORDS + SQL_KEYWORDS),
         ):
             for c in _matches(word, pool, kind):
@@ -143,15 +142,26 @@ def _current_word(before: str) -> str:
     return m.group(0) if m else ""
 
 
-def _columns_of(names: Names, owner: str) -> tuple[str, ...]:
-    for table, cols in names.columns.items():
-        if table.lower() == owner.lower():
+def _internal(table: str) -> bool:
+    return table.lower().startswith(("pdbq_", "__pdbq"))
+
+
+def _columns_of(names: Names, owner: str, text: str = "") -> tuple[str, ...]:
+    by_name = {t.lower(): cols for t, cols in names.columns.items()}
+    if owner.lower() in by_name:
+        return by_name[owner.lower()]
+    # An alias: the table it names in the statement (`FROM x AS s`, `FROM x s`, `JOIN x s`)
+    pattern = re.compile(rf"\b([A-Za-z_][A-Za-z0-9_]*)\s+(?:AS\s+)?{re.escape(owner)}\b", re.IGNORECASE)
+    for m in pattern.finditer(text):
+        cols = by_name.get(m.group(1).lower())
+        if cols is not None:
             return cols
-    # An alias: offer every column, deduplicated in order.
-    return tuple(dict.fromkeys(c for cols in names.columns.values() for c in cols))
+    # Unknown: every user column (never pdbq's storage: vid, v0, n_factors ...), deduplicated.
+    return tuple(dict.fromkeys(c for t, cols in names.columns.items() if not _internal(t) for c in cols))
 
 
 def _matches(word: str, pool: Iterable[str], kind: str) -> Iterator[Completion]:
+    # An empty word (Tab after a space or on an empty line) offers the whole pool, as DuckDB does.
     low = word.lower()
     for cand in dict.fromkeys(pool):
         if cand.lower().startswith(low) and cand.lower() != low:

@@ -42,13 +42,31 @@ Statements end with ';' and may span lines. Ctrl-C cancels a running statement, 
 .variables               list random-variable relations (SHOW VARIABLES)
 .rules                   list rules (SHOW RULES)
 .schema [NAME]           show the definition of a table, view, variable relation or rule
+.describe NAME           columns and types of a table, view or variable relation
+.databases               list attached databases and their files
+.last, .diag             how the last probabilistic query was answered: method, steps,
+                         chains, R-hat, largest standard error, time, warnings
 .timer on|off            print each statement's run time
-.mode [table|csv|json|markdown]
+.mode [table|duckbox|line|csv|json|markdown]
                          how results are printed (no argument: show the current mode)
+.headers on|off          column names (and types) above table and csv output
+.nullvalue TEXT          how NULL is shown (default: NULL; empty in csv)
 .maxrows N               rows a table shows before eliding the middle (0: all)
+.output [FILE]           send results to FILE (no argument: back to the terminal)
+.once FILE               send the next result only to FILE
+.echo on|off             print each statement before running it
+.bail on|off             stop a script at the first failing statement
 .open FILE               close this database and open FILE (':memory:' for a new in-memory one)
 .read FILE               run the statements in FILE
-.quit, .exit             leave the shell"""
+.quit, .exit             leave the shell
+
+Warnings of a query (not converged, tolerance not reached, ...) are printed under its result.
+Save answers with CREATE TABLE t AS SELECT ..., PROB(v) ... or COPY (SELECT ...) TO 'file.parquet'."""
+
+BANNER = """\
+{version} (DuckDB {duckdb})
+Connected to {target}.
+Enter ".help" for usage hints; statements end with ';'."""
 
 _ASCII_BOX = str.maketrans({
     "─": "-", "│": "|", "┌": "+", "┬": "+", "┐": "+", "├": "+", "┼": "+", "┤": "+",
@@ -95,6 +113,12 @@ class Shell:
         self.interactive = interactive
         self.mode = "table"
         self.timer = False
+        self.headers = True
+        self.nullvalue: str | None = None  # None: each mode's own (NULL; empty in csv)
+        self.echo = False
+        self.last_diagnostics: dict[str, Any] | None = None
+        self._terminal_out = self.out  # where results go when no .output/.once is active
+        self._once = False
         self.max_rows: int | None = 40
         self.failed = False
         self.interrupted = False
@@ -170,6 +194,8 @@ class Shell:
                 if self.stopped:
                     return
                 continue
+            if self.echo:
+                self._print_out(chunk.sql + ";")
             self._run_statement(chunk, text, first_line)
             if self.interrupted:
                 # Ctrl-C cancels the rest of what was submitted with it, too.
@@ -179,7 +205,13 @@ class Shell:
         bar = ProgressBar(self.err) if self.progress else None
         started = time.perf_counter()
         try:
-            text = self._in_worker(lambda token: self._execute(chunk.sql, token, bar))
+            try:
+                text, diagnostics = self._in_worker(lambda token: self._execute(chunk.sql, token, bar))
+            finally:
+                # erase the bar first: nothing may be printed on its line
+                if bar is not None:
+                    bar.close()
+                self._invalidate_names()
         except _Interrupted:
             self.interrupted = True
             self.failed = True
@@ -193,27 +225,29 @@ class Shell:
         except Exception as exc:  # noqa: BLE001 - every failure is reported and the session goes on
             self._error(exc)
             return
-        finally:
-            if bar is not None:
-                bar.close()
-            self._invalidate_names()
+        if diagnostics:
+            self.last_diagnostics = diagnostics
         if text:
-            self._print_out(text)
+            self._print_result(text)
+        for warning in (diagnostics or {}).get("warnings") or ():
+            self._print_warning(str(warning))
         if self.timer:
             self._print_out(f"Run Time (s): real {time.perf_counter() - started:.3f}")
 
-    def _execute(self, sql: str, token: CancelToken, bar: ProgressBar | None) -> str | None:
+    def _execute(self, sql: str, token: CancelToken, bar: ProgressBar | None) -> tuple[str | None, dict[str, Any]]:
         """Runs in the worker thread: execute and render (rendering may be what runs the query)."""
         result = self.db.execute(sql, **_execute_kwargs(self.db, token, bar))
         if result is None:
-            return None
+            return None, {}
+        diagnostics = dict(getattr(result, "diagnostics", None) or {})
         if not getattr(result, "columns", True) or _is_row_count(self.db, sql, result):
-            return None
-        return self._render(result)
+            return None, diagnostics
+        return self._render(result), diagnostics
 
     def _render(self, result: Any) -> str:
         width = shutil.get_terminal_size((120, 24)).columns if _isatty(self.out) else None
-        text = render_result(result, self.mode, width=width, max_rows=self.max_rows)
+        text = render_result(result, self.mode, width=width, max_rows=self.max_rows, header=self.headers,
+                             null=self.nullvalue)
         return text.translate(_ASCII_BOX) if self._ascii else text
 
     def _in_worker(self, job: Callable[[CancelToken], Any]) -> Any:
@@ -268,6 +302,8 @@ class Shell:
 
     def dot_command(self, line: str) -> None:
         """Run one dot command line such as ``.mode csv``."""
+        if self.echo:
+            self._print_out(line)
         name, _, rest = line.partition(" ")
         arg = rest.strip()
         handler = _DOT.get(name.lower())
@@ -298,7 +334,7 @@ class Shell:
             self._print_out(self.mode)
             return
         mode = arg.lower()
-        if mode == "box":
+        if mode in ("box", "duckbox"):
             mode = "table"
         if mode not in MODES:
             self._fail(f"unknown mode '{arg}'.{suggest(mode, MODES)} Modes: {', '.join(MODES)}")
@@ -315,6 +351,94 @@ class Shell:
             self._fail(".maxrows takes a whole number (0: show all rows)")
             return
         self.max_rows = None if n == 0 else max(n, 2)
+
+    def _on_off(self, name: str, arg: str) -> bool | None:
+        value = arg.lower()
+        if value not in ("on", "off"):
+            self._fail(f"{name} takes 'on' or 'off'")
+            return None
+        return value == "on"
+
+    def _dot_headers(self, arg: str) -> None:
+        value = self._on_off(".headers", arg)
+        if value is not None:
+            self.headers = value
+
+    def _dot_echo(self, arg: str) -> None:
+        value = self._on_off(".echo", arg)
+        if value is not None:
+            self.echo = value
+
+    def _dot_bail(self, arg: str) -> None:
+        value = self._on_off(".bail", arg)
+        if value is not None:
+            self.bail = value
+
+    def _dot_nullvalue(self, arg: str) -> None:
+        self.nullvalue = _unquote(arg) if arg else None
+
+    def _dot_output(self, arg: str) -> None:
+        self._close_output()
+        if arg:
+            self.out = _open_output(_unquote(arg))
+            self._ascii = not _can_encode(self.out, "┌─┐│…·")
+
+    def _dot_once(self, arg: str) -> None:
+        if not arg:
+            self._fail(".once takes a file name")
+            return
+        self._close_output()
+        self.out = _open_output(_unquote(arg))
+        self._once = True
+
+    def _close_output(self) -> None:
+        if self.out is not self._terminal_out:
+            try:
+                self.out.close()
+            finally:
+                self.out = self._terminal_out
+                self._ascii = not _can_encode(self.out, "┌─┐│…·")
+        self._once = False
+
+    def _dot_last(self, arg: str) -> None:
+        from pdbq.shell.diag import format_diagnostics
+
+        if not self.last_diagnostics:
+            self._print_out("no probabilistic query has run yet in this session")
+            return
+        self._print_out(format_diagnostics(self.last_diagnostics))
+
+    def _dot_databases(self, arg: str) -> None:
+        con = self.db.duckdb.cursor()
+        try:
+            rows = con.execute(
+                "SELECT database_name, coalesce(path, '') FROM duckdb_databases() WHERE NOT internal ORDER BY 1"
+            ).fetchall()
+        finally:
+            con.close()
+        self._print_out("\n".join(f"{name}: {path or '(in memory)'}" for name, path in rows))
+
+    def _dot_describe(self, arg: str) -> None:
+        if not arg:
+            self._fail(".describe takes a table, view or variable relation name")
+            return
+        import sqlglot.expressions as exp  # noqa: PLC0415
+
+        from pdbq.grounding.store import sql_text  # noqa: PLC0415
+
+        try:
+            table = exp.to_table(_unquote(arg), dialect="duckdb")
+        except Exception:  # noqa: BLE001 - a name sqlglot cannot read
+            self._fail(f"'{arg}' is not a table name")
+            return
+        self._run_statement_text(sql_text(exp.Describe(this=table)))
+
+    def _run_statement_text(self, sql: str) -> None:
+        echo, self.echo = self.echo, False  # the dot command was echoed, not its statement
+        try:
+            self.run_sql(sql + ";")
+        finally:
+            self.echo = echo
 
     def _dot_tables(self, arg: str) -> None:
         from pdbq.shell.completion import read_names
@@ -376,6 +500,19 @@ class Shell:
 
     def _print_out(self, text: str) -> None:
         _write(self.out, text + "\n")
+
+    def _print_result(self, text: str) -> None:
+        """A statement's result: to ``.output``/``.once``'s file when one is set."""
+        _write(self.out, text + "\n")
+        if self._once:
+            self._close_output()
+
+    def _print_warning(self, text: str) -> None:
+        """One line under the result, dim on a terminal (stderr: a script's output stays clean)."""
+        line = " ".join(f"Warning: {text}".split())
+        if _isatty(self.err) and os.environ.get("NO_COLOR") is None:
+            line = f"\x1b[2m{line}\x1b[0m"
+        self._print_err(line)
 
     def _print_err(self, text: str) -> None:
         self.out.flush()
@@ -440,6 +577,7 @@ class Shell:
             complete_while_typing=False,
             key_bindings=bindings,
         )
+        self._print_out(banner(self.db))
         while not self.quit:
             try:
                 text = session.prompt()
@@ -466,6 +604,16 @@ _DOT: dict[str, Callable[[Shell, str], None]] = {
     ".rules": Shell._dot_rules,
     ".schema": Shell._dot_schema,
     ".timer": Shell._dot_timer,
+    ".headers": Shell._dot_headers,
+    ".echo": Shell._dot_echo,
+    ".bail": Shell._dot_bail,
+    ".nullvalue": Shell._dot_nullvalue,
+    ".output": Shell._dot_output,
+    ".once": Shell._dot_once,
+    ".last": Shell._dot_last,
+    ".diag": Shell._dot_last,
+    ".databases": Shell._dot_databases,
+    ".describe": Shell._dot_describe,
     ".mode": Shell._dot_mode,
     ".maxrows": Shell._dot_maxrows,
     ".open": Shell._dot_open,
@@ -473,6 +621,21 @@ _DOT: dict[str, Callable[[Shell, str], None]] = {
     ".quit": Shell._dot_quit,
     ".exit": Shell._dot_quit,
 }
+
+
+def _open_output(path: str) -> TextIO:
+    return open(Path(path).expanduser(), "w", encoding="utf-8")  # noqa: SIM115 - closed by .output/.once
+
+
+def banner(db: Any) -> str:
+    """The first lines of an interactive session: versions and the database."""
+    import duckdb  # noqa: PLC0415
+
+    path = getattr(db, "path", ":memory:")
+    target = "a transient in-memory database" if path in (":memory:", "") else f"'{path}'"
+    if getattr(db, "read_only", False):
+        target += " (read-only)"
+    return BANNER.format(version=_version(), duckdb=duckdb.__version__, target=target)
 
 
 def _language(name: str) -> Any:
@@ -597,7 +760,7 @@ def _execute_kwargs(db: Any, token: CancelToken, bar: ProgressBar | None) -> dic
 
 
 def _is_row_count(db: Any, sql: str, result: Any) -> bool:
-    """True for the single ``Count`` DuckDB answers INSERT/UPDATE/DELETE with (not shown, as in
+    """True for the single ``Count`` DuckDB answers INSERT/UPDATE/DELETE/COPY with (not shown, as in
     DuckDB's CLI; ``... RETURNING`` answers with rows and is shown)."""
     if list(getattr(result, "columns", ())) != ["Count"]:
         return False
@@ -605,9 +768,11 @@ def _is_row_count(db: Any, sql: str, result: Any) -> bool:
         import duckdb
 
         statements = db.duckdb.extract_statements(sql)
-        kinds = {duckdb.StatementType.INSERT, duckdb.StatementType.UPDATE, duckdb.StatementType.DELETE}
-    except Exception:  # noqa: BLE001 - not plain DuckDB SQL: show whatever came back
-        return False
+        kinds = {duckdb.StatementType.INSERT, duckdb.StatementType.UPDATE, duckdb.StatementType.DELETE,
+                 duckdb.StatementType.COPY}
+    except Exception:  # noqa: BLE001 - not plain DuckDB SQL (INSERT ... SELECT PROB(...) GIVEN ...)
+        words = sql.split(None, 1)
+        return bool(words) and words[0].upper() in ("INSERT", "COPY")
     return len(statements) == 1 and statements[0].type in kinds
 
 
@@ -771,6 +936,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1 if shell.failed else 0
     finally:
+        try:
+            shell._close_output()
+        except OSError:
+            pass
         try:
             shell.db.close()
         except Exception:  # noqa: BLE001

@@ -2,9 +2,9 @@
 
 >>> import duckdb, pdbq
 >>> db = pdbq.connect()
->>> db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
->>> db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
->>> db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
+>>> _ = db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
+>>> _ = db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+>>> _ = db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
 >>> con = db.duckdb
 >>> pdbq.register(con)
 >>> con.sql("SELECT i, round(pdbq_prob('x', i), 4) AS p FROM t ORDER BY i").fetchall()
@@ -127,6 +127,11 @@ def _setter_sql() -> str:
     return _create_macro(_SETTER, [exp.MacroOverload(this=body, expressions=[ident("name"), ident("value")])])
 
 
+def _drop_macro_sql(name: str) -> str:
+    # sqlglot renders Drop's name from ``tables`` (``this`` gives a nameless DROP MACRO).
+    return sql_text(exp.Drop(tables=[exp.to_table(name)], kind="MACRO", exists=True))
+
+
 def _create_macro(name: str, overloads: list[exp.Expression]) -> str:
     create = exp.Create(
         this=exp.UserDefinedFunction(this=exp.to_table(name)),
@@ -203,9 +208,9 @@ def unregister(con: duckdb.DuckDBPyConnection) -> None:
 def _remove(con: duckdb.DuckDBPyConnection) -> None:
     for function in (*FUNCTIONS, _SETTER):
         try:
-            con.execute(sql_text(exp.Drop(this=exp.to_table(function), kind="MACRO", exists=True)))
-        except duckdb.Error:
-            pass  # the connection is closed or the macro never existed
+            con.execute(_drop_macro_sql(function))
+        except duckdb.ConnectionException:
+            pass  # the connection is closed: its temporary macros are gone with it
         try:
             con.remove_function(_impl_name(function))
         except (duckdb.Error, ValueError):
