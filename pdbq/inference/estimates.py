@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 _TINY = 1e-24  # variance of probabilities below this is rounding noise
+_FROZEN = 1e-6  # a conditional within this of a point mass, never changing: the chain does not move
 
 __all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size"]
 
@@ -62,6 +63,25 @@ class BatchStore:
         n = self.filled + (1 if self.rounds_in_current else 0)
         return self.sums[:, :n], self.counts[:, :n]
 
+    @property
+    def rounds(self) -> int:
+        """Rounds added so far."""
+        return self.filled * self.rounds_per_batch + self.rounds_in_current
+
+    def dropped(self, share: float) -> int:
+        """Leading batches that cover at most ``share`` of the rounds so far (burn-in as a share
+        of the run: whole batches, so the count depends on the number of rounds alone)."""
+        if share <= 0.0:
+            return 0
+        return int(share * self.rounds) // self.rounds_per_batch
+
+    def kept(self, share: float = 0.0) -> tuple[np.ndarray, np.ndarray, int]:
+        """Sums and counts of the batches after dropping the leading ``share`` of the run, and
+        the number of rounds dropped."""
+        s, c = self.batches()
+        k = self.dropped(share)
+        return s[:, k:], c[:, k:], k * self.rounds_per_batch
+
 
 def pooled_mean(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Estimate per target and value: all sums over all updates ``[targets, card]`` (0 if none)."""
@@ -93,12 +113,18 @@ def batch_stderr(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.sqrt(var)
 
 
-def split_rhat(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def split_rhat(sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None) -> np.ndarray:
     """Split R-hat per target (max over its values), computed on batch means.
 
     Each chain's batches are cut in two halves, giving 2·chains sequences of n batch means;
     W = mean within-sequence variance, B = n · variance of sequence means,
-    R = sqrt(((n−1)/n · W + B/n) / W). NaN with fewer than two batches per half.
+    R = sqrt(((n−1)/n · W + B/n) / W). NaN with fewer than two batches per half. With one chain
+    this is the within-chain split R-hat (the two halves must agree).
+
+    ``constant``: bool[targets], True where a target's full conditional cannot change (it has
+    no non-evidence neighbour), so identical batch means are exact. Elsewhere identical batch
+    means of a near point-mass conditional mean the chains never moved the target: R-hat is
+    +inf ("not mixing"), never 1. ``None``: no target is known to be constant.
     """
     chains, nb = counts.shape[:2]
     n = nb // 2
@@ -116,27 +142,45 @@ def split_rhat(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
         b = n * np.nanvar(seq_mean, axis=0, ddof=1)
         var_plus = (n - 1.0) / n * w + b / n
         r = np.sqrt(var_plus / w)
-    # Spreads at rounding level (a target whose conditional never changes) carry no signal.
+    # A value whose batch means agree to rounding level carries no signal (padding beyond a
+    # target's cardinality, or a value of probability zero). When that holds for every value,
+    # the target's conditional never changed: exact for a target whose conditional cannot change,
+    # and for any other target a frozen chain, the worst case rather than the best.
     negligible = (w <= _TINY) & (b <= _TINY)
     r = np.where(negligible, 1.0, np.where(w > 0, r, np.inf))
     r = np.where(np.isnan(w) | np.isnan(b), np.nan, r)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = np.nanmax(r, axis=1)
-    return out
+    const = np.zeros(w.shape[0], dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        top = np.nanmax(np.nanmean(seq_mean, axis=0), axis=1)
+    # A chain is frozen when the conditional it keeps adding is (nearly) a point mass: the value
+    # never flips. A constant conditional away from the extremes flips the value and is the
+    # target's exact conditional (e.g. factors that do not depend on their other arguments).
+    frozen = negligible.all(axis=1) & ~const & (top > 1.0 - _FROZEN)
+    return np.where(frozen, np.inf, out)
 
 
-def effective_sample_size(estimate: np.ndarray, stderr: np.ndarray, n_draws: np.ndarray, card: np.ndarray) -> np.ndarray:
+def effective_sample_size(
+    estimate: np.ndarray, stderr: np.ndarray, n_draws: np.ndarray, card: np.ndarray, constant: np.ndarray | None = None
+) -> np.ndarray:
     """Independent exact draws that would give the same standard error: min over a target's
-    values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count); the update
-    count where every se is 0."""
+    values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count). Where every
+    se is 0: the update count for a ``constant`` target (see `split_rhat`), else 0 (a frozen
+    chain has no information)."""
     out = np.empty(estimate.shape[0])
+    const = np.zeros(estimate.shape[0], dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
     for t in range(estimate.shape[0]):
         k = int(card[t])
         p, se = estimate[t, :k], stderr[t, :k]
         ok = np.isfinite(se) & (se > 0)
         if not ok.any():
-            out[t] = float(n_draws[t]) if np.all(np.isfinite(se)) else np.nan
+            if not np.all(np.isfinite(se)):
+                out[t] = np.nan
+            else:
+                out[t] = float(n_draws[t]) if const[t] else 0.0
         else:
             out[t] = float(np.min(p[ok] * (1.0 - p[ok]) / se[ok] ** 2))
     return out
