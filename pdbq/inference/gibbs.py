@@ -64,7 +64,7 @@ __all__ = [
 
 _FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
 _MAX_ROUND = 1 << 20
-_MIN_ROUND = 1000
+_MIN_ROUND = 1 << 14  # updates: a kernel call costs tens of µs before its first update
 _CHUNK_SECONDS = 0.05  # with a deadline, kernel calls are cut into chunks of about this wall time
 _FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
 _MIN_ROUNDS_FOR_TOLERANCE = 16
@@ -366,6 +366,9 @@ def run_gibbs(
         try:
             while burned < burn_in:
                 n = min(round_len, burn_in - burned)
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
+                    break
                 if not run_round(n, False):
                     stopped_by = "time"
                     break
@@ -379,6 +382,9 @@ def run_gibbs(
                 n = round_len if steps_target is None else min(round_len, steps_target - done)
                 if n <= 0:
                     stopped_by = "steps"
+                    break
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
                     break
                 if not run_round(n, True):
                     stopped_by = "time"
@@ -425,11 +431,14 @@ def run_gibbs(
             # beyond a target's cardinality there is nothing to estimate
             mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
             se_live = np.where(mask, 0.0, se_live)
-        # Too few updates (none, or all in one batch): no estimate at all, never a made-up number.
-        unknown = (counts == 0) | np.isnan(se_live).any(axis=1)
+        # Too few updates (none, or fewer than two batches per chain): no estimate at all, never
+        # a made-up number.
+        per_chain = (kc > 0).sum(axis=1).min(axis=0) if kc.shape[1] else np.zeros(n_live, dtype=np.int64)
+        unknown = (counts == 0) | (per_chain < 2) | np.isnan(se_live).any(axis=1)
         est_live[unknown] = np.nan
         se_live[unknown] = np.nan
         ess_live[unknown] = np.nan
+        ess_live[np.isinf(rhat_live)] = 0.0  # a frozen chain carries no information
         warnings += _diagnose(live, est_live, se_live, rhat_live, ess_live, unknown, done - dropped, config, stopped_by,
                               burned, burn_in)
 
