@@ -10,6 +10,7 @@ memory stays fixed however long the run and the batch length grows with it.
 Shapes: sums ``[chains, batches, targets, max_card]``, counts ``[chains, batches, targets]``.
 
 >>> import numpy as np
+from numba import njit
 >>> sums = np.array([[[[3.0, 1.0]], [[2.0, 2.0]]]])  # 1 chain, 2 batches, 1 target, card 2
 >>> counts = np.array([[[4], [4]]])
 >>> pooled_mean(sums, counts)[0].tolist()
@@ -21,42 +22,48 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numba import njit
 
 _TINY = 1e-24  # variance of probabilities below this is rounding noise
 _FROZEN = 1e-6  # a conditional within this of a point mass, never changing: the chain does not move
 
-__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size"]
+__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics"]
 
 
 class BatchStore:
     """Per-chain batch sums with pairwise merging once ``2·slots`` batches are full."""
 
-    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = 1 << 28):
+    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = 1 << 26):
         per_slot = chains * max(n_targets, 1) * (max_card + 1) * 8
         slots = int(max(4, min(slots, max_bytes // max(2 * per_slot, 1))))
         self.slots = slots
-        self.sums = np.zeros((chains, 2 * slots, n_targets, max_card))
-        self.counts = np.zeros((chains, 2 * slots, n_targets), dtype=np.int64)
+        # empty: a slot is assigned when first used, so unused slots are never touched
+        self.sums = np.empty((chains, 2 * slots, n_targets, max_card))
+        self.counts = np.empty((chains, 2 * slots, n_targets), dtype=np.int64)
         self.filled = 0
         self.rounds_in_current = 0
         self.rounds_per_batch = 1
 
     def add_round(self, sums: np.ndarray, counts: np.ndarray) -> None:
         """Add one round's per-chain sums ``[chains, targets, card]`` and counts ``[chains, targets]``."""
-        self.sums[:, self.filled] += sums
-        self.counts[:, self.filled] += counts
+        if self.filled == 2 * self.slots:
+            # merged when the next round arrives, not when the last slot fills: a run of exactly
+            # 2·slots rounds (a fixed run) never pays for a merge of the whole store
+            s = self.slots
+            np.add(self.sums[:, 0::2], self.sums[:, 1::2], out=self.sums[:, :s])
+            np.add(self.counts[:, 0::2], self.counts[:, 1::2], out=self.counts[:, :s])
+            self.filled = s
+            self.rounds_per_batch *= 2
+        if self.rounds_in_current == 0:  # a fresh slot: assign (slots are reused after a merge)
+            self.sums[:, self.filled] = sums
+            self.counts[:, self.filled] = counts
+        else:
+            self.sums[:, self.filled] += sums
+            self.counts[:, self.filled] += counts
         self.rounds_in_current += 1
         if self.rounds_in_current == self.rounds_per_batch:
             self.filled += 1
             self.rounds_in_current = 0
-            if self.filled == 2 * self.slots:
-                s = self.slots
-                self.sums[:, :s] = self.sums[:, 0::2] + self.sums[:, 1::2]
-                self.counts[:, :s] = self.counts[:, 0::2] + self.counts[:, 1::2]
-                self.sums[:, s:] = 0.0
-                self.counts[:, s:] = 0
-                self.filled = s
-                self.rounds_per_batch *= 2
 
     def batches(self) -> tuple[np.ndarray, np.ndarray]:
         """Sums and counts of the batches so far (a partly filled last batch included)."""
@@ -102,11 +109,11 @@ def batch_stderr(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     c = counts.reshape(-1, counts.shape[-1]).astype(np.float64)  # [B, T]
     s = sums.reshape(-1, *sums.shape[-2:])  # [B, T, K]
     m = pooled_mean(sums, counts)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mb = np.where(c[..., None] > 0, s / c[..., None], m[None])
     n = (c > 0).sum(axis=0).astype(np.float64)  # [T]
     ctot = c.sum(axis=0)
-    dev = (c[..., None] * (mb - m[None])) ** 2
+    # c_b (m_b − m) = s_b − c_b m (an empty batch adds 0): no division, few temporaries
+    dev = s - c[..., None] * m[None]
+    np.square(dev, out=dev)
     with np.errstate(invalid="ignore", divide="ignore"):
         var = dev.sum(axis=0) / (ctot[:, None] ** 2) * (n / (n - 1.0))[:, None]
     var = np.where((n >= 2)[:, None], var, np.nan)
@@ -134,10 +141,12 @@ def split_rhat(sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None
     with np.errstate(invalid="ignore", divide="ignore"):
         mb = sums / c[..., None]  # NaN for empty batches
     halves = np.concatenate([mb[:, nb - 2 * n : nb - n], mb[:, nb - n :]], axis=0)  # [2C, n, T, K]
+    # numpy's nan-aware reductions copy and are several times slower: only when a batch is empty
+    mean, var = (np.nanmean, np.nanvar) if (counts[:, nb - 2 * n :] == 0).any() else (np.mean, np.var)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        seq_mean = np.nanmean(halves, axis=1)  # [2C, T, K]
-        seq_var = np.nanvar(halves, axis=1, ddof=1)
+        seq_mean = mean(halves, axis=1)  # [2C, T, K]
+        seq_var = var(halves, axis=1, ddof=1)
         w = np.nanmean(seq_var, axis=0)  # [T, K]
         b = n * np.nanvar(seq_mean, axis=0, ddof=1)
         var_plus = (n - 1.0) / n * w + b / n
@@ -170,17 +179,141 @@ def effective_sample_size(
     values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count). Where every
     se is 0: the update count for a ``constant`` target (see `split_rhat`), else 0 (a frozen
     chain has no information)."""
-    out = np.empty(estimate.shape[0])
     const = np.zeros(estimate.shape[0], dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
-    for t in range(estimate.shape[0]):
-        k = int(card[t])
-        p, se = estimate[t, :k], stderr[t, :k]
-        ok = np.isfinite(se) & (se > 0)
-        if not ok.any():
-            if not np.all(np.isfinite(se)):
-                out[t] = np.nan
+    kmax = estimate.shape[1] if estimate.ndim == 2 else 0
+    inside = np.arange(kmax)[None, :] < np.asarray(card)[:, None]
+    ok = inside & np.isfinite(stderr) & (stderr > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(ok, estimate * (1.0 - estimate) / np.where(ok, stderr, 1.0) ** 2, np.inf)
+    out = ratio.min(axis=1) if kmax else np.zeros(estimate.shape[0])
+    none = ~ok.any(axis=1)
+    finite = np.isfinite(np.where(inside, stderr, 0.0)).all(axis=1)
+    fallback = np.where(finite, np.where(const, np.asarray(n_draws, dtype=np.float64), 0.0), np.nan)
+    return np.where(none, fallback, out)
+
+
+@njit(cache=True)
+def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
+    """Streaming passes over a [chains, batches, targets, card] store (memory order, no
+    temporaries the size of the store, which can be hundreds of MB): the pooled mean, the
+    batch-means se (as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
+    frozen rule; -1 where the spread is negligible, NaN where unknown) and the mean of the
+    half-sequence means per value."""
+    C, B, T, K = sums.shape
+    ctot = np.zeros(T)
+    nb = np.zeros(T)
+    stot = np.zeros((T, K))
+    for c in range(C):
+        for b in range(B):
+            for t in range(T):
+                cb = counts[c, b, t]
+                if cb > 0:
+                    ctot[t] += cb
+                    nb[t] += 1.0
+                    for k in range(K):
+                        stot[t, k] += sums[c, b, t, k]
+    for t in range(T):
+        for k in range(K):
+            mean[t, k] = stot[t, k] / ctot[t] if ctot[t] > 0 else 0.0
+    dev = np.zeros((T, K))
+    for c in range(C):
+        for b in range(B):
+            for t in range(T):
+                cb = counts[c, b, t]
+                for k in range(K):
+                    d = sums[c, b, t, k] - cb * mean[t, k]
+                    dev[t, k] += d * d
+    for t in range(T):
+        for k in range(K):
+            if nb[t] >= 2:
+                se[t, k] = np.sqrt(dev[t, k] / (ctot[t] * ctot[t]) * (nb[t] / (nb[t] - 1.0)))
             else:
-                out[t] = float(n_draws[t]) if const[t] else 0.0
-        else:
-            out[t] = float(np.min(p[ok] * (1.0 - p[ok]) / se[ok] ** 2))
-    return out
+                se[t, k] = np.nan
+    if nh < 2:
+        return
+    # half-sequences (chain c, half h): nan-aware over empty batches like nanmean / nanvar(ddof=1)
+    s0 = B - 2 * nh
+    S = 2 * C
+    seqm = np.zeros((S, T, K))
+    seqn = np.zeros((S, T))
+    for c in range(C):
+        for h in range(2):
+            q = 2 * c + h
+            for b in range(s0 + h * nh, s0 + (h + 1) * nh):
+                for t in range(T):
+                    cb = counts[c, b, t]
+                    if cb > 0:
+                        seqn[q, t] += 1.0
+                        for k in range(K):
+                            seqm[q, t, k] += sums[c, b, t, k] / cb
+    for q in range(S):
+        for t in range(T):
+            for k in range(K):
+                seqm[q, t, k] = seqm[q, t, k] / seqn[q, t] if seqn[q, t] > 0 else np.nan
+    seqv = np.zeros((S, T, K))
+    for c in range(C):
+        for h in range(2):
+            q = 2 * c + h
+            for b in range(s0 + h * nh, s0 + (h + 1) * nh):
+                for t in range(T):
+                    cb = counts[c, b, t]
+                    if cb > 0:
+                        for k in range(K):
+                            d = sums[c, b, t, k] / cb - seqm[q, t, k]
+                            seqv[q, t, k] += d * d
+    for t in range(T):
+        for k in range(K):
+            wsum = 0.0
+            wn = 0
+            msum = 0.0
+            mn = 0
+            for q in range(S):
+                if seqn[q, t] >= 2:
+                    wsum += seqv[q, t, k] / (seqn[q, t] - 1.0)
+                    wn += 1
+                if seqn[q, t] > 0:
+                    msum += seqm[q, t, k]
+                    mn += 1
+            w = wsum / wn if wn > 0 else np.nan
+            mm = msum / mn if mn > 0 else np.nan
+            top[t, k] = mm
+            bb = np.nan
+            if mn >= 2:
+                bacc = 0.0
+                for q in range(S):
+                    if seqn[q, t] > 0:
+                        d = seqm[q, t, k] - mm
+                        bacc += d * d
+                bb = nh * bacc / (mn - 1)
+            if np.isnan(w) or np.isnan(bb):
+                rhat_v[t, k] = np.nan
+            elif w <= _TINY and bb <= _TINY:
+                rhat_v[t, k] = -1.0  # negligible: decided per target by the caller
+            elif w > 0:
+                rhat_v[t, k] = np.sqrt(((nh - 1.0) / nh * w + bb / nh) / w)
+            else:
+                rhat_v[t, k] = np.inf
+
+
+def batch_statistics(
+    sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(`pooled_mean`, `batch_stderr`, `split_rhat`) of a batch store in one compiled pass."""
+    C, B, T, K = sums.shape
+    mean = np.empty((T, K))
+    se = np.empty((T, K))
+    rv = np.empty((T, K))
+    top = np.empty((T, K))
+    nh = B // 2
+    _batch_stats_kernel(sums, counts, nh, mean, se, rv, top)
+    if nh < 2:
+        return mean, se, np.full(T, np.nan)
+    negligible = rv == -1.0
+    r = np.where(negligible, 1.0, rv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmax(r, axis=1) if K else np.full(T, np.nan)
+        topv = np.nanmax(top, axis=1) if K else np.zeros(T)
+    const = np.zeros(T, dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
+    frozen = negligible.all(axis=1) & ~const & (topv > 1.0 - _FROZEN)
+    return mean, se, np.where(frozen, np.inf, out)

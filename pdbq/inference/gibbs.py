@@ -36,7 +36,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.config import GibbsConfig
-from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, pooled_mean, split_rhat
+from pdbq.inference.estimates import BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
 from pdbq.inference.kernels import (
     MODE_ALIAS,
     MODE_SWEEP,
@@ -335,7 +335,7 @@ def run_gibbs(
         # The round schedule depends on the graph and the options alone, never on the clock, so
         # the sample sequence is a function of the seed; the clock only decides after which
         # round a run stops (a round cut short by the deadline is discarded).
-        round_len = _round_length(fixed, steps_target, n_sites, n_live)
+        round_len = _round_length(fixed, steps_target, n_sites, n_live, 2 * store.slots)
         chunk = min(round_len, _FIRST_CHUNK) if stop_at is not None else round_len
         max_se = float("nan")
 
@@ -406,10 +406,9 @@ def run_gibbs(
                     # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
                     next_check = max(rounds_done + 1, int(rounds_done * 1.125))
                     ks, kc, _ = store.kept(share)
-                    se = batch_stderr(ks, kc)
+                    _, se, rh = batch_statistics(ks, kc, constant)
                     max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
                     if ks.shape[1] >= _MIN_ROUNDS_FOR_TOLERANCE // 2 and 1.96 * max_se <= config.tolerance:
-                        rh = split_rhat(ks, kc, constant)
                         reached = bool(np.all(rh <= config.rhat_threshold))
                 if on_round is not None:
                     on_round(RoundInfo(steps=burned + done, burn_in=False, max_stderr=max_se, elapsed=time.perf_counter() - t0))
@@ -424,9 +423,7 @@ def run_gibbs(
         dropped = dropped_rounds * round_len
         counts = kc.sum(axis=(0, 1))
         if done - dropped > 0:
-            est_live = pooled_mean(ks, kc)
-            se_live = batch_stderr(ks, kc)
-            rhat_live = split_rhat(ks, kc, constant)
+            est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
             ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
             # beyond a target's cardinality there is nothing to estimate
             mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
@@ -482,10 +479,12 @@ def run_gibbs(
     )
 
 
-def _round_length(fixed: bool, steps: int | None, n_sites: int, n_live: int) -> int:
-    """Updates per chain per round: a function of the run's shape only (never of the clock)."""
+def _round_length(fixed: bool, steps: int | None, n_sites: int, n_live: int, batches: int) -> int:
+    """Updates per chain per round: a function of the run's shape only (never of the clock).
+    A fixed run has as many rounds as the batch store holds batches (at most `_FIXED_ROUNDS`), so
+    it never merges batches."""
     if fixed:
-        return int(min(max(math.ceil(steps / _FIXED_ROUNDS), 1), _MAX_ROUND))
+        return int(min(max(math.ceil(steps / min(_FIXED_ROUNDS, batches)), 1), _MAX_ROUND))
     # about a sweep, and enough updates per round that the per-round bookkeeping over the
     # targets stays small next to the sampling
     return int(min(max(n_sites, 8 * n_live, _MIN_ROUND), _MAX_ROUND))
