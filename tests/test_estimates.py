@@ -104,6 +104,9 @@ def test_batch_statistics_matches_the_numpy_reference():
 
     mean, se, rhat = batch_statistics(sums, counts, constant)
     np.testing.assert_allclose(mean, pooled_mean(sums, counts), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(se, batch_stderr(sums, counts), rtol=1e-9, atol=1e-15)
+    levels = [batch_stderr(sums, counts), batch_stderr(sums.reshape(C, B // 2, 2, T, K).sum(2), counts.reshape(C, B // 2, 2, T).sum(2)),
+              batch_stderr(sums.reshape(C, B // 4, 4, T, K).sum(2), counts.reshape(C, B // 4, 4, T).sum(2))]
+    np.testing.assert_allclose(se, np.max(levels, axis=0), rtol=1e-9, atol=1e-15)
+    assert np.nanmax(se - levels[0]) > 0  # the longer batches matter here
     np.testing.assert_allclose(rhat, split_rhat(sums, counts, constant), rtol=1e-9)
     assert rhat[3] == 1.0 and np.isinf(rhat[5]) and rhat[2] > 1.1

@@ -25,6 +25,8 @@ import numpy as np
 from numba import njit
 
 _TINY = 1e-24  # variance of probabilities below this is rounding noise
+_MIN_MERGED_BATCHES = 16  # batch-length levels with fewer batches than this are too noisy to use
+_LEVELS = 5  # batch lengths 1, 2, 4, 8, 16 × the stored one
 _FROZEN = 1e-6  # a conditional within this of a point mass, never changing: the chain does not move
 
 __all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics"]
@@ -215,20 +217,44 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
     for t in range(T):
         for k in range(K):
             mean[t, k] = stot[t, k] / ctot[t] if ctot[t] > 0 else 0.0
-    dev = np.zeros((T, K))
-    for c in range(C):
-        for b in range(B):
-            for t in range(T):
-                cb = counts[c, b, t]
-                for k in range(K):
-                    d = sums[c, b, t, k] - cb * mean[t, k]
-                    dev[t, k] += d * d
     for t in range(T):
         for k in range(K):
-            if nb[t] >= 2:
-                se[t, k] = np.sqrt(dev[t, k] / (ctot[t] * ctot[t]) * (nb[t] / (nb[t] - 1.0)))
-            else:
-                se[t, k] = np.nan
+            se[t, k] = np.nan if nb[t] < 2 else 0.0
+    # Batch means at the stored batch length and at 2× and 4× it (consecutive batches of a chain
+    # merged), the largest wins: batches shorter than the chain's memory understate the error,
+    # longer ones show it (a conservative choice; levels with fewer than 8 batches are skipped).
+    gs = np.zeros((T, K))
+    gc = np.zeros(T)
+    for level in range(_LEVELS):
+        width = 1 << level
+        groups = (B + width - 1) // width
+        if level > 0 and C * groups < _MIN_MERGED_BATCHES:
+            break
+        dev = np.zeros((T, K))
+        ng = np.zeros(T)
+        for c in range(C):
+            for g0 in range(groups):
+                gs[:, :] = 0.0
+                gc[:] = 0.0
+                for b in range(g0 * width, min(B, (g0 + 1) * width)):
+                    for t in range(T):
+                        cb = counts[c, b, t]
+                        if cb > 0:
+                            gc[t] += cb
+                            for k in range(K):
+                                gs[t, k] += sums[c, b, t, k]
+                for t in range(T):
+                    if gc[t] > 0:
+                        ng[t] += 1.0
+                        for k in range(K):
+                            d = gs[t, k] - gc[t] * mean[t, k]
+                            dev[t, k] += d * d
+        for t in range(T):
+            if ng[t] >= 2 and nb[t] >= 2:
+                for k in range(K):
+                    v = np.sqrt(dev[t, k] / (ctot[t] * ctot[t]) * (ng[t] / (ng[t] - 1.0)))
+                    if v > se[t, k]:
+                        se[t, k] = v
     if nh < 2:
         return
     # half-sequences (chain c, half h): nan-aware over empty batches like nanmean / nanvar(ddof=1)
@@ -298,7 +324,12 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
 def batch_statistics(
     sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(`pooled_mean`, `batch_stderr`, `split_rhat`) of a batch store in one compiled pass."""
+    """(`pooled_mean`, standard errors, `split_rhat`) of a batch store in compiled streaming passes.
+
+    The standard error is the largest of `batch_stderr` at the stored batch length and with 2
+    and 4 consecutive batches of a chain merged (each level used while it has at least 8
+    batches): batch means understate the error when batches are shorter than the chain's
+    memory, and the larger batch lengths show it (issue 12: 95% intervals must cover)."""
     C, B, T, K = sums.shape
     mean = np.empty((T, K))
     se = np.empty((T, K))
