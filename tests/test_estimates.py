@@ -89,7 +89,7 @@ def test_ess_of_iid_draws_is_about_n():
 def test_batch_statistics_matches_the_numpy_reference():
     # shifted chains, a drifting chain, empty batches, a constant target, a frozen one
     rng = np.random.default_rng(7)
-    C, B, T, K = 3, 12, 6, 3
+    C, B, T, K = 3, 24, 6, 3  # merged levels used: 1x, 2x, 4x (8x would leave 9 < 16 batches)
     counts = rng.integers(5, 50, size=(C, B, T))
     counts[0, 2, 1] = 0
     counts[1, :, 4] = 0  # a target one chain never updated

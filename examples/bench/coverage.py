@@ -42,8 +42,8 @@ INSTANCES = ["CSP_12", "ObjectDetection_11", "Alchemy_11", "Segmentation_11", "P
 
 def data_dir(arg: str | None) -> Path:
     here = Path(__file__).resolve()
-    for d in ([Path(arg)] if arg else []) + [here.parents[3] / "shared" / "data" / "uai2014",
-                                              Path("/work/shared/data/uai2014")]:
+    beside = [here.parents[3] / "shared" / "data" / "uai2014"] if len(here.parents) > 3 else []
+    for d in ([Path(arg)] if arg else []) + beside + [Path("/work/shared/data/uai2014")]:
         if d.is_dir():
             return d
     raise SystemExit("UAI 2014 data not found: pass --data DIR")
