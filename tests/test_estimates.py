@@ -84,3 +84,29 @@ def test_ess_of_iid_draws_is_about_n():
     se = batch_stderr(sums, counts)
     ess = effective_sample_size(est, se, counts.sum(axis=(0, 1)), np.array([2]))
     assert 0.7 * 40_000 < ess[0] < 1.4 * 40_000
+
+
+def test_batch_statistics_matches_the_numpy_reference():
+    # shifted chains, a drifting chain, empty batches, a constant target, a frozen one
+    rng = np.random.default_rng(7)
+    C, B, T, K = 3, 24, 6, 3  # merged levels used: 1x, 2x, 4x (8x would leave 9 < 16 batches)
+    counts = rng.integers(5, 50, size=(C, B, T))
+    counts[0, 2, 1] = 0
+    counts[1, :, 4] = 0  # a target one chain never updated
+    p = rng.dirichlet(np.ones(K), size=(C, B, T))
+    p[:, :, 2] = [0.3, 0.3, 0.4] + rng.normal(0, 0.01, size=(C, B, 1)) * [1, -1, 0]
+    p[2, :, 2] += [0.3, -0.1, -0.2]  # one chain elsewhere
+    p[:, :, 3] = [0.3, 0.7, 0.0]  # constant conditional (value 2 impossible)
+    p[:, :, 5] = [1.0, 0.0, 0.0]  # frozen at a point mass
+    sums = p * counts[..., None]
+    constant = np.array([False, False, False, True, False, False])
+    from pdbq.inference.estimates import batch_statistics
+
+    mean, se, rhat = batch_statistics(sums, counts, constant)
+    np.testing.assert_allclose(mean, pooled_mean(sums, counts), rtol=1e-12, atol=1e-15)
+    levels = [batch_stderr(sums, counts), batch_stderr(sums.reshape(C, B // 2, 2, T, K).sum(2), counts.reshape(C, B // 2, 2, T).sum(2)),
+              batch_stderr(sums.reshape(C, B // 4, 4, T, K).sum(2), counts.reshape(C, B // 4, 4, T).sum(2))]
+    np.testing.assert_allclose(se, np.max(levels, axis=0), rtol=1e-9, atol=1e-15)
+    assert np.nanmax(se - levels[0]) > 0  # the longer batches matter here
+    np.testing.assert_allclose(rhat, split_rhat(sums, counts, constant), rtol=1e-9)
+    assert rhat[3] == 1.0 and np.isinf(rhat[5]) and rhat[2] > 1.1

@@ -61,3 +61,22 @@ def test_stuck_instances_are_flagged(name):
     assert np.nanmax(r.rhat) > 1.1  # ... and says so
     assert not r.converged
     assert any("not converged" in w for w in r.warnings)
+
+
+@pytest.mark.parametrize("name", ["CSP_12", "ObjectDetection_11"])
+def test_unwarned_intervals_cover_per_value(name):
+    # issue 12, item 4: 95% intervals (1.96 stderr, per value) of unwarned runs cover the exact
+    # marginals (to the .MAR files' 5e-7). Values of one run are correlated, so the pooled
+    # coverage of 4 fixed seeds scatters by a few percent around its mean (≥ 93% over more seeds,
+    # examples/bench/coverage.py); 0.9 fails a stderr 25% too small (88% here; 94.7% and 95.5% with the real one).
+    g, mar = _load(name)
+    free = np.flatnonzero(g.evidence < 0)
+    hit = total = 0
+    for seed in range(4):
+        r = run_gibbs(g, free, GibbsConfig(steps=1000 * free.size, seed=seed))
+        assert not r.warnings, r.warnings
+        for i, v in enumerate(free):
+            k = len(mar[v])
+            hit += int((np.abs(r.marginals[i, :k] - mar[v]) <= 1.96 * r.stderr[i, :k] + 5e-7).sum())
+            total += k
+    assert hit / total >= 0.9, hit / total

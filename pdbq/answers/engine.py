@@ -6,10 +6,12 @@ returns their marginals, standard errors and MAP values with everything the diag
 No DuckDB here.
 
 Run lengths (docs/queries.md): with ``steps``/``sweeps`` and neither ``tolerance`` nor
-``time_limit`` the chains do exactly that many updates; otherwise they stop at the first of
-``tolerance`` (default `DEFAULT_TOLERANCE`), ``time_limit`` (default `DEFAULT_TIME_LIMIT`) and the
-step cap (``steps``/``sweeps`` when given, else `DEFAULT_SWEEP_CAP` passes over the sites, at
-least `DEFAULT_MIN_STEPS`).
+``time_limit`` the chains do exactly that many updates after a burn-in of steps/10; otherwise
+they stop at the first of ``tolerance`` (default `DEFAULT_TOLERANCE`), ``time_limit`` (default
+`DEFAULT_TIME_LIMIT`, counted from the start of the query, planning included) and the step cap
+(``steps``/``sweeps`` when given, else `DEFAULT_SWEEP_CAP` passes over the sites, at least
+`DEFAULT_MIN_STEPS`), and the leading quarter of what ran is dropped as burn-in (unless
+``burn_in`` is given).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import importlib
 import math
 import secrets
 import time
+import warnings as _warnings
 from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass, field
@@ -43,6 +46,7 @@ __all__ = [
     "answer",
     "auto_decision",
     "resolve_seed",
+    "run_length_text",
     "DEFAULT_TOLERANCE",
     "DEFAULT_TIME_LIMIT",
     "DEFAULT_SWEEP_CAP",
@@ -57,7 +61,6 @@ DEFAULT_MIN_STEPS = 1_000_000  # per chain: the cap is never below this
 # 32 bytes per site each): the most recently made ones, so many different questions on one large
 # model do not evict the model's graph.
 _KEEP_SELECTIONS = 4
-_QAM_BURN_VISITS = 20  # default QAM burn-in: ~this many expected updates of each query variable
 
 
 @dataclass
@@ -123,6 +126,26 @@ def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float |
     return steps, burn_in, tol, limit, False
 
 
+def run_length_text(options, n_sites: int) -> tuple[str, str]:
+    """EXPLAIN's rows for a sampling method: (run length, burn-in)."""
+    from pdbq.inference.gibbs import BURN_IN_SHARE  # noqa: PLC0415
+
+    steps, burn_in, tol, limit, fixed = _run_lengths(options, n_sites)
+    if fixed:
+        b = burn_in if burn_in is not None else steps // 10
+        return (f"exactly {steps:,} updates per chain after burn-in, {options.chains} chain(s) (reproducible: same seed, "
+                "same answer)",
+                f"{b:,} updates per chain" + (" (steps/10)" if burn_in is None else " (burn_in)"))
+    run = (f"stops at the first of: tolerance {tol:g} (95% half-width, with R-hat ≤ 1.1), time_limit {limit:g} s "
+           f"(whole query, planning included), {steps:,} updates per chain; {options.chains} chain(s)")
+    if burn_in is None:
+        b = (f"the first {BURN_IN_SHARE:.0%} of the updates the run makes (a share of the budget, dropped in whole "
+             "batches)")
+    else:
+        b = f"{burn_in:,} updates per chain (burn_in; the time limit may end the run before it is over)"
+    return run, b
+
+
 def _memoised(memo: Memo | None, key: tuple, make: Callable[[], object], keep: int | None = None) -> Any:
     return make() if memo is None else memo.get_or_make(key, make, keep=keep)
 
@@ -158,6 +181,7 @@ def answer(
     explicit: frozenset[str] = frozenset(),
     on_round: Callable[[RoundInfo, int | None, float | None], None] | None = None,
     memo: Memo | None = None,
+    started: float | None = None,
 ) -> EngineAnswer:
     """Answer the query variables ``query`` (graph ids) of ``graph`` with ``method``.
 
@@ -165,7 +189,9 @@ def answer(
     (a non-uniform ``selection`` with GIBBS is refused). ``on_round(info, total, tolerance)`` is
     called after each sampling round. ``memo``: the graph's entry in the query-graph cache
     (`pdbq.graph.cache.Memo`): AUTO's decision, exact results, the selection table and the kernel
-    arrays are kept there, so the same query on the same graph again only samples.
+    arrays are kept there, so the same query on the same graph again only samples. ``started``:
+    the `time.perf_counter()` instant the query began (planning included); ``time_limit`` counts
+    from it, so the limit bounds the whole query (default: from this call).
     """
     t0 = time.perf_counter()
     query = np.asarray(query, dtype=np.int64)
@@ -252,14 +278,15 @@ def answer(
         sel = (s.prob, s.alias)
         is_q = np.isin(sites, free_q)
         share = float(s.p[is_q].sum())
-        if burn_in is None and not fixed:
-            p_min = float(s.p[is_q].min()) if is_q.any() else 1.0 / max(sites.size, 1)
-            burn_in = int(min(max(1000, math.ceil(_QAM_BURN_VISITS / p_min)), 20 * sites.size, steps or 2**62))
+    # A budget-governed run (time limit / tolerance) drops a share of itself as burn-in (gibbs.py);
+    # GIBBS sweeps the sites systematically (a fixed order: no random draw per update, and the
+    # sites' data are read in memory order).
     config = GibbsConfig(
         steps=steps, burn_in=burn_in, chains=options.chains, threads=options.threads, seed=seed,
-        time_limit=limit, tolerance=tol, scan="random",
+        time_limit=None, tolerance=tol, scan="sweep",
     )
     total = steps if fixed else None
+    deadline = None if limit is None else (t0 if started is None else started) + limit
 
     def round_cb(info: RoundInfo) -> None:
         if on_round is not None:
@@ -268,25 +295,28 @@ def answer(
     kernel = None
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
-    r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
+    t_sample = time.perf_counter()
+    r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel,
+                  deadline=deadline)
     live = graph.evidence[query] < 0
     rhat = r.rhat[live]
     ess = r.ess[live]
-    mapv = np.argmax(r.marginals, axis=1).astype(np.int64) if need_map else None
+    mapv = None
+    if need_map:
+        unknown = np.isnan(r.marginals).any(axis=1)
+        mapv = np.where(unknown, -1, np.argmax(np.nan_to_num(r.marginals, nan=-1.0), axis=1)).astype(np.int64)
     out = done(
         r.marginals, r.stderr, mapv, method=chosen.value, reason=reason, decision=decision, steps=r.steps,
         burn_in=r.burn_in, chains=r.chains, selection=selection_name, query_share=share, warnings=list(r.warnings),
         trace=r.trace,
     )
-    out.rhat_max = float(np.nanmax(rhat)) if rhat.size and not np.all(np.isnan(rhat)) else None
-    out.ess_min = float(np.min(ess)) if ess.size else None
-    out.max_stderr = float(np.max(r.stderr[live])) if live.any() else 0.0
-    if live.any() and r.steps == 0:
-        # No sample was kept (e.g. the time limit ran out during burn-in or the first compile):
-        # say so and answer NaN rather than a made-up number.
-        out.result.marginals[live] = np.nan
-        out.result.stderr[live] = np.nan
-        out.max_stderr = float("nan")
-        out.warnings.append("no samples were collected before the run stopped (time limit reached during "
-                            "burn-in); the estimates are NaN: raise time_limit or set steps")
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: no estimate
+        out.rhat_max = float(np.nanmax(rhat)) if rhat.size and not np.all(np.isnan(rhat)) else None
+        out.ess_min = float(np.nanmin(ess)) if ess.size and not np.all(np.isnan(ess)) else None
+        out.max_stderr = float(np.nanmax(r.stderr[live])) if live.any() else 0.0
+    if deadline is not None and r.steps == 0 and live.any():
+        before = t_sample - (t0 if started is None else started)
+        out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
+                            f"{before:.2f} s of it): raise time_limit")
     return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute for MAP's NULLs
 
 from pdbq.errors import InferenceError
 from pdbq.language.nodes import CreateVariable, Domain, DomainKind, Estimate, EstimateKind
@@ -121,17 +122,20 @@ def estimate_column(est: Estimate, domain: Domain, m: Marginals, value: int | No
     n = m.vids.shape[0]
     if est.kind is EstimateKind.PROB:
         col = m.marginals[:, value] if n and value < m.marginals.shape[1] else np.zeros(n)
-        return pa.array(np.asarray(col, dtype=np.float64), type=pa.float64())
+        # NaN: no estimate (too few updates; a warning says so) -> SQL NULL, never a number
+        return pa.array(np.asarray(col, dtype=np.float64), type=pa.float64(), from_pandas=True)
     if est.kind is EstimateKind.STDERR:
         if domain.kind is DomainKind.BOOLEAN:
             se = m.stderr[:, 1] if n else np.zeros(0)
         else:
             se = m.stderr.max(axis=1) if n and m.stderr.shape[1] else np.zeros(n)
-        return pa.array(clean_stderr(se), type=pa.float64())
+        return pa.array(clean_stderr(se), type=pa.float64(), from_pandas=True)
     if est.kind is EstimateKind.MAP:
         if m.map_values is None:
             raise InferenceError("internal: MAP values were not computed")  # engine bug, not user input
-        return value_array(domain, m.map_values)
+        unknown = np.asarray(m.map_values) < 0  # -1: no estimate -> NULL
+        values = value_array(domain, np.where(unknown, 0, m.map_values))
+        return pa.compute.if_else(pa.array(unknown), pa.nulls(n, values.type), values) if unknown.any() else values
     # DIST: a MAP(value -> probability) per variable, values in domain order
     kmax = int(m.marginals.shape[1]) if n else 0
     labels = domain_labels(domain, max(kmax, domain.size if domain.kind is not DomainKind.CATEGORICAL else kmax))
@@ -144,7 +148,8 @@ def estimate_column(est: Estimate, domain: Domain, m: Marginals, value: int | No
     key_arr = value_array(domain, keys) if domain.kind is not DomainKind.VALUES else pa.array(
         [labels[k] for k in keys.tolist()], type=pa.string()
     )
-    return pa.MapArray.from_arrays(pa.array(offsets, type=pa.int32()), key_arr, pa.array(items, type=pa.float64()))
+    return pa.MapArray.from_arrays(pa.array(offsets, type=pa.int32()), key_arr,
+                                   pa.array(items, type=pa.float64(), from_pandas=True))
 
 
 def estimates_table(

@@ -41,13 +41,14 @@ class GibbsConfig:
     steps: single-variable updates per chain after burn-in. With no `tolerance`/`time_limit` the
         run does exactly this many; ``None`` means ``default_sweeps`` passes over the sites (at
         least 10,000 updates) unless a tolerance or time limit ends the run.
-    burn_in: updates per chain discarded first; ``None`` means ``steps // 10`` (or 20 passes over
-        the sites, capped at a fifth of `time_limit`, when `steps` is not fixed).
+    burn_in: updates per chain discarded first; ``None`` means ``steps // 10`` for a fixed run and,
+        for a run a budget (tolerance, time limit) ends, the leading quarter of what it ran.
     chains: independent chains, started from dispersed states (chain 0 all lowest values,
         chain 1 all highest, the rest uniform at random) so a stuck chain shows in R-hat.
     threads: worker threads; ``None`` means min(chains, CPU count).
     seed: root of `numpy.random.SeedSequence`; one spawned stream per chain.
-    time_limit: seconds (burn-in included) after which the run stops at the end of a round.
+    time_limit: seconds (burn-in included) by which the run stops; a round the clock cuts short is
+        discarded (docs/inference.md, "Run length and burn-in").
     tolerance: stop once every target's 95% half-width (1.96 standard errors) is at most this.
     scan: ``"sweep"`` (systematic, in `sites` order) or ``"random"`` (uniform); ignored when a
         selection distribution (alias table) is given.

@@ -10,6 +10,7 @@ memory stays fixed however long the run and the batch length grows with it.
 Shapes: sums ``[chains, batches, targets, max_card]``, counts ``[chains, batches, targets]``.
 
 >>> import numpy as np
+from numba import njit
 >>> sums = np.array([[[[3.0, 1.0]], [[2.0, 2.0]]]])  # 1 chain, 2 batches, 1 target, card 2
 >>> counts = np.array([[[4], [4]]])
 >>> pooled_mean(sums, counts)[0].tolist()
@@ -21,46 +22,74 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numba import njit
 
 _TINY = 1e-24  # variance of probabilities below this is rounding noise
+_MIN_MERGED_BATCHES = 16  # batch-length levels with fewer batches than this are too noisy to use
+_LEVELS = 5  # batch lengths 1, 2, 4, 8, 16 × the stored one
+_FROZEN = 1e-6  # a conditional within this of a point mass, never changing: the chain does not move
 
-__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size"]
+__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics"]
 
 
 class BatchStore:
     """Per-chain batch sums with pairwise merging once ``2·slots`` batches are full."""
 
-    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = 1 << 28):
+    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = 1 << 26):
         per_slot = chains * max(n_targets, 1) * (max_card + 1) * 8
         slots = int(max(4, min(slots, max_bytes // max(2 * per_slot, 1))))
         self.slots = slots
-        self.sums = np.zeros((chains, 2 * slots, n_targets, max_card))
-        self.counts = np.zeros((chains, 2 * slots, n_targets), dtype=np.int64)
+        # empty: a slot is assigned when first used, so unused slots are never touched
+        self.sums = np.empty((chains, 2 * slots, n_targets, max_card))
+        self.counts = np.empty((chains, 2 * slots, n_targets), dtype=np.int64)
         self.filled = 0
         self.rounds_in_current = 0
         self.rounds_per_batch = 1
 
     def add_round(self, sums: np.ndarray, counts: np.ndarray) -> None:
         """Add one round's per-chain sums ``[chains, targets, card]`` and counts ``[chains, targets]``."""
-        self.sums[:, self.filled] += sums
-        self.counts[:, self.filled] += counts
+        if self.filled == 2 * self.slots:
+            # merged when the next round arrives, not when the last slot fills: a run of exactly
+            # 2·slots rounds (a fixed run) never pays for a merge of the whole store
+            s = self.slots
+            np.add(self.sums[:, 0::2], self.sums[:, 1::2], out=self.sums[:, :s])
+            np.add(self.counts[:, 0::2], self.counts[:, 1::2], out=self.counts[:, :s])
+            self.filled = s
+            self.rounds_per_batch *= 2
+        if self.rounds_in_current == 0:  # a fresh slot: assign (slots are reused after a merge)
+            self.sums[:, self.filled] = sums
+            self.counts[:, self.filled] = counts
+        else:
+            self.sums[:, self.filled] += sums
+            self.counts[:, self.filled] += counts
         self.rounds_in_current += 1
         if self.rounds_in_current == self.rounds_per_batch:
             self.filled += 1
             self.rounds_in_current = 0
-            if self.filled == 2 * self.slots:
-                s = self.slots
-                self.sums[:, :s] = self.sums[:, 0::2] + self.sums[:, 1::2]
-                self.counts[:, :s] = self.counts[:, 0::2] + self.counts[:, 1::2]
-                self.sums[:, s:] = 0.0
-                self.counts[:, s:] = 0
-                self.filled = s
-                self.rounds_per_batch *= 2
 
     def batches(self) -> tuple[np.ndarray, np.ndarray]:
         """Sums and counts of the batches so far (a partly filled last batch included)."""
         n = self.filled + (1 if self.rounds_in_current else 0)
         return self.sums[:, :n], self.counts[:, :n]
+
+    @property
+    def rounds(self) -> int:
+        """Rounds added so far."""
+        return self.filled * self.rounds_per_batch + self.rounds_in_current
+
+    def dropped(self, share: float) -> int:
+        """Leading batches that cover at most ``share`` of the rounds so far (burn-in as a share
+        of the run: whole batches, so the count depends on the number of rounds alone)."""
+        if share <= 0.0:
+            return 0
+        return int(share * self.rounds) // self.rounds_per_batch
+
+    def kept(self, share: float = 0.0) -> tuple[np.ndarray, np.ndarray, int]:
+        """Sums and counts of the batches after dropping the leading ``share`` of the run, and
+        the number of rounds dropped."""
+        s, c = self.batches()
+        k = self.dropped(share)
+        return s[:, k:], c[:, k:], k * self.rounds_per_batch
 
 
 def pooled_mean(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -82,23 +111,29 @@ def batch_stderr(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     c = counts.reshape(-1, counts.shape[-1]).astype(np.float64)  # [B, T]
     s = sums.reshape(-1, *sums.shape[-2:])  # [B, T, K]
     m = pooled_mean(sums, counts)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mb = np.where(c[..., None] > 0, s / c[..., None], m[None])
     n = (c > 0).sum(axis=0).astype(np.float64)  # [T]
     ctot = c.sum(axis=0)
-    dev = (c[..., None] * (mb - m[None])) ** 2
+    # c_b (m_b − m) = s_b − c_b m (an empty batch adds 0): no division, few temporaries
+    dev = s - c[..., None] * m[None]
+    np.square(dev, out=dev)
     with np.errstate(invalid="ignore", divide="ignore"):
         var = dev.sum(axis=0) / (ctot[:, None] ** 2) * (n / (n - 1.0))[:, None]
     var = np.where((n >= 2)[:, None], var, np.nan)
     return np.sqrt(var)
 
 
-def split_rhat(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def split_rhat(sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None) -> np.ndarray:
     """Split R-hat per target (max over its values), computed on batch means.
 
     Each chain's batches are cut in two halves, giving 2·chains sequences of n batch means;
     W = mean within-sequence variance, B = n · variance of sequence means,
-    R = sqrt(((n−1)/n · W + B/n) / W). NaN with fewer than two batches per half.
+    R = sqrt(((n−1)/n · W + B/n) / W). NaN with fewer than two batches per half. With one chain
+    this is the within-chain split R-hat (the two halves must agree).
+
+    ``constant``: bool[targets], True where a target's full conditional cannot change (it has
+    no non-evidence neighbour), so identical batch means are exact. Elsewhere identical batch
+    means of a near point-mass conditional mean the chains never moved the target: R-hat is
+    +inf ("not mixing"), never 1. ``None``: no target is known to be constant.
     """
     chains, nb = counts.shape[:2]
     n = nb // 2
@@ -108,35 +143,208 @@ def split_rhat(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         mb = sums / c[..., None]  # NaN for empty batches
     halves = np.concatenate([mb[:, nb - 2 * n : nb - n], mb[:, nb - n :]], axis=0)  # [2C, n, T, K]
+    # numpy's nan-aware reductions copy and are several times slower: only when a batch is empty
+    mean, var = (np.nanmean, np.nanvar) if (counts[:, nb - 2 * n :] == 0).any() else (np.mean, np.var)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        seq_mean = np.nanmean(halves, axis=1)  # [2C, T, K]
-        seq_var = np.nanvar(halves, axis=1, ddof=1)
+        seq_mean = mean(halves, axis=1)  # [2C, T, K]
+        seq_var = var(halves, axis=1, ddof=1)
         w = np.nanmean(seq_var, axis=0)  # [T, K]
         b = n * np.nanvar(seq_mean, axis=0, ddof=1)
         var_plus = (n - 1.0) / n * w + b / n
         r = np.sqrt(var_plus / w)
-    # Spreads at rounding level (a target whose conditional never changes) carry no signal.
+    # A value whose batch means agree to rounding level carries no signal (padding beyond a
+    # target's cardinality, or a value of probability zero). When that holds for every value,
+    # the target's conditional never changed: exact for a target whose conditional cannot change,
+    # and for any other target a frozen chain, the worst case rather than the best.
     negligible = (w <= _TINY) & (b <= _TINY)
     r = np.where(negligible, 1.0, np.where(w > 0, r, np.inf))
     r = np.where(np.isnan(w) | np.isnan(b), np.nan, r)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = np.nanmax(r, axis=1)
-    return out
+    const = np.zeros(w.shape[0], dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        top = np.nanmax(np.nanmean(seq_mean, axis=0), axis=1)
+    # A chain is frozen when the conditional it keeps adding is (nearly) a point mass: the value
+    # never flips. A constant conditional away from the extremes flips the value and is the
+    # target's exact conditional (e.g. factors that do not depend on their other arguments).
+    frozen = negligible.all(axis=1) & ~const & (top > 1.0 - _FROZEN)
+    return np.where(frozen, np.inf, out)
 
 
-def effective_sample_size(estimate: np.ndarray, stderr: np.ndarray, n_draws: np.ndarray, card: np.ndarray) -> np.ndarray:
+def effective_sample_size(
+    estimate: np.ndarray, stderr: np.ndarray, n_draws: np.ndarray, card: np.ndarray, constant: np.ndarray | None = None
+) -> np.ndarray:
     """Independent exact draws that would give the same standard error: min over a target's
-    values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count); the update
-    count where every se is 0."""
-    out = np.empty(estimate.shape[0])
-    for t in range(estimate.shape[0]):
-        k = int(card[t])
-        p, se = estimate[t, :k], stderr[t, :k]
-        ok = np.isfinite(se) & (se > 0)
-        if not ok.any():
-            out[t] = float(n_draws[t]) if np.all(np.isfinite(se)) else np.nan
-        else:
-            out[t] = float(np.min(p[ok] * (1.0 - p[ok]) / se[ok] ** 2))
-    return out
+    values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count). Where every
+    se is 0: the update count for a ``constant`` target (see `split_rhat`), else 0 (a frozen
+    chain has no information)."""
+    const = np.zeros(estimate.shape[0], dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
+    kmax = estimate.shape[1] if estimate.ndim == 2 else 0
+    inside = np.arange(kmax)[None, :] < np.asarray(card)[:, None]
+    ok = inside & np.isfinite(stderr) & (stderr > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(ok, estimate * (1.0 - estimate) / np.where(ok, stderr, 1.0) ** 2, np.inf)
+    out = ratio.min(axis=1) if kmax else np.zeros(estimate.shape[0])
+    none = ~ok.any(axis=1)
+    finite = np.isfinite(np.where(inside, stderr, 0.0)).all(axis=1)
+    fallback = np.where(finite, np.where(const, np.asarray(n_draws, dtype=np.float64), 0.0), np.nan)
+    return np.where(none, fallback, out)
+
+
+@njit(cache=True)
+def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
+    """Streaming passes over a [chains, batches, targets, card] store (memory order, no
+    temporaries the size of the store, which can be hundreds of MB): the pooled mean, the
+    batch-means se (as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
+    frozen rule; -1 where the spread is negligible, NaN where unknown) and the mean of the
+    half-sequence means per value."""
+    C, B, T, K = sums.shape
+    ctot = np.zeros(T)
+    nb = np.zeros(T)
+    stot = np.zeros((T, K))
+    for c in range(C):
+        for b in range(B):
+            for t in range(T):
+                cb = counts[c, b, t]
+                if cb > 0:
+                    ctot[t] += cb
+                    nb[t] += 1.0
+                    for k in range(K):
+                        stot[t, k] += sums[c, b, t, k]
+    for t in range(T):
+        for k in range(K):
+            mean[t, k] = stot[t, k] / ctot[t] if ctot[t] > 0 else 0.0
+    for t in range(T):
+        for k in range(K):
+            se[t, k] = np.nan if nb[t] < 2 else 0.0
+    # Batch means at the stored batch length and at 2× and 4× it (consecutive batches of a chain
+    # merged), the largest wins: batches shorter than the chain's memory understate the error,
+    # longer ones show it (a conservative choice; levels with fewer than 8 batches are skipped).
+    gs = np.zeros((T, K))
+    gc = np.zeros(T)
+    for level in range(_LEVELS):
+        width = 1 << level
+        groups = (B + width - 1) // width
+        if level > 0 and C * groups < _MIN_MERGED_BATCHES:
+            break
+        dev = np.zeros((T, K))
+        ng = np.zeros(T)
+        for c in range(C):
+            for g0 in range(groups):
+                gs[:, :] = 0.0
+                gc[:] = 0.0
+                for b in range(g0 * width, min(B, (g0 + 1) * width)):
+                    for t in range(T):
+                        cb = counts[c, b, t]
+                        if cb > 0:
+                            gc[t] += cb
+                            for k in range(K):
+                                gs[t, k] += sums[c, b, t, k]
+                for t in range(T):
+                    if gc[t] > 0:
+                        ng[t] += 1.0
+                        for k in range(K):
+                            d = gs[t, k] - gc[t] * mean[t, k]
+                            dev[t, k] += d * d
+        for t in range(T):
+            if ng[t] >= 2 and nb[t] >= 2:
+                for k in range(K):
+                    v = np.sqrt(dev[t, k] / (ctot[t] * ctot[t]) * (ng[t] / (ng[t] - 1.0)))
+                    if v > se[t, k]:
+                        se[t, k] = v
+    if nh < 2:
+        return
+    # half-sequences (chain c, half h): nan-aware over empty batches like nanmean / nanvar(ddof=1)
+    s0 = B - 2 * nh
+    S = 2 * C
+    seqm = np.zeros((S, T, K))
+    seqn = np.zeros((S, T))
+    for c in range(C):
+        for h in range(2):
+            q = 2 * c + h
+            for b in range(s0 + h * nh, s0 + (h + 1) * nh):
+                for t in range(T):
+                    cb = counts[c, b, t]
+                    if cb > 0:
+                        seqn[q, t] += 1.0
+                        for k in range(K):
+                            seqm[q, t, k] += sums[c, b, t, k] / cb
+    for q in range(S):
+        for t in range(T):
+            for k in range(K):
+                seqm[q, t, k] = seqm[q, t, k] / seqn[q, t] if seqn[q, t] > 0 else np.nan
+    seqv = np.zeros((S, T, K))
+    for c in range(C):
+        for h in range(2):
+            q = 2 * c + h
+            for b in range(s0 + h * nh, s0 + (h + 1) * nh):
+                for t in range(T):
+                    cb = counts[c, b, t]
+                    if cb > 0:
+                        for k in range(K):
+                            d = sums[c, b, t, k] / cb - seqm[q, t, k]
+                            seqv[q, t, k] += d * d
+    for t in range(T):
+        for k in range(K):
+            wsum = 0.0
+            wn = 0
+            msum = 0.0
+            mn = 0
+            for q in range(S):
+                if seqn[q, t] >= 2:
+                    wsum += seqv[q, t, k] / (seqn[q, t] - 1.0)
+                    wn += 1
+                if seqn[q, t] > 0:
+                    msum += seqm[q, t, k]
+                    mn += 1
+            w = wsum / wn if wn > 0 else np.nan
+            mm = msum / mn if mn > 0 else np.nan
+            top[t, k] = mm
+            bb = np.nan
+            if mn >= 2:
+                bacc = 0.0
+                for q in range(S):
+                    if seqn[q, t] > 0:
+                        d = seqm[q, t, k] - mm
+                        bacc += d * d
+                bb = nh * bacc / (mn - 1)
+            if np.isnan(w) or np.isnan(bb):
+                rhat_v[t, k] = np.nan
+            elif w <= _TINY and bb <= _TINY:
+                rhat_v[t, k] = -1.0  # negligible: decided per target by the caller
+            elif w > 0:
+                rhat_v[t, k] = np.sqrt(((nh - 1.0) / nh * w + bb / nh) / w)
+            else:
+                rhat_v[t, k] = np.inf
+
+
+def batch_statistics(
+    sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(`pooled_mean`, standard errors, `split_rhat`) of a batch store in compiled streaming passes.
+
+    The standard error is the largest of `batch_stderr` at the stored batch length and with 2
+    and 4 consecutive batches of a chain merged (each level used while it has at least 8
+    batches): batch means understate the error when batches are shorter than the chain's
+    memory, and the larger batch lengths show it (issue 12: 95% intervals must cover)."""
+    C, B, T, K = sums.shape
+    mean = np.empty((T, K))
+    se = np.empty((T, K))
+    rv = np.empty((T, K))
+    top = np.empty((T, K))
+    nh = B // 2
+    _batch_stats_kernel(sums, counts, nh, mean, se, rv, top)
+    if nh < 2:
+        return mean, se, np.full(T, np.nan)
+    negligible = rv == -1.0
+    r = np.where(negligible, 1.0, rv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmax(r, axis=1) if K else np.full(T, np.nan)
+        topv = np.nanmax(top, axis=1) if K else np.zeros(T)
+    const = np.zeros(T, dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
+    frozen = negligible.all(axis=1) & ~const & (topv > 1.0 - _FROZEN)
+    return mean, se, np.where(frozen, np.inf, out)

@@ -36,7 +36,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.config import GibbsConfig
-from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, split_rhat
+from pdbq.inference.estimates import BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
 from pdbq.inference.kernels import (
     MODE_ALIAS,
     MODE_SWEEP,
@@ -64,8 +64,13 @@ __all__ = [
 
 _FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
 _MAX_ROUND = 1 << 20
-_ROUND_SECONDS = 0.05  # adaptive rounds aim at this wall time
+_MIN_ROUND = 1 << 14  # updates: a kernel call costs tens of µs before its first update
+_CHUNK_SECONDS = 0.05  # with a deadline, kernel calls are cut into chunks of about this wall time
+_FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
 _MIN_ROUNDS_FOR_TOLERANCE = 16
+BURN_IN_SHARE = 0.25  # of a run the budget ends (no explicit burn_in), dropped as burn-in
+TRACE_MAX_TARGETS = 1000  # more targets than this: no running-estimate trace (time and memory)
+MIN_ESS = 100.0  # an estimate from fewer effective draws than this carries a warning
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,6 +242,7 @@ def run_gibbs(
     selection: tuple[np.ndarray, np.ndarray] | None = None,
     on_round: Callable[[RoundInfo], None] | None = None,
     kernel: KernelGraph | None = None,
+    deadline: float | None = None,
 ) -> GibbsResult:
     """Estimate the marginals of ``targets`` by single-site Gibbs sampling.
 
@@ -245,7 +251,9 @@ def run_gibbs(
     for query-aware site choice (O(1) draws); without it ``config.scan`` decides.
     ``on_round(info: RoundInfo)`` is called after each round. ``kernel``: the arrays
     `prepare_kernel_graph` derived from this very graph in an earlier run (a query engine keeps
-    them with a cached graph); the graph was validated when they were made.
+    them with a cached graph); the graph was validated when they were made. ``deadline``: a
+    `time.perf_counter()` instant the whole run (burn-in included) must end by, like
+    ``config.time_limit`` but set by a caller that already spent part of the budget.
     """
     config = config.check()
     if kernel is None:
@@ -271,35 +279,46 @@ def run_gibbs(
     n_live = live.shape[0]
     n_sites = sites_arr.shape[0]
 
-    # step plan
-    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None
+    # step plan (docs/inference.md "Run length and reproducibility")
+    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
     steps_target = config.steps
-    if steps_target is None and config.tolerance is None and config.time_limit is None:
+    if steps_target is None and config.tolerance is None and config.time_limit is None and deadline is None:
         steps_target = max(config.default_sweeps * n_sites, 10_000)
         fixed = True
+    # Burn-in: an explicit count, steps/10 of a fixed run, or else (a run the budget ends) the
+    # leading `BURN_IN_SHARE` of whatever was run, dropped at the end in whole batches.
+    share = 0.0
     if config.burn_in is not None:
         burn_in = config.burn_in
-    elif steps_target is not None:
+    elif fixed:
         burn_in = steps_target // 10
     else:
-        burn_in = 20 * n_sites
+        burn_in, share = 0, BURN_IN_SHARE
     if n_sites == 0 or n_live == 0:
-        steps_target, burn_in, fixed = 0, 0, True
+        steps_target, burn_in, fixed, share = 0, 0, True, 0.0
+    stop_at = None
+    if config.time_limit is not None:
+        stop_at = t0 + config.time_limit
+    if deadline is not None:
+        stop_at = deadline if stop_at is None else min(stop_at, deadline)
 
     chains = config.chains
     kg = (kernel if kernel is not None else prepare_kernel_graph(graph)) if n_sites else None
     warnings: list[str] = []
-    est_live = np.zeros((n_live, kmax_t))
-    se_live = np.zeros((n_live, kmax_t))
-    rhat_live = np.ones(n_live)
+    est_live = np.full((n_live, kmax_t), np.nan)
+    se_live = np.full((n_live, kmax_t), np.nan)
+    rhat_live = np.full(n_live, np.nan)
     ess_live = np.zeros(n_live)
     trace_steps: list[int] = []
     trace_est: list[np.ndarray] = []
     trace_se: list[np.ndarray] = []
-    done = 0
+    done = 0  # updates per chain after an explicit burn-in (share burn-in included)
     burned = 0
+    dropped = 0
+    stopped_by = ""
 
     if n_sites and n_live:
+        constant = _constant_targets(kg, live)
         states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed")
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
@@ -308,93 +327,117 @@ def run_gibbs(
         accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
         unused = Best(np.zeros(2), np.zeros(0, dtype=states[0].values.dtype), np.ones(1))
         store = BatchStore(chains, n_live, kmax_t)
-        tot_sums = np.zeros((n_live, kmax_t))
-        tot_counts = np.zeros(n_live, dtype=np.int64)
+        keep_trace = n_live <= TRACE_MAX_TARGETS
         trace_every = 1
         rounds_done = 0
+        next_check = _MIN_ROUNDS_FOR_TOLERANCE
         pool = _Pool(_threads(config.threads, chains))
-        if fixed:
-            round_len = int(min(max(math.ceil(steps_target / _FIXED_ROUNDS), 1), _MAX_ROUND))
-        else:
-            round_len = int(min(max(n_sites, 1000), 100_000))
-        # The first round is short and its time is not charged to `time_limit`: it includes the
-        # kernels' JIT compilation (seconds on a cold cache), which must not eat a user's budget
-        # and end a run before any sample is kept.
-        warm_up = True
-        excluded = 0.0
-        try:
-            while True:
-                in_burn = burned < burn_in
-                if in_burn:
-                    n = min(round_len, burn_in - burned)
-                else:
-                    n = round_len if steps_target is None else min(round_len, steps_target - done)
-                    if n <= 0:
-                        break
-                if warm_up and not fixed:
-                    n = min(n, 1000)
-                if graph.n_groups:  # re-derived each round: no drift from incremental updates
-                    for c in range(chains):
-                        group_sums_into(graph, kg.tables, states[c].values, gsums[c])
+        # The round schedule depends on the graph and the options alone, never on the clock, so
+        # the sample sequence is a function of the seed; the clock only decides after which
+        # round a run stops (a round cut short by the deadline is discarded).
+        round_len = _round_length(fixed, steps_target, n_sites, n_live, 2 * store.slots)
+        chunk = min(round_len, _FIRST_CHUNK) if stop_at is not None else round_len
+        max_se = float("nan")
+
+        def run_round(n: int, collect: bool) -> bool:
+            """n updates of every chain; False when the deadline came first (round incomplete)."""
+            nonlocal chunk
+            if graph.n_groups:  # re-derived each round: no drift from incremental updates
+                for c in range(chains):
+                    group_sums_into(graph, kg.tables, states[c].values, gsums[c])
+            if collect:
                 rsums[:] = 0.0
                 rcounts[:] = 0
+            left = n
+            while left > 0:
+                m = min(left, chunk)
                 tr = time.perf_counter()
-                pool.map(run_chain, [(graph, kg, states[c], sched, accs[c], unused, n, not in_burn) for c in range(chains)])
-                dt = time.perf_counter() - tr
-                if warm_up:
-                    warm_up = False
-                    excluded = dt
-                elif not fixed and dt > 0:
-                    round_len = int(min(max(n * _ROUND_SECONDS / dt, 1000), _MAX_ROUND))
-                elapsed = time.perf_counter() - t0 - excluded
-                max_se = float("nan")
-                if in_burn:
-                    burned += n
-                    if config.time_limit is not None and steps_target is None and elapsed > 0.2 * config.time_limit:
-                        burn_in = burned  # the rest of the time is for sampling
-                else:
-                    done += n
-                    rounds_done += 1
-                    store.add_round(rsums, rcounts)
-                    tot_sums += rsums.sum(axis=0)
-                    tot_counts += rcounts.sum(axis=0)
-                    if rounds_done % trace_every == 0:
-                        trace_steps.append(done)
-                        trace_est.append(_safe_div(tot_sums, tot_counts))
-                        trace_se.append(batch_stderr(*store.batches()))
-                        if len(trace_steps) > config.trace_points:
-                            trace_steps, trace_est, trace_se = trace_steps[1::2], trace_est[1::2], trace_se[1::2]
-                            trace_every *= 2
-                    if config.tolerance is not None or on_round is not None:
-                        bs, bc = store.batches()
-                        se = batch_stderr(bs, bc)
-                        max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
-                reached = (
-                    not in_burn
-                    and config.tolerance is not None
-                    and rounds_done >= _MIN_ROUNDS_FOR_TOLERANCE
-                    and 1.96 * max_se <= config.tolerance
-                )
-                if on_round is not None:
-                    on_round(RoundInfo(steps=burned + done, burn_in=in_burn, max_stderr=max_se, elapsed=elapsed))
-                # A time limit ends a run only once samples have been kept.
-                if reached or (config.time_limit is not None and elapsed >= config.time_limit and done > 0):
+                pool.map(run_chain, [(graph, kg, states[c], sched, accs[c], unused, m, collect) for c in range(chains)])
+                now = time.perf_counter()
+                left -= m
+                if stop_at is not None:
+                    dt = now - tr
+                    # chunks (not rounds) follow the clock, to check the deadline every ~50 ms
+                    chunk = int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), round_len))
+                    if now >= stop_at and left > 0:
+                        return False
+            return True
+
+        try:
+            while burned < burn_in:
+                n = min(round_len, burn_in - burned)
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
                     break
+                if not run_round(n, False):
+                    stopped_by = "time"
+                    break
+                burned += n
+                if on_round is not None:
+                    on_round(RoundInfo(steps=burned, burn_in=True, max_stderr=float("nan"), elapsed=time.perf_counter() - t0))
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
+                    break
+            while not stopped_by:
+                n = round_len if steps_target is None else min(round_len, steps_target - done)
+                if n <= 0:
+                    stopped_by = "steps"
+                    break
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
+                    break
+                if not run_round(n, True):
+                    stopped_by = "time"
+                    break
+                done += n
+                rounds_done += 1
+                store.add_round(rsums, rcounts)
+                if keep_trace and rounds_done % trace_every == 0:
+                    ks, kc, kd = store.kept(share)
+                    trace_steps.append(done - kd * round_len)
+                    trace_est.append(pooled_mean(ks, kc))
+                    trace_se.append(batch_stderr(ks, kc))
+                    if len(trace_steps) > config.trace_points:
+                        trace_steps, trace_est, trace_se = trace_steps[1::2], trace_est[1::2], trace_se[1::2]
+                        trace_every *= 2
+                reached = False
+                if config.tolerance is not None and rounds_done >= next_check:
+                    # checked on a fixed schedule of rounds (every round at first, then about every
+                    # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
+                    next_check = max(rounds_done + 1, int(rounds_done * 1.125))
+                    ks, kc, _ = store.kept(share)
+                    _, se, rh = batch_statistics(ks, kc, constant)
+                    max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
+                    if ks.shape[1] >= _MIN_ROUNDS_FOR_TOLERANCE // 2 and 1.96 * max_se <= config.tolerance:
+                        reached = bool(np.all(rh <= config.rhat_threshold))
+                if on_round is not None:
+                    on_round(RoundInfo(steps=burned + done, burn_in=False, max_stderr=max_se, elapsed=time.perf_counter() - t0))
+                if reached:
+                    stopped_by = "tolerance"
+                elif stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
         finally:
             pool.close()
 
-        bs, bc = store.batches()
-        if done:
-            est_live = _safe_div(tot_sums, tot_counts)
-            se_live = batch_stderr(bs, bc)
-            rhat_live = split_rhat(bs, bc)
-            ess_live = effective_sample_size(est_live, se_live, tot_counts, graph.cardinality[live])
+        ks, kc, dropped_rounds = store.kept(share)
+        dropped = dropped_rounds * round_len
+        counts = kc.sum(axis=(0, 1))
+        if done - dropped > 0:
+            est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
+            ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
             # beyond a target's cardinality there is nothing to estimate
             mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
             se_live = np.where(mask, 0.0, se_live)
-        warnings += _diagnose(live, est_live, se_live, rhat_live, tot_counts, done, config)
-        if burned < (config.burn_in if config.burn_in is not None else 0):
-            warnings.append(f"stopped during burn-in after {burned} of {config.burn_in} updates per chain")
+        # Too few updates (none, or fewer than two batches per chain): no estimate at all, never
+        # a made-up number.
+        per_chain = (kc > 0).sum(axis=1).min(axis=0) if kc.shape[1] else np.zeros(n_live, dtype=np.int64)
+        unknown = (counts == 0) | (per_chain < 2) | np.isnan(se_live).any(axis=1)
+        est_live[unknown] = np.nan
+        se_live[unknown] = np.nan
+        ess_live[unknown] = np.nan
+        ess_live[np.isinf(rhat_live)] = 0.0  # a frozen chain carries no information
+        warnings += _diagnose(live, est_live, se_live, rhat_live, ess_live, unknown, done - dropped, config, stopped_by,
+                              burned, burn_in)
 
     # assemble per requested target (duplicates and evidence included)
     T = uniq.shape[0]
@@ -427,8 +470,8 @@ def run_gibbs(
         stderr=se[inverse],
         rhat=rhat[inverse],
         ess=ess[inverse],
-        steps=int(done),
-        burn_in=int(burned),
+        steps=int(done - dropped),
+        burn_in=int(burned + dropped),
         chains=chains,
         seconds=time.perf_counter() - t0,
         warnings=tuple(warnings),
@@ -436,33 +479,61 @@ def run_gibbs(
     )
 
 
-def _safe_div(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = sums / counts[:, None]
-    return np.where(counts[:, None] > 0, out, 0.0)
+def _round_length(fixed: bool, steps: int | None, n_sites: int, n_live: int, batches: int) -> int:
+    """Updates per chain per round: a function of the run's shape only (never of the clock).
+    A fixed run has as many rounds as the batch store holds batches (at most `_FIXED_ROUNDS`), so
+    it never merges batches."""
+    if fixed:
+        return int(min(max(math.ceil(steps / min(_FIXED_ROUNDS, batches)), 1), _MAX_ROUND))
+    # about a sweep, and enough updates per round that the per-round bookkeeping over the
+    # targets stays small next to the sampling
+    return int(min(max(n_sites, 8 * n_live, _MIN_ROUND), _MAX_ROUND))
 
 
-def _diagnose(live, est, se, rhat, counts, done, config: GibbsConfig) -> list[str]:
+def _constant_targets(kg: KernelGraph, live: np.ndarray) -> np.ndarray:
+    """True where a target's full conditional depends on no other non-evidence variable."""
+    nb = (kg.bb_off[live + 1] - kg.bb_off[live]) + (kg.pt_off[live + 1] - kg.pt_off[live])
+    return (nb + (kg.gen_off[live + 1] - kg.gen_off[live])) == 0
+
+
+def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopped_by: str, burned: int,
+              burn_in: int) -> list[str]:
     out: list[str] = []
-    if live.size == 0 or done == 0:
+    if live.size == 0:
         return out
-    never = np.flatnonzero(counts == 0)
-    if never.size:
+    if burned < burn_in:
+        out.append(f"the time limit ended the run during burn-in ({burned:,} of {burn_in:,} updates per chain): "
+                   "no estimates; raise time_limit or lower burn_in")
+    if unknown.any():
+        first = int(live[np.flatnonzero(unknown)[0]])
         out.append(
-            f"{never.size} target(s) were never updated (first: variable {int(live[never[0]])}); their marginals are 0"
+            f"{int(unknown.sum())} of {live.size} target(s) got too few updates for an estimate and its error "
+            f"(first: variable {first}; {kept:,} updates per chain kept): their estimates are NULL (NaN); "
+            "raise time_limit or steps/sweeps"
         )
-    bad = np.flatnonzero(rhat > config.rhat_threshold)
+    ok = ~unknown
+    bad = np.flatnonzero(ok & (rhat > config.rhat_threshold))
     if bad.size:
         worst = int(bad[np.argmax(rhat[bad])])
+        what = ("a chain never moved it (not mixing)" if np.isinf(rhat[worst])
+                else "the chains (or the halves of one chain) disagree")
         out.append(
-            f"not converged: {bad.size} of {live.size} target(s) have split R-hat > {config.rhat_threshold:g} "
-            f"(worst {rhat[worst]:.3g} for variable {int(live[worst])}); the chains disagree, so the estimates "
+            f"not converged: {bad.size} of {int(ok.sum())} target(s) have split R-hat > {config.rhat_threshold:g} "
+            f"(worst {rhat[worst]:.3g} for variable {int(live[worst])}: {what}), so the estimates "
             "are unreliable: run longer or use exact inference"
         )
-    elif np.isnan(rhat).any():
+    elif ok.any() and np.isnan(rhat[ok]).any():
         out.append("R-hat unavailable: too few batches per chain to compare chain halves; run more steps")
-    if config.tolerance is not None:
-        hw = 1.96 * float(np.nanmax(se)) if se.size and not np.all(np.isnan(se)) else float("nan")
+    low = np.flatnonzero(ok & (ess < MIN_ESS))
+    if low.size and not bad.size:
+        worst = int(low[np.argmin(ess[low])])
+        out.append(
+            f"{low.size} target(s) have an effective sample size below {MIN_ESS:g} (worst {ess[worst]:.3g} for "
+            f"variable {int(live[worst])}): their standard errors are themselves uncertain; run longer"
+        )
+    if config.tolerance is not None and ok.any():
+        hw = 1.96 * float(np.nanmax(se[ok])) if not np.all(np.isnan(se[ok])) else float("nan")
         if not hw <= config.tolerance:
-            out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {done} updates per chain")
+            out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {kept:,} "
+                       "updates per chain" + (" (stopped by the time limit)" if stopped_by == "time" else ""))
     return out

@@ -394,6 +394,24 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _sorted_var_factor_pairs(g: FactorGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(variable, factor) of every edge as int32, sorted by (variable, group, factor)."""
+    nv, nf = g.n_vars, g.n_factors
+    sv = np.repeat(np.arange(nv, dtype=np.int32), np.diff(g.var_offsets))
+    sf = np.asarray(g.var_factors, dtype=np.int32)
+    if sf.shape[0] > 1:
+        gk = g.group[sf]
+        same = sv[1:] == sv[:-1]
+        ok = ~same | (gk[1:] > gk[:-1]) | ((gk[1:] == gk[:-1]) & (sf[1:] >= sf[:-1]))
+        del gk, same
+        if not ok.all():
+            edge_factor = np.repeat(np.arange(nf, dtype=np.int64), np.diff(g.factor_offsets))
+            ev = g.factor_vars.astype(np.int64)
+            order = np.lexsort((edge_factor, g.group[edge_factor], ev))
+            return ev[order].astype(np.int32), edge_factor[order].astype(np.int32)
+    return sv, sf  # callers index them (copies): the graph is never modified
+
+
 def prepare_kernel_graph(g: FactorGraph) -> KernelGraph:
     """Derive the kernel's arrays from a validated graph (O(edges); the graph is not modified)."""
     nv, nf = g.n_vars, g.n_factors
@@ -401,15 +419,14 @@ def prepare_kernel_graph(g: FactorGraph) -> KernelGraph:
     if tables.size:
         np.clip(tables, -HARD, HARD, out=tables)
     # (variable, factor) pairs, one per factor even when a variable fills several slots,
-    # sorted by (variable, group, factor): the general path needs groups consecutive.
-    edge_factor = np.repeat(np.arange(nf, dtype=np.int64), np.diff(g.factor_offsets))
-    ev = g.factor_vars.astype(np.int64)
-    order = np.lexsort((edge_factor, g.group[edge_factor] if nf else edge_factor, ev))
-    sv, sf = ev[order], edge_factor[order]
+    # sorted by (variable, group, factor): the general path needs groups consecutive. The
+    # graph's own variable -> factor CSR is in that order (docs of `FactorGraph.var_factors`):
+    # use it as it is (4-byte temporaries, no sort) and sort only a graph that is not.
+    sv, sf = _sorted_var_factor_pairs(g)
     keep = np.ones(sv.shape[0], dtype=bool)
     if sv.shape[0] > 1:
         keep[1:] = (sv[1:] != sv[:-1]) | (sf[1:] != sf[:-1])
-    sv, sf = sv[keep], sf[keep].astype(np.int32)
+    sv, sf = sv[keep], sf[keep]
     vf_off = _offsets(np.bincount(sv, minlength=nv) if sv.size else np.zeros(nv, np.int64))
     base = np.where(g.evidence >= 0, g.evidence, 0).astype(np.int32)
     kind, other = _classify(g, tables, vf_off, sf, base)

@@ -72,12 +72,16 @@ def _round_callback(progress: ProgressFn | None, cancel: Any, options: Any = Non
     return on_round
 
 
-def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, progress, cancel) -> EngineAnswer | None:
+def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, progress, cancel,
+             started: float | None = None) -> EngineAnswer | None:
+    """Inference on the plan's graph; ``started`` (perf_counter) is when the query began: a
+    ``time_limit`` bounds planning and sampling together."""
     if plan.graph is None:
         return None
     return answer(
         plan.graph, plan.local, method, plan.options, need_marginals=need_marginals, need_map=need_map,
         explicit=plan.explicit, on_round=_round_callback(progress, cancel, plan.options), memo=plan.memo,
+        started=started,
     )
 
 
@@ -137,7 +141,8 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     kinds = {e.kind for e in stmt.estimates}
     need_map = EstimateKind.MAP in kinds
     need_marginals = bool(kinds - {EstimateKind.MAP})
-    ans = run_plan(plan, stmt.method, need_marginals=need_marginals, need_map=need_map, progress=progress, cancel=cancel)
+    ans = run_plan(plan, stmt.method, need_marginals=need_marginals, need_map=need_map, progress=progress, cancel=cancel,
+                   started=started)
     con = db.duckdb
     sources = {}
     names = []

@@ -4,7 +4,7 @@ It plans the query like `execute_query` (x_q by DuckDB, x_e, query-driven ground
 x_q reaches; grounding is cached for the query that follows) but samples nothing. Rows, in order:
 the set sizes (|x_q|, |x_e|, |x_l|, pruned), the method and why (for AUTO: induced width,
 largest table, estimated seconds), the selection distribution and the share of it the query
-variables get, the `TOP_K` variables by influence trail score with their relation and keys, the
+variables get, the run length and burn-in of a sampling method, the `TOP_K` variables by influence trail score with their relation and keys, the
 mixing analysis of `pdbq.analysis` (hierarchy width bounds, max factor weight, mixing bound) and
 warnings.
 
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from pdbq.arrays import unique
-from pdbq.answers.engine import auto_decision
+from pdbq.answers.engine import auto_decision, run_length_text
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
 from pdbq.errors import PdbqError
 from pdbq.inference.influence import trail_scores
@@ -81,6 +81,11 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         rows.append(("largest exact table", "n/a" if decision.table_size < 0 else f"{decision.table_size:,} entries"))
         rows.append(("estimated exact seconds", _fmt(decision.estimated_seconds)))
     sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
+    samples = free_q.size and (method in (Method.GIBBS, Method.QAM) or (method is Method.AUTO and decision.method != "EXACT"))
+    if samples:
+        run, burn = run_length_text(opts, sites.size)
+        rows.append(("run length", run))
+        rows.append(("burn-in", burn))
     if free_q.size:
         selection = "uniform" if method is Method.GIBBS else opts.selection
         try:

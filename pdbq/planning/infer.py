@@ -175,7 +175,8 @@ def infer(
     graph, gvids, stats, secs, memo = build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
     n_total = sum(i.n for i in relation_info(con).values())
     plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
-    ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel)
+    ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel,
+                   started=started)
     out: dict[str, RelationAnswers] = {}
     for name, (tuples, vids) in asked.items():
         v = variables[name]
