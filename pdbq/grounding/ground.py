@@ -162,11 +162,10 @@ def prepare(
     """Sync vid maps and drop stale groundings (call inside a transaction). Grounds nothing."""
     t0 = time.perf_counter()
     ensure_schema(con)
-    old_ranges = {r: (int(b), int(n)) for r, b, n in con.execute("SELECT relation, base, n FROM pdbq_fs_relations").fetchall()}
     sync = sync_variables(con, variables, config)
     stats = GroundingStats(warnings=list(sync.warnings))
-    _shift_vids(con, sync, old_ranges)
-    versions = {r: int(v) for r, v in con.execute("SELECT relation, map_version FROM pdbq_fs_relations").fetchall()}
+    _shift_vids(con, sync, sync.previous)
+    versions = {r: i.map_version for r, i in sync.info.items()}
     stored = {
         r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors FROM pdbq_fs_rules").fetchall()
     }
@@ -215,14 +214,17 @@ def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> st
     factors, new tied weights) changes the token, so a graph is filed under the token of the
     state it was built from.
     """
-    relations = con.execute(
-        "SELECT relation, base, n, def_hash, source_fp, evidence_fp, map_version FROM pdbq_fs_relations ORDER BY relation"
-    ).fetchall()
-    rules = con.execute("SELECT rule, position, def_hash, inputs_fp FROM pdbq_fs_rules ORDER BY rule").fetchall()
-    weights = con.execute(
-        "SELECT count(*), sum(hash(rule, wid, value, learnable)) FROM pdbq_fs_weights"
-    ).fetchone()
-    return combine([repr(relations), repr(rules), repr(weights), repr(imports)])
+    # one round trip: the token is computed on every query, also when its graph is cached
+    row = con.execute(_TOKEN_SQL).fetchall()[0]
+    return combine([repr(row), repr(imports)])
+
+
+_TOKEN_SQL = (
+    "SELECT (SELECT list((relation, base, n, def_hash, source_fp, evidence_fp, map_version) ORDER BY relation) "
+    "FROM pdbq_fs_relations), "
+    "(SELECT list((rule, position, def_hash, inputs_fp) ORDER BY rule) FROM pdbq_fs_rules), "
+    "(SELECT (count(*), sum(hash(rule, wid, value, learnable))) FROM pdbq_fs_weights)"
+)
 
 
 def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:

@@ -19,6 +19,7 @@ factors are ignored until the relation is dropped or re-imported.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class ImportInfo:
     n_factors: int
     n_entries: int
     table: str  # the factor table
+    fingerprint: str = ""  # row count and hash of the factor table (see `live_imports`)
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ def drop_import(con: duckdb.DuckDBPyConnection, relation: str) -> bool:
     return bool(rows)
 
 
+@functools.lru_cache(maxsize=256)
 def _normal_sql(text: str) -> str:
     try:
         return sqlglot.parse_one(text, read="duckdb").sql(dialect="duckdb")
@@ -213,15 +216,29 @@ def live_imports(
             v = variables.get(rel)
             if v is None or not v.per_row_cardinality or _normal_sql(v.source) != _normal_sql(source):
                 continue
-        vt = sql_text(table_ref(imported_vars_table(rel)))
-        lo, hi, k = con.execute(f"SELECT min(id), max(id), count(DISTINCT id) FROM {vt}").fetchone()
+        lo, hi, k, n_rows, digest = con.execute(_check_sql(rel, table)).fetchall()[0]
         if n != n_vars or k != n_vars or (n_vars and (lo != 0 or hi != n_vars - 1)):
             raise GroundingError(
                 f"imported relation '{rel}': its variables table {imported_vars_table(rel)} no longer holds the ids "
                 f"0 .. {n_vars - 1} it was imported with; drop the variable and import it again"
             )
-        out.append(ImportInfo(rel, int(base), int(n), int(n_factors), int(n_entries), table))
+        out.append(ImportInfo(rel, int(base), int(n), int(n_factors), int(n_entries), table, f"{n_rows}:{digest}"))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _check_sql(relation: str, factor_table: str) -> str:
+    """One round trip per import and query: the ids check of its variables table and the
+    fingerprint of its factor table (a factor edited through plain SQL changes the store token,
+    so no graph built before the edit is served after it)."""
+    ids = exp.select(
+        exp.func("min", col("id")), exp.func("max", col("id")), exp.Count(this=exp.Distinct(expressions=[col("id")]))
+    ).from_(table_ref(imported_vars_table(relation)))
+    fp = exp.select(
+        exp.Count(this=exp.Star()), exp.func("sum", exp.func("hash", col("fid"), col("vids"), col("log_table")))
+    ).from_(table_ref(factor_table))
+    return sql_text(exp.select("*").from_(exp.Subquery(this=ids, alias=exp.TableAlias(this=ident("i")))).join(
+        exp.Subquery(this=fp, alias=exp.TableAlias(this=ident("f"))), join_type="CROSS"))
 
 
 def _unnested(table: str) -> exp.Subquery:

@@ -28,7 +28,7 @@ from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKi
 from pdbq.planning.evidence import python_literal, resolve_evidence
 from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
-from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, sync
+from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, prepare_store, query_notes
 
 __all__ = ["infer", "Inference", "RelationAnswers"]
 
@@ -157,7 +157,7 @@ def infer(
     variables = catalog.variables()
     rules = catalog.rules()
     con = db.duckdb
-    notes = sync(con, variables)
+    prepared = prepare_store(con, variables, rules)
     asked: dict[str, tuple[list[tuple], np.ndarray]] = {}
     for rel, keys in targets.items():
         name = str(rel).lower()
@@ -176,8 +176,10 @@ def infer(
     evidence = resolve_evidence(con, variables, _given_items(given))
     every = [v[v >= 0] for _, v in asked.values()]
     seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
-    graph, gvids, stats, secs, memo = build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
-    n_total = sum(i.n for i in relation_info(con).values())
+    plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+    graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    n_total = sum(i.n for i in prepared.sync.info.values())
+    notes = query_notes(prepared, stats)
     plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
     ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel)
     out: dict[str, RelationAnswers] = {}
