@@ -196,7 +196,7 @@ def prepare(
         _register(con, c, pos, dh, fp, False, 0)
         complete[name] = False
         stats.factors[name] = 0
-    imports = live_imports(con, variables)
+    imports = live_imports(con, variables, sync.info)
     stats.seconds = time.perf_counter() - t0
     return Prepared(compiled, complete, sync, stats, imports)
 
@@ -214,17 +214,13 @@ def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> st
     factors, new tied weights) changes the token, so a graph is filed under the token of the
     state it was built from.
     """
-    # one round trip: the token is computed on every query, also when its graph is cached
-    row = con.execute(_TOKEN_SQL).fetchall()[0]
-    return combine([repr(row), repr(imports)])
-
-
-_TOKEN_SQL = (
-    "SELECT (SELECT list((relation, base, n, def_hash, source_fp, evidence_fp, map_version) ORDER BY relation) "
-    "FROM pdbq_fs_relations), "
-    "(SELECT list((rule, position, def_hash, inputs_fp) ORDER BY rule) FROM pdbq_fs_rules), "
-    "(SELECT (count(*), sum(hash(rule, wid, value, learnable))) FROM pdbq_fs_weights)"
-)
+    # three plain scans: one statement with list aggregates or subqueries costs DuckDB more
+    relations = con.execute(
+        "SELECT relation, base, n, def_hash, source_fp, evidence_fp, map_version FROM pdbq_fs_relations ORDER BY relation"
+    ).fetchall()
+    rules = con.execute("SELECT rule, position, def_hash, inputs_fp FROM pdbq_fs_rules ORDER BY rule").fetchall()
+    weights = con.execute("SELECT count(*), sum(hash(rule, wid, value, learnable)) FROM pdbq_fs_weights").fetchall()
+    return combine([repr(relations), repr(rules), repr(weights), repr(imports)])
 
 
 def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:

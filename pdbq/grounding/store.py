@@ -19,6 +19,7 @@ import sqlglot.expressions as exp
 __all__ = [
     "ensure_schema",
     "schema_known",
+    "schema_is_known",
     "var_table",
     "factor_table",
     "ident",
@@ -71,6 +72,11 @@ def schema_known(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
     finally:
         _KNOWN.reset(token)
+
+
+def schema_is_known(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the caller is inside `schema_known` for ``con`` (the fixed tables exist)."""
+    return _KNOWN.get() == id(con)
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:

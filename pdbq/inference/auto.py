@@ -29,7 +29,12 @@ from pdbq.inference.elimination_order import interaction_scopes, min_fill_order
 from pdbq.inference.exact import DEFAULT_MAX_TABLE
 from pdbq.inference.potentials import evidence_array
 
-__all__ = ["AutoConfig", "Decision", "choose_method", "estimate_exact_seconds"]
+__all__ = ["AutoConfig", "Decision", "choose_method", "estimate_exact_seconds", "exact_hint", "DEFAULT_EXACT_BUDGET"]
+
+# Seconds of exact inference AUTO accepts by default (the ``exact_budget`` option): a user who
+# asked for an answer would rather wait a few seconds for the exact one than get a sampled one
+# that may be flagged (stuck chains on multi-modal models such as Grids_12 or DBN_11).
+DEFAULT_EXACT_BUDGET = 5.0
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class AutoConfig:
     """
 
     max_table: int = DEFAULT_MAX_TABLE
-    max_seconds: float = 1.0
+    max_seconds: float = DEFAULT_EXACT_BUDGET
     ns_per_entry: float = 33.0
     us_per_clique: float = 300.0
     us_per_factor: float = 20.0
@@ -111,10 +116,30 @@ def choose_method(
     if secs > max_seconds:
         return Decision(
             "MCMC",
-            f"MCMC: exact elimination fits the budget ({sizes}) but would take about {secs:.1f} s "
-            f"(limit {max_seconds:g} s)",
+            f"MCMC: exact elimination fits the table budget ({sizes}) but would take about {secs:.1f} s "
+            f"(exact_budget {max_seconds:g} s)",
             info.width,
             info.max_table_size,
             secs,
         )
     return Decision("EXACT", f"exact: {sizes}", info.width, info.max_table_size, secs)
+
+
+def exact_hint(decision: Decision, budget: float) -> str:
+    """The note added to a flagged sampling answer of AUTO: why it sampled, and the option that
+    gives the exact answer when there is one."""
+    if decision.estimated_seconds is not None and decision.table_size >= 0:
+        secs = decision.estimated_seconds
+        return (
+            f"AUTO sampled because exact inference was estimated at about {secs:.1f} s, over exact_budget = {budget:g} s; "
+            f"for the exact answer write WITH (exact_budget = {max(math.ceil(secs * 2), 1)}) or USING EXACT"
+        )
+    if decision.estimated_seconds is not None:  # the free-variable floor: no order was computed
+        return (
+            f"AUTO sampled because exact inference would take at least {decision.estimated_seconds:.1f} s, over "
+            f"exact_budget = {budget:g} s; a larger exact_budget or USING EXACT may give the exact answer"
+        )
+    return (
+        f"AUTO sampled because exact inference needs a {_pow2(decision.table_size)}-entry table, over "
+        f"max_table; raising max_table gives the exact answer only if memory allows"
+    )
