@@ -89,7 +89,10 @@ def build_pyagrum(graph, factors):
 
 def build_pgmpy(graph, factors):
     from pgmpy.factors.discrete import DiscreteFactor
-    from pgmpy.models import MarkovNetwork
+    try:
+        from pgmpy.models import DiscreteMarkovNetwork as MarkovNetwork
+    except ImportError:  # pgmpy < 1.0
+        from pgmpy.models import MarkovNetwork
 
     m = MarkovNetwork()
     m.add_nodes_from([f"v{v}" for v in range(graph.n_vars)])
