@@ -65,3 +65,28 @@ def test_a_fully_grounded_store_is_read_whole_and_answers_the_same():
     r = db.execute("SELECT PROB(v) AS p FROM x v WHERE v.i = 1 USING EXACT")
     assert not r.diagnostics["graph_cached"]
     assert r.fetchall()[0][0] == pytest.approx(chain_exact({3: 0})[1], abs=1e-12)
+
+
+def test_read_uai_succeeds_beside_a_broken_relation_and_the_query_reports_it(tmp_path):
+    p = tmp_path / "mix.uai"
+    p.write_text(MIX)
+    db = pdbq.connect()
+    db.execute("CREATE TABLE src AS SELECT range AS k FROM range(3)")
+    db.execute("CREATE VARIABLE b(k BIGINT) DOMAIN BOOLEAN FROM (SELECT k FROM src)")
+    db.execute("DROP TABLE src")  # b's FROM query no longer runs
+    read_uai(db, p, "net")  # the import itself is fine: only the prebuilt vid map is skipped
+    assert "net" in db.catalog.variables()
+    with pytest.raises(Exception, match="src"):
+        db.execute(Q)
+    db.execute("DROP VARIABLE b")
+    assert _dist(db)[0] == pytest.approx(exact_marginals(read_uai_graph(p).graph).marginals[0, :2], abs=1e-12)
+
+
+def test_read_uai_inside_a_users_transaction_commits_with_it(tmp_path):
+    p = tmp_path / "mix.uai"
+    p.write_text(MIX)
+    db = pdbq.connect()
+    db.execute("BEGIN")
+    read_uai(db, p, "net")
+    db.execute("COMMIT")
+    assert _dist(db)[0] == pytest.approx(exact_marginals(read_uai_graph(p).graph).marginals[0, :2], abs=1e-12)

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 
 from pdbq.catalog.names import normalize
-from pdbq.catalog.store import transaction
+from pdbq.catalog.store import in_transaction, transaction
 from pdbq.errors import CatalogError, PdbqError
 from pdbq.graph.builder import csr_from_edges
 from pdbq.graph.from_store import full_graph
@@ -475,12 +476,14 @@ def _prebuild(db: Any) -> None:
     committed: a problem elsewhere in the database (another relation's bad evidence) is reported
     by the next query, as it would have been without this step."""
     con = db.duckdb
+    if in_transaction(con):  # the caller's transaction: a failure here would abort it
+        return
     try:
         with transaction(con), schema_known(con):
             variables, rules = db.catalog.definitions()
             prepare(con, variables, rules, GroundingConfig())
-    except PdbqError:
-        pass
+    except (PdbqError, duckdb.Error):
+        pass  # rolled back; the next query reports it
 
 
 def export_uai(db: Any, name: str, path: PathLike, *, evid_path: PathLike | None = None) -> FactorGraph:
