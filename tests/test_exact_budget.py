@@ -85,3 +85,14 @@ def test_the_budget_decides_between_exact_and_sampling_at_the_estimate():
 def test_exact_budget_must_be_a_non_negative_number(db, bad):
     with pytest.raises(OptionError, match="exact_budget"):
         db.execute(Q.format(with_=f"WITH (exact_budget = {bad})"))
+
+
+def test_the_hint_names_what_gives_the_exact_answer_in_each_case():
+    from pdbq.inference.auto import Decision, exact_hint
+
+    timed = exact_hint(Decision("MCMC", "", 20, 2**21, 7.4), 5.0)
+    assert "about 7.4 s" in timed and "WITH (exact_budget = 15)" in timed and "USING EXACT" in timed
+    floor = exact_hint(Decision("MCMC", "", -1, -1, 12.0), 5.0)
+    assert "at least 12.0 s" in floor and "exact_budget" in floor
+    table = exact_hint(Decision("MCMC", "", 31, 2**31, None), 5.0)
+    assert "2^31-entry table" in table and "max_table" in table
