@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdbq.errors import OptionError, suggest
+from pdbq.inference.auto import DEFAULT_EXACT_BUDGET
 
 __all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
 
@@ -46,7 +47,7 @@ class QueryOptions:
     epsilon: float = 0.05
     power: float = 1.0
     max_table: int = 2**26
-    exact_budget: float = 5.0  # AUTO: exact whenever its estimated time is at most this (seconds)
+    exact_budget: float = DEFAULT_EXACT_BUDGET  # AUTO: exact whenever its estimated time is at most this (s)
     temperature: float = 2.0  # ANNEAL: start temperature
     cooling: float | None = None  # ANNEAL: geometric factor per sweep (None: reach 0.01 at the end)
 
