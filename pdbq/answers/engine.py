@@ -32,7 +32,7 @@ from pdbq.answers.estimates import Marginals
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
-from pdbq.inference.auto import AutoConfig, Decision, choose_method
+from pdbq.inference.auto import AutoConfig, Decision, choose_method, exact_hint
 from pdbq.inference.config import GibbsConfig
 from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.gibbs import RoundInfo, run_gibbs
@@ -90,21 +90,31 @@ def resolve_seed(seed: int | None) -> int:
     return int(seed) if seed is not None else secrets.randbelow(2**31)
 
 
-def auto_decision(graph: FactorGraph, max_table: int, config: AutoConfig = AutoConfig()) -> Decision:
-    """`choose_method`, after a cheap bound: elimination costs at least ``us_per_clique`` per free
-    variable, so a large graph is MCMC without computing an elimination order."""
+# Graphs up to this many free variables always get an elimination order (milliseconds), so a
+# sampled answer can name the exact_budget that would give the exact one.
+_ORDER_ALWAYS = 2_000
+
+
+def auto_decision(
+    graph: FactorGraph, max_table: int, config: AutoConfig = AutoConfig(), max_seconds: float | None = None
+) -> Decision:
+    """`choose_method` with the budget ``max_seconds`` (the ``exact_budget`` option; default
+    ``config.max_seconds``), after a cheap bound: elimination costs at least ``us_per_clique`` per
+    free variable, so a large graph (over `_ORDER_ALWAYS` free variables) is MCMC without
+    computing an elimination order."""
+    budget = config.max_seconds if max_seconds is None else float(max_seconds)
     free = int(np.count_nonzero(graph.evidence < 0))
     floor = free * config.us_per_clique * 1e-6
-    if floor > config.max_seconds:
+    if floor > budget and free > _ORDER_ALWAYS:
         return Decision(
             "MCMC",
             f"MCMC: {free:,} free variables; exact elimination would take at least {floor:.1f} s "
-            f"(limit {config.max_seconds:g} s)",
+            f"(exact_budget {budget:g} s)",
             -1,
             -1,
-            None,
+            floor,
         )
-    return choose_method(graph, max_table=max_table, config=config)
+    return choose_method(graph, max_table=max_table, max_seconds=budget, config=config)
 
 
 def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float | None, float | None, bool]:
@@ -225,7 +235,9 @@ def answer(
     chosen = method
     reason = ""
     if method is Method.AUTO:
-        decision = _memoised(memo, ("auto", options.max_table), lambda: auto_decision(graph, options.max_table))
+        budget = options.exact_budget
+        decision = _memoised(memo, ("auto", options.max_table, budget),
+                             lambda: auto_decision(graph, options.max_table, max_seconds=budget))
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
         reason = "AUTO: " + decision.reason
     elif method is Method.EXACT:
@@ -319,4 +331,6 @@ def answer(
         before = t_sample - (t0 if started is None else started)
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
                             f"{before:.2f} s of it): raise time_limit")
+    if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
+        out.warnings.append(exact_hint(decision, options.exact_budget))
     return out

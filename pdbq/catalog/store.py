@@ -224,6 +224,11 @@ class Catalog:
         return self._definitions("pdbq_rules", CreateRule)  # type: ignore[return-value]
 
     @_one_lookup
+    def definitions(self) -> tuple[dict[str, CreateVariable], dict[str, CreateRule]]:
+        """``(variables(), rules())`` with one lookup of the catalog tables (what a query plans with)."""
+        return self.variables(), self.rules()
+
+    @_one_lookup
     def variable(self, name: str) -> CreateVariable:
         """The variable relation ``name``; CatalogError (with suggestions) if there is none."""
         found = self.variables()

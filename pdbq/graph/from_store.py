@@ -21,6 +21,7 @@ variable's factors by (group, factor), as the layout requires.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 
 import duckdb
 import numba
@@ -32,7 +33,7 @@ from pdbq.errors import GroundingError
 from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, RAW_VALUE, FactorGraph, GraphError, validate
 from pdbq.graph.subgraph import subgraph
 from pdbq.graph.cache import CachedGraph, GraphCache, graph_key
-from pdbq.grounding.ground import GroundingStats, ground_all, prepare, store_token, tie_json, transaction
+from pdbq.grounding.ground import GroundingStats, Prepared, ground_all, prepare, store_token, tie_json, transaction
 from pdbq.grounding.imported import ImportInfo, import_arrays, live_imports
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
@@ -456,6 +457,19 @@ def reachable(graph: FactorGraph, seeds: np.ndarray) -> tuple[np.ndarray, np.nda
     )
 
 
+# A store of at most this many factors (imported and grounded) is read whole when nothing is left
+# to ground: reading a million small factors through Arrow takes well under a second, about what
+# a few frontier rounds in SQL cost, and the model graph is then cached for every later query.
+WHOLE_READ_FACTORS = 1_000_000
+
+
+def _read_whole(p: Prepared) -> bool:
+    if not all(p.complete.values()):
+        return False
+    n = sum(i.n_factors for i in p.imports) + sum(p.stats.factors.values())
+    return n <= WHOLE_READ_FACTORS
+
+
 def full_graph(
     con: duckdb.DuckDBPyConnection,
     variables: Mapping[str, CreateVariable],
@@ -479,6 +493,7 @@ def query_graph(
     *,
     config: GroundingConfig = GroundingConfig(),
     cache: GraphCache | None = None,
+    prepared: Prepared | None = None,
 ) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
     """Graph of the region the query's variables reach, grounding only what it needs.
 
@@ -492,6 +507,13 @@ def query_graph(
     the whole model's graph was built and is kept too: later queries under the same token and
     evidence find their region in it in memory (``stats.cached == "model"``), and a region that
     is the whole model shares that graph and everything derived from it.
+
+    prepared: what `prepare` returned for this query, when the caller already ran it (so the
+    data is fingerprinted once per query, not once per layer).
+
+    When every rule is grounded in full (always for imported models) and the store holds at most
+    `WHOLE_READ_FACTORS` factors, the whole model's graph is read at once and the region found
+    in memory (``stats.cached`` stays "", the model graph is cached for later queries).
     """
     seeds = unique(np.asarray(seeds, dtype=np.int64))
     ek, evv = _evidence_arrays(evidence)
@@ -501,13 +523,18 @@ def query_graph(
         # included: filed under the region's vids, it serves every query that lands in it.
         return graph_key(token, None if whole else (seeds if region is None else region), (ek, evv), config)
 
-    with transaction(con):
-        p = prepare(con, variables, rules, config)
+    built = False  # the whole model's graph was read by this call (not found in the cache)
+    # With the store already prepared and nothing left to ground, everything below only reads
+    # (token, cache, one whole read): no transaction, which saves four round trips a query.
+    reads_only = prepared is not None and _read_whole(prepared)
+    with nullcontext() if reads_only else transaction(con):
+        p = prepare(con, variables, rules, config) if prepared is None else prepared
         stats = p.stats
-        n_total = sum(i.n for i in relation_info(con).values())
+        n_total = sum(i.n for i in p.sync.info.values())
         if seeds.size and (seeds[0] < 0 or seeds[-1] >= n_total):
             raise GroundingError(f"query_graph: seed vids must lie in 0 .. {n_total - 1}")
         model = None
+        token = ""
         if cache is not None:
             token = store_token(con, p.imports)
             hit = cache.get(key_of(token))
@@ -516,6 +543,14 @@ def query_graph(
                 stats.weight_rules = hit.weight_rules
                 return hit.graph, hit.vids, stats
             model = cache.get(key_of(token, whole=True))
+        if model is None and _read_whole(p):
+            # Nothing is left to ground and the store is small: one read of every stored factor
+            # and a search in memory cost less than a round trip per frontier round in SQL.
+            g, _, weight_rules = graph_from_store(con, evidence=evidence, imports=p.imports)
+            model = CachedGraph(g, np.arange(g.n_vars, dtype=np.int64), weight_rules)
+            built = True
+            if cache is not None:
+                cache.put(key_of(token, whole=True), model)
         if model is None:
             region = expand(con, p, seeds, ek, config)
             stats.rounds = region.rounds
@@ -543,7 +578,7 @@ def query_graph(
         model = CachedGraph(g, np.arange(g.n_vars, dtype=np.int64), weight_rules)
         if cache is not None:
             cache.put(key_of(token, whole=True), model)
-    else:
+    elif not built:
         stats.cached = "model"
     stats.weight_rules = model.weight_rules
     vmask, fmask = reachable(model.graph, seeds)

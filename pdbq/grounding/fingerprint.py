@@ -7,33 +7,55 @@ rows vectorised: about 2-25 ms per million rows on the development machine (docs
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import duckdb
 import sqlglot
 import sqlglot.expressions as exp
 
-__all__ = ["fingerprint_query", "fingerprint_relation", "definition_hash", "combine"]
+__all__ = [
+    "fingerprint_query", "fingerprint_relation", "query_fingerprint_sql", "relation_fingerprint_sql", "definition_hash", "combine",
+]
 
 
-def _fp_of(con: duckdb.DuckDBPyConnection, source: exp.Expression, mode: str) -> str:
+def _fp_sql(source: exp.Expression, mode: str) -> str:
     row = exp.to_identifier("pdbq_fp_row")
     agg = [exp.Count(this=exp.Star())]
     if mode == "hash":
         agg.append(exp.func("sum", exp.func("hash", exp.column(row))))
     q = exp.select(*agg).from_(exp.alias_(exp.Subquery(this=source) if not isinstance(source, exp.Table) else source, row, table=True))
-    vals = con.execute(q.sql(dialect="duckdb")).fetchone()
+    return q.sql(dialect="duckdb")
+
+
+# The SQL of a fingerprint depends only on the definition's text: built once (parsing and
+# generating it with sqlglot costs about a millisecond, the query itself a fraction of that on
+# small inputs). Only the data is read again on every query.
+@functools.lru_cache(maxsize=1024)
+def query_fingerprint_sql(sql: str, mode: str = "hash") -> str:
+    """The text of the query that fingerprints the rows of SELECT ``sql``."""
+    return _fp_sql(sqlglot.parse_one(sql, read="duckdb"), mode)
+
+
+@functools.lru_cache(maxsize=1024)
+def relation_fingerprint_sql(name: str, mode: str = "hash") -> str:
+    """The text of the query that fingerprints table or view ``name``."""
+    return _fp_sql(exp.to_table(name, dialect="duckdb"), mode)
+
+
+def _run(con: duckdb.DuckDBPyConnection, text: str) -> str:
+    vals = con.execute(text).fetchone()
     return ":".join("" if v is None else str(v) for v in vals)
 
 
 def fingerprint_query(con: duckdb.DuckDBPyConnection, sql: str, mode: str = "hash") -> str:
     """Fingerprint of the rows a SELECT returns."""
-    return _fp_of(con, sqlglot.parse_one(sql, read="duckdb"), mode)
+    return _run(con, query_fingerprint_sql(sql, mode))
 
 
 def fingerprint_relation(con: duckdb.DuckDBPyConnection, name: str, mode: str = "hash") -> str:
     """Fingerprint of a table or view by name."""
-    return _fp_of(con, exp.to_table(name, dialect="duckdb"), mode)
+    return _run(con, relation_fingerprint_sql(name, mode))
 
 
 def definition_hash(obj: object) -> str:

@@ -184,11 +184,10 @@ def prepare(
     """Sync vid maps and drop stale groundings (call inside a transaction). Grounds nothing."""
     t0 = time.perf_counter()
     ensure_schema(con)
-    old_ranges = {r: (int(b), int(n)) for r, b, n in con.execute("SELECT relation, base, n FROM pdbq_fs_relations").fetchall()}
     sync = sync_variables(con, variables, config)
     stats = GroundingStats(warnings=list(sync.warnings))
-    _shift_vids(con, sync, old_ranges)
-    versions = {r: int(v) for r, v in con.execute("SELECT relation, map_version FROM pdbq_fs_relations").fetchall()}
+    _shift_vids(con, sync, sync.previous)
+    versions = {r: i.map_version for r, i in sync.info.items()}
     stored = {
         r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors FROM pdbq_fs_rules").fetchall()
     }
@@ -219,7 +218,7 @@ def prepare(
         _register(con, c, pos, dh, fp, False, 0)
         complete[name] = False
         stats.factors[name] = 0
-    imports = live_imports(con, variables)
+    imports = live_imports(con, variables, sync.info)
     stats.seconds = time.perf_counter() - t0
     return Prepared(compiled, complete, sync, stats, imports)
 
@@ -237,13 +236,12 @@ def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> st
     factors, new tied weights) changes the token, so a graph is filed under the token of the
     state it was built from.
     """
+    # three plain scans: one statement with list aggregates or subqueries costs DuckDB more
     relations = con.execute(
         "SELECT relation, base, n, def_hash, source_fp, evidence_fp, map_version FROM pdbq_fs_relations ORDER BY relation"
     ).fetchall()
     rules = con.execute("SELECT rule, position, def_hash, inputs_fp FROM pdbq_fs_rules ORDER BY rule").fetchall()
-    weights = con.execute(
-        "SELECT count(*), sum(hash(rule, wid, value, learnable)) FROM pdbq_fs_weights"
-    ).fetchone()
+    weights = con.execute("SELECT count(*), sum(hash(rule, wid, value, learnable)) FROM pdbq_fs_weights").fetchall()
     return combine([repr(relations), repr(rules), repr(weights), repr(imports)])
 
 

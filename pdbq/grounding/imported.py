@@ -19,6 +19,7 @@ factors are ignored until the relation is dropped or re-imported.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,7 +31,8 @@ import sqlglot
 import sqlglot.expressions as exp
 
 from pdbq.errors import GroundingError
-from pdbq.grounding.store import col, ensure_schema, ident, sql_text, table_exists, table_ref
+from pdbq.grounding.store import col, ensure_schema, ident, schema_is_known, sql_text, table_exists, table_ref
+from pdbq.grounding.variables import RelationInfo, relation_info
 from pdbq.language.nodes import CreateVariable
 
 __all__ = [
@@ -84,6 +86,7 @@ class ImportInfo:
     n_factors: int
     n_entries: int
     table: str  # the factor table
+    fingerprint: str = ""  # row count and hash of the factor table (see `live_imports`)
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ def drop_import(con: duckdb.DuckDBPyConnection, relation: str) -> bool:
     return bool(rows)
 
 
+@functools.lru_cache(maxsize=256)
 def _normal_sql(text: str) -> str:
     try:
         return sqlglot.parse_one(text, read="duckdb").sql(dialect="duckdb")
@@ -194,34 +198,59 @@ def _normal_sql(text: str) -> str:
 
 
 def live_imports(
-    con: duckdb.DuckDBPyConnection, variables: Mapping[str, CreateVariable] | None = None
+    con: duckdb.DuckDBPyConnection,
+    variables: Mapping[str, CreateVariable] | None = None,
+    relations: Mapping[str, RelationInfo] | None = None,
 ) -> list[ImportInfo]:
     """Imports whose relation has a vid map built from the import's FROM query, by relation name.
 
     With ``variables`` (the catalog's), a relation replaced since the import is left out.
+    ``relations``: the vid maps as `relation_info` returns them (read when not given).
     A variables table edited by hand (ids no longer ``0 .. n-1``) raises `GroundingError`.
     """
-    if not table_exists(con, IMPORTS_TABLE):
+    if not schema_is_known(con) and not table_exists(con, IMPORTS_TABLE):
         return []
+    # plain scans joined in Python: a join in DuckDB costs several times more on tables this small
     rows = con.execute(
-        f"SELECT i.relation, r.base, r.n, i.n_vars, i.n_factors, i.n_entries, i.source, i.tables[1] "
-        f"FROM {IMPORTS_TABLE} i JOIN pdbq_fs_relations r ON r.relation = i.relation WHERE r.per_row ORDER BY i.relation"
+        f"SELECT relation, n_vars, n_factors, n_entries, source, tables[1] FROM {IMPORTS_TABLE} ORDER BY relation"
     ).fetchall()
+    if not rows:
+        return []
+    maps = relation_info(con) if relations is None else relations
     out = []
-    for rel, base, n, n_vars, n_factors, n_entries, source, table in rows:
+    for rel, n_vars, n_factors, n_entries, source, table in rows:
+        info = maps.get(rel)
+        if info is None or not info.per_row:
+            continue
         if variables is not None:
             v = variables.get(rel)
             if v is None or not v.per_row_cardinality or _normal_sql(v.source) != _normal_sql(source):
                 continue
-        vt = sql_text(table_ref(imported_vars_table(rel)))
-        lo, hi, k = con.execute(f"SELECT min(id), max(id), count(DISTINCT id) FROM {vt}").fetchone()
-        if n != n_vars or k != n_vars or (n_vars and (lo != 0 or hi != n_vars - 1)):
+        ids_sql, fp_sql = _check_sql(rel, table)
+        lo, hi, count = con.execute(ids_sql).fetchall()[0]
+        # the map holds the distinct ids: n distinct ids in 0 .. n-1 and n rows = exactly 0 .. n-1
+        if info.n != n_vars or count != n_vars or (n_vars and (lo != 0 or hi != n_vars - 1)):
             raise GroundingError(
                 f"imported relation '{rel}': its variables table {imported_vars_table(rel)} no longer holds the ids "
                 f"0 .. {n_vars - 1} it was imported with; drop the variable and import it again"
             )
-        out.append(ImportInfo(rel, int(base), int(n), int(n_factors), int(n_entries), table))
+        n_rows, digest = con.execute(fp_sql).fetchall()[0]
+        out.append(ImportInfo(rel, info.base, info.n, int(n_factors), int(n_entries), table, f"{n_rows}:{digest}"))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _check_sql(relation: str, factor_table: str) -> tuple[str, str]:
+    """The ids check of an import's variables table and the fingerprint of its factor table (a
+    factor edited through plain SQL changes the store token, so no graph built before the edit
+    is served after it). Two plain scans: cheaper in DuckDB than one statement joining them."""
+    ids = exp.select(exp.func("min", col("id")), exp.func("max", col("id")), exp.Count(this=exp.Star())).from_(
+        table_ref(imported_vars_table(relation))
+    )
+    fp = exp.select(
+        exp.Count(this=exp.Star()), exp.func("sum", exp.func("hash", col("fid"), col("vids"), col("log_table")))
+    ).from_(table_ref(factor_table))
+    return sql_text(ids), sql_text(fp)
 
 
 def _unnested(table: str) -> exp.Subquery:

@@ -7,6 +7,10 @@ within its rule is its row's ``rowid`` (insertion order).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import duckdb
@@ -14,6 +18,8 @@ import sqlglot.expressions as exp
 
 __all__ = [
     "ensure_schema",
+    "schema_known",
+    "schema_is_known",
     "var_table",
     "factor_table",
     "ident",
@@ -41,10 +47,59 @@ def _statements() -> list[str]:
     return _DDL_CACHE["ddl"]
 
 
+def _fixed_tables() -> tuple[str, ...]:
+    if "tables" not in _DDL_CACHE:
+        names = [re.search(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", s, re.IGNORECASE) for s in _statements()]
+        _DDL_CACHE["tables"] = [m.group(1).lower() for m in names if m is not None]
+    return tuple(_DDL_CACHE["tables"])
+
+
+# id of the connection whose store tables the current call stack has already checked (one
+# planning call checks once; see `schema_known`)
+_KNOWN: ContextVar[int | None] = ContextVar("pdbq_store_schema_known", default=None)
+
+
+@contextmanager
+def schema_known(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Check the store's fixed tables once, then let every `ensure_schema` on ``con`` inside the
+    block skip its lookup (a query's planning calls it from many places)."""
+    if _KNOWN.get() == id(con):
+        yield
+        return
+    ensure_schema(con)
+    token = _KNOWN.set(id(con))
+    try:
+        yield
+    finally:
+        _KNOWN.reset(token)
+
+
+def schema_is_known(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the caller is inside `schema_known` for ``con`` (the fixed tables exist)."""
+    return _KNOWN.get() == id(con)
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the store's fixed tables if absent (idempotent, cheap)."""
+    """Create the store's fixed tables if absent (idempotent, cheap).
+
+    Every query calls this, so the usual case is one catalog lookup and no DDL: DDL takes
+    catalog locks and costs milliseconds per statement, a lookup a fraction of one. The lookup
+    is not remembered between calls, because a rolled-back transaction can take the tables away.
+    """
+    if _KNOWN.get() == id(con):
+        return
+    tables = _fixed_tables()
+    rows = con.execute(_TABLES_SQL).fetchall()
+    found = {r[0].lower() for r in rows}
+    if found.issuperset(tables):
+        return
     for stmt in _statements():
         con.execute(stmt)
+
+
+# names compared in Python: filtering duckdb_tables() in SQL (lower, IN, count DISTINCT) costs
+# several times more than reading the names
+_TABLES_SQL = "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema()"
 
 
 def ident(name: str) -> exp.Identifier:

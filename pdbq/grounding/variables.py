@@ -58,6 +58,9 @@ class VariableSync:
     shifted: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # rel -> (old_base, n, new_base)
     dropped: dict[str, tuple[int, int]] = field(default_factory=dict)  # rel -> (old_base, n)
     warnings: list[str] = field(default_factory=list)
+    # every relation's vid range after the sync (what `relation_info` would read back)
+    info: dict[str, RelationInfo] = field(default_factory=dict)
+    previous: dict[str, tuple[int, int]] = field(default_factory=dict)  # rel -> (base, n) before the sync
 
 
 def _unquote(text: str) -> str:
@@ -244,6 +247,7 @@ def sync_variables(
         "SELECT relation, base, n, cardinality, per_row, def_hash, source_fp, evidence_fp, map_version, null_keys, ev_warnings "
         "FROM pdbq_fs_relations"
     ).fetchall()}
+    out.previous = {name: (int(r[1]), int(r[2])) for name, r in old.items()}
     for name in sorted(set(old) - set(variables)):
         out.dropped[name] = (int(old[name][1]), int(old[name][2]))
         con.execute(f"DROP TABLE IF EXISTS {sql_text(table_ref(var_table(name)))}")
@@ -285,11 +289,12 @@ def sync_variables(
         else:  # unchanged evidence: rows kept, its warnings repeated (never silent)
             ev_warn = list(prev[10])
         out.warnings += ev_warn
+        row = [name, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], ev_warn]
+        out.info[name] = RelationInfo(name, int(s[0]), int(s[1]), int(s[2]), bool(s[3]), int(s[7]))
+        if prev is not None and list(prev) == row:
+            continue  # nothing changed: no write (every query syncs; writes cost more than reads)
         con.execute("DELETE FROM pdbq_fs_relations WHERE relation = ?", [name])
-        con.execute(
-            "INSERT INTO pdbq_fs_relations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [name, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], ev_warn],
-        )
+        con.execute("INSERT INTO pdbq_fs_relations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
     if base >= 2**31 - 1:
         raise GroundingError(f"{base:,} variables: more than the 2^31 - 1 that int32 vids allow")
     return out

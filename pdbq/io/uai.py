@@ -27,16 +27,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 
 from pdbq.catalog.names import normalize
-from pdbq.catalog.store import transaction
+from pdbq.catalog.store import in_transaction, transaction
 from pdbq.errors import CatalogError, PdbqError
 from pdbq.graph.builder import csr_from_edges
 from pdbq.graph.from_store import full_graph
 from pdbq.graph.layout import NO_GROUP, FactorGraph, validate
 from pdbq.graph.subgraph import subgraph
+from pdbq.grounding.ground import prepare
 from pdbq.grounding.imported import create_import, evidence_source, variable_source
+from pdbq.grounding.limits import GroundingConfig
+from pdbq.grounding.store import schema_known
 from pdbq.grounding.variables import relation_info
 from pdbq.inference.potentials import hyperedges
 from pdbq.language.nodes import Column, CreateVariable, Domain, DomainKind, FactorFunction
@@ -462,7 +466,24 @@ def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = 
             evidence=(ev_ids, ev_vals), origin=str(path),
         )
         catalog.create_variable(node)
+    _prebuild(db)
     return model
+
+
+def _prebuild(db: Any) -> None:
+    """Build the new relation's vid map and stored evidence now, as a database builds an index at
+    load time, so the first query does not. Best effort, in its own transaction after the import
+    committed: a problem elsewhere in the database (another relation's bad evidence) is reported
+    by the next query, as it would have been without this step."""
+    con = db.duckdb
+    if in_transaction(con):  # the caller's transaction: a failure here would abort it
+        return
+    try:
+        with transaction(con), schema_known(con):
+            variables, rules = db.catalog.definitions()
+            prepare(con, variables, rules, GroundingConfig())
+    except (PdbqError, duckdb.Error):
+        pass  # rolled back; the next query reports it
 
 
 def export_uai(db: Any, name: str, path: PathLike, *, evid_path: PathLike | None = None) -> FactorGraph:

@@ -67,7 +67,7 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         return rows
     local = plan.local
     free_q = unique(local[graph.evidence[local] < 0])
-    decision = auto_decision(graph, opts.max_table) if free_q.size else None
+    decision = auto_decision(graph, opts.max_table, max_seconds=opts.exact_budget) if free_q.size else None
     if not free_q.size:
         rows.append(("method", "EVIDENCE: every query variable is evidence (point masses, nothing sampled)"))
     elif method is Method.AUTO:

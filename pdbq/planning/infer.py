@@ -23,12 +23,12 @@ import numpy as np
 from pdbq.arrays import unique
 from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
 from pdbq.errors import CatalogError, InferenceError, PdbqError
-from pdbq.grounding.variables import domain_index, keys_to_vids, relation_info
+from pdbq.grounding.variables import domain_index, keys_to_vids
 from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
 from pdbq.planning.evidence import python_literal, resolve_evidence
 from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
-from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, sync
+from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, prepare_store, query_notes
 from pdbq.planning.shapes import normalize_given, normalize_targets
 
 __all__ = ["infer", "Inference", "RelationAnswers"]
@@ -160,7 +160,7 @@ def infer(
     variables = catalog.variables()
     rules = catalog.rules()
     con = db.duckdb
-    notes = sync(con, variables)
+    prepared = prepare_store(con, variables, rules)
     asked: dict[str, tuple[list[tuple], np.ndarray]] = {}
     wanted = normalize_targets(targets, {name: len(v.columns) for name, v in variables.items()})
     for name, tuples in wanted.items():
@@ -172,8 +172,10 @@ def infer(
     evidence = resolve_evidence(con, variables, _given_items(normalize_given(given)))
     every = [v[v >= 0] for _, v in asked.values()]
     seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
-    graph, gvids, stats, secs, memo = build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
-    n_total = sum(i.n for i in relation_info(con).values())
+    plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+    graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    n_total = sum(i.n for i in prepared.sync.info.values())
+    notes = query_notes(prepared, stats)
     plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
     ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel,
                    started=started)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdbq.errors import OptionError, suggest
+from pdbq.inference.auto import DEFAULT_EXACT_BUDGET
 
 __all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
 
@@ -46,6 +47,7 @@ class QueryOptions:
     epsilon: float = 0.05
     power: float = 1.0
     max_table: int = 2**26
+    exact_budget: float = DEFAULT_EXACT_BUDGET  # AUTO: exact whenever its estimated time is at most this (s)
     temperature: float = 2.0  # ANNEAL: start temperature
     cooling: float | None = None  # ANNEAL: geometric factor per sweep (None: reach 0.01 at the end)
 
@@ -86,6 +88,7 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "epsilon": ("float", 0, True, "uniform share mixed into the selection distribution (≤ 1)"),
     "power": ("float", 0, False, "exponent N of selection = distance (distance^-N)"),
     "max_table": ("int", 1, True, "largest exact-inference table (entries)"),
+    "exact_budget": ("float", 0, True, "AUTO: seconds of exact inference accepted (default 5)"),
     "temperature": ("float", 0, False, "ANNEAL start temperature"),
     "cooling": ("float", 0, False, "ANNEAL temperature factor per sweep (< 1)"),
 }
@@ -96,7 +99,7 @@ OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
 def _coerce(name: str, value: Any) -> Any:
     kind, low, inclusive, _ = _SPECS[name]
     if value is None:
-        if name in ("chains", "selection", "epsilon", "power", "max_table", "temperature"):
+        if name in ("chains", "selection", "epsilon", "power", "max_table", "exact_budget", "temperature"):
             raise OptionError(f"option '{name}' cannot be NULL")
         return None
     if kind == "choice":

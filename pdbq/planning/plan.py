@@ -31,9 +31,9 @@ from pdbq.graph.cache import GraphCache, Memo
 from pdbq.graph.from_store import factor_rules
 from pdbq.graph.from_store import query_graph as _store_query_graph
 from pdbq.graph.layout import FactorGraph
-from pdbq.grounding.ground import GroundingStats, transaction
+from pdbq.grounding.ground import GroundingStats, Prepared, prepare, transaction
 from pdbq.grounding.limits import GroundingConfig
-from pdbq.grounding.store import col, ident, sql_text, table_ref, var_table
+from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, var_table
 from pdbq.grounding.variables import relation_info, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
@@ -118,6 +118,21 @@ def sync(con: duckdb.DuckDBPyConnection, variables: Mapping[str, CreateVariable]
         return list(sync_variables(con, variables, GroundingConfig()).warnings)
 
 
+def prepare_store(con: duckdb.DuckDBPyConnection, variables: Mapping[str, CreateVariable], rules: Mapping[str, Any]) -> Prepared:
+    """Bring the factor store up to date for one query (vid maps, evidence, stale groundings):
+    done once per query, and handed to the graph builder so that it does not fingerprint the
+    data again."""
+    with transaction(con):
+        return prepare(con, variables, rules, GroundingConfig())
+
+
+def query_notes(prepared: Prepared, stats: GroundingStats | None) -> list[str]:
+    notes = list(prepared.sync.warnings)
+    if stats is not None:
+        notes += [w for w in stats.warnings if w not in notes]
+    return notes
+
+
 def map_select(v: CreateVariable, extra: Sequence[exp.Expression], source_alias: str = "__pdbq_m") -> exp.Select:
     keys = [col(c.name, source_alias).as_(ident(c.name)) for c in v.columns]
     return exp.select(*keys, *extra).from_(table_ref(var_table(v.name), source_alias))
@@ -181,7 +196,8 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
         return None, np.zeros(0, np.int64), None, 0.0, None
     cache = getattr(db, "graph_cache", None)
     graph, vids, stats = _store_query_graph(
-        con, plan_args["variables"], plan_args["rules"], seeds, evidence.as_tuple(), config=GroundingConfig(), cache=cache
+        con, plan_args["variables"], plan_args["rules"], seeds, evidence.as_tuple(), config=GroundingConfig(), cache=cache,
+        prepared=plan_args.get("prepared"),
     )
     secs = time.perf_counter() - t0
     report(progress, "grounding", 1, 1, elapsed=secs)
@@ -198,9 +214,12 @@ def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = No
         raise PdbqError("internal: a ProbQuery without its tree (parse it with pdbq.language)")
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
-    catalog = db.catalog
-    variables = catalog.variables()
-    rules = catalog.rules()
+    with schema_known(db.duckdb):
+        return _plan_query(db, stmt, options, explicit, progress, cancel)
+
+
+def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel) -> Plan:
+    variables, rules = db.catalog.definitions()
     calls = {}
     for est in stmt.estimates:
         calls.setdefault(est.alias, call_text(est))
@@ -208,15 +227,17 @@ def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = No
     for est in stmt.estimates:
         check_estimate(est, variables[relations[est.alias]], call_text(est))
     con = db.duckdb
-    notes = sync(con, variables)
-    xq = _select_xq(con, stmt, variables, relations, notes)
+    prepared = prepare_store(con, variables, rules)
+    xq_notes: list[str] = []
+    xq = _select_xq(con, stmt, variables, relations, xq_notes)
     evidence = resolve_evidence(con, variables, stmt.given)
     seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
     check_cancel(cancel)
-    graph, gvids, stats, secs, memo = build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
-    n_total = sum(i.n for i in relation_info(con).values())
-    if stats is not None:
-        notes += list(stats.warnings)
+    plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+    graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    n_total = sum(i.n for i in prepared.sync.info.values())
+    notes = query_notes(prepared, stats)
+    notes[len(prepared.sync.warnings):len(prepared.sync.warnings)] = xq_notes
     return Plan(stmt, options, explicit, variables, relations, xq, seeds, evidence, graph, gvids, n_total, stats, secs,
                 notes, memo)
 
