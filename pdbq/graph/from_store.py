@@ -38,7 +38,7 @@ from pdbq.grounding.imported import ImportInfo, import_arrays, live_imports
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
 from pdbq.grounding.store import col, factor_table, ident, sql_text, table_ref
-from pdbq.grounding.variables import cardinalities, relation_info, stored_evidence
+from pdbq.grounding.variables import cardinalities, stored_evidence
 from pdbq.language.nodes import CreateRule, CreateVariable, FactorFunction
 
 __all__ = ["query_graph", "full_graph", "graph_from_store", "reachable", "factor_rules", "Evidence", "WeightRules"]
