@@ -66,6 +66,10 @@ class CorefConfig:
     p_split_merge: probability a step is a split/merge move instead of a mention move.
     time_limit: seconds after which annealing/sampling stops at the end of a pass (a warning
         says so).
+    init: "singletons" (every mention alone) or "components" (connected components of the pairs
+        scoring above `init_threshold`): where every chain starts. Only the start changes; the
+        moves and their acceptance are the same, so the chain's target is unchanged.
+    init_threshold: see `init`.
     """
 
     sweeps: int = 60
@@ -78,6 +82,8 @@ class CorefConfig:
     p_new: float = 0.1
     p_split_merge: float = 0.1
     time_limit: float | None = None
+    init: str = "singletons"
+    init_threshold: float = 0.0
 
     def check(self) -> CorefConfig:
         _pos_int("sweeps", self.sweeps)
@@ -93,6 +99,10 @@ class CorefConfig:
             raise OptionError("option 'min_temperature' must not exceed 'temperature'")
         _prob("p_new", self.p_new)
         _prob("p_split_merge", self.p_split_merge)
+        if self.init not in ("singletons", "components"):
+            raise OptionError(f"option 'init' must be 'singletons' or 'components', got {self.init!r}")
+        if isinstance(self.init_threshold, bool) or not isinstance(self.init_threshold, (int, float)):
+            raise OptionError(f"option 'init_threshold' must be a number, got {self.init_threshold!r}")
         if self.p_new == 0.0:
             raise OptionError("option 'p_new' must be > 0 (otherwise a mention can never leave an entity)")
         if self.time_limit is not None and (
@@ -174,6 +184,31 @@ def _within_components(g, label):
     return out
 
 
+@njit(cache=True)
+def _components_above(g, threshold):
+    n = g.indptr.shape[0] - 1
+    parent = np.arange(n)
+    for m in range(n):
+        for e in range(g.indptr[m], g.indptr[m + 1]):
+            j = g.nbr[e]
+            if j > m and g.score[e] > threshold:
+                rm = _find(parent, m)
+                rj = _find(parent, j)
+                if rm != rj:
+                    parent[max(rm, rj)] = min(rm, rj)
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        out[m] = _find(parent, m)
+    return out
+
+
+def _initial(g, config):
+    n = g.indptr.shape[0] - 1
+    if config.init == "components":
+        return state_from_labels(_components_above(g, float(config.init_threshold)))
+    return new_state(n)
+
+
 def stable_labels(label: np.ndarray) -> np.ndarray:
     """Relabel a clustering so each entity is named by its smallest member index."""
     _, dense = np.unique(np.asarray(label), return_inverse=True)
@@ -195,11 +230,13 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
     warnings: list[str] = []
     best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
     stopped = False
+    start = _initial(g, config)
+    start_score = float(partition_score(g, start.label))
     for c in range(config.chains):
-        st = new_state(n)
-        log = np.zeros(1)
+        st = type(start)(*[a.copy() for a in start])
+        log = np.array([start_score])
         rng = rngs[c : c + 1]
-        chain_best, chain_lab = 0.0, st.label.copy()
+        chain_best, chain_lab = start_score, st.label.copy()
         temp = config.temperature
         for _ in range(config.sweeps):
             if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
@@ -256,9 +293,10 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
     sc = new_scratch(g)
     per_chain = np.zeros((config.chains, qa.size))
     warnings: list[str] = []
+    start = _initial(g, config)
     for c in range(config.chains):
-        st = new_state(n)
-        log = np.zeros(1)
+        st = type(start)(*[a.copy() for a in start])
+        log = np.array([partition_score(g, st.label)])
         rng = rngs[c : c + 1]
         run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
         hits = np.zeros(qa.size, np.int64)
