@@ -156,17 +156,18 @@ def load_records(con, source, id: str, fields: list[str] | None = None) -> Recor
             from pdbq.errors import suggest
 
             what = "id column" if name == id else "field"
-            raise CorefInputError(f"{what} {name!r} is not a column of the records{suggest(name, cols)}")
+            raise CorefInputError(f"{what} {name!r} is not a column of the records.{suggest(name, cols)}")
     con.register("__pdbq_coref_src", rel)
     try:
         src = exp.to_table("__pdbq_coref_src")
         idc = _col(id)
-        n_null = con.execute(_sql(exp.select(exp.func("count", exp.Star())).from_(src).where(idc.is_(exp.null())))).fetchone()[0]
+        n_null = con.execute(_sql(exp.select(exp.func("count", exp.Star())).from_(src).where(idc.is_(exp.null())))).fetchall()[0][0]
         if n_null:
             raise CorefInputError(f"id column {id!r} has {n_null} NULL value(s); every record needs an id")
         dup = con.execute(
             _sql(exp.select(idc, exp.func("count", exp.Star())).from_(src).group_by(idc).having("count(*) > 1").limit(1))
-        ).fetchone()
+        ).fetchall()
+        dup = dup[0] if dup else None
         if dup is not None:
             raise CorefInputError(f"id column {id!r} is not unique: {dup[0]!r} appears {dup[1]} times")
         m = exp.alias_(
@@ -187,21 +188,20 @@ def load_records(con, source, id: str, fields: list[str] | None = None) -> Recor
     for f in fields or []:
         nulls[f] = con.execute(
             _sql(exp.select(exp.func("count", exp.Star())).from_(RECORDS).where(_col(f).is_(exp.null())))
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     return Records(np.asarray(ids), id, cols, nulls)
 
 
 def default_comparisons(con, records: Records, fields: list[str]) -> tuple[Comparison, ...]:
-    """One comparison per field: numbers, dates and booleans by equality; strings with a
-    space in most values (titles, addresses) by token cosine, short strings by Jaro–Winkler."""
+    """One comparison per field: numbers, dates and booleans by equality; strings averaging
+    more than 30 characters (titles, citations) by token cosine, shorter ones (names, phones,
+    cities) by Jaro–Winkler."""
     out = []
     for f in fields:
         t = records.columns[f].upper()
         if t.startswith("VARCHAR") or t in ("TEXT", "STRING"):
-            spaced = con.execute(
-                _sql(exp.select(exp.func("avg", exp.Cast(this=exp.func("contains", _col(f), exp.Literal.string(" ")), to=exp.DataType.build("DOUBLE")))).from_(RECORDS))
-            ).fetchone()[0]
-            out.append(Comparison(f, "token_cosine" if (spaced or 0) > 0.5 else "jaro_winkler"))
+            avg = con.execute(_sql(exp.select(exp.func("avg", exp.func("length", _col(f)))).from_(RECORDS))).fetchall()[0][0]
+            out.append(Comparison(f, "token_cosine" if (avg or 0) > 30 else "jaro_winkler"))
         else:
             out.append(Comparison(f, "exact"))
     return tuple(out)
@@ -231,8 +231,9 @@ def candidate_pairs(con, records: Records, model: CorefModel) -> int:
         if unknown:
             from pdbq.errors import suggest
 
-            raise CorefInputError(f"blocking key {blk.key!r} names unknown column {unknown[0]!r}{suggest(unknown[0], records.columns)}")
-        kind = con.execute(_sql(exp.select(exp.func("typeof", key)).from_(RECORDS).limit(1))).fetchone()
+            raise CorefInputError(f"blocking key {blk.key!r} names unknown column {unknown[0]!r}.{suggest(unknown[0], records.columns)}")
+        kind = con.execute(_sql(exp.select(exp.func("typeof", key)).from_(RECORDS).limit(1))).fetchall()
+        kind = kind[0] if kind else None
         is_list = kind is not None and str(kind[0]).endswith("[]")
         value = exp.Unnest(expressions=[key]) if is_list else key
         keyed = exp.select(exp.alias_(value, "k"), exp.alias_(_col(MENTION), "m")).from_(RECORDS)
@@ -240,7 +241,7 @@ def candidate_pairs(con, records: Records, model: CorefModel) -> int:
         sizes = exp.select("k", exp.alias_(exp.func("count", exp.Star()), "c")).from_(keyed.subquery("t")).group_by("k")
         count_q = exp.select(exp.func("coalesce", exp.func("sum", exp.column("c") * (exp.column("c") - 1) / 2), 0)).from_(
             sizes.subquery("z")).where(exp.column("c") <= blk.max_key_size)
-        n_pairs = int(con.execute(_sql(count_q)).fetchone()[0])
+        n_pairs = int(con.execute(_sql(count_q)).fetchall()[0][0])
         total += n_pairs
         if total > model.max_pairs:
             raise CorefInputError(
@@ -269,7 +270,7 @@ def candidate_pairs(con, records: Records, model: CorefModel) -> int:
     con.execute(_sql(create))
     for k in range(len(model.blocking)):
         con.execute(_sql(exp.Drop(tables=[exp.to_table(f"__pdbq_blk{k}")], kind="TABLE", exists=True)))
-    return int(con.execute(f"SELECT count(*) FROM {PAIRS}").fetchone()[0])
+    return int(con.execute(f"SELECT count(*) FROM {PAIRS}").fetchall()[0][0])
 
 
 def _fn(name: str, *args: exp.Expression) -> exp.Expression:
@@ -320,7 +321,7 @@ def pair_features(con, records: Records, model: CorefModel) -> PairFeatures:
         if c.field not in records.columns:
             from pdbq.errors import suggest
 
-            raise CorefInputError(f"comparison field {c.field!r} is not a column of the records{suggest(c.field, records.columns)}")
+            raise CorefInputError(f"comparison field {c.field!r} is not a column of the records.{suggest(c.field, records.columns)}")
         if c.method not in METHODS:
             raise CorefInputError(f"unknown comparison method {c.method!r} for field {c.field!r}; expected one of {', '.join(METHODS)}")
         # token lists are built once per record, not once per pair
