@@ -139,7 +139,7 @@ def _fill_state(dense, st):
     st.meta[0] = k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unlink(st, m):
     e = st.label[m]
     p = st.prv[m]
@@ -156,7 +156,7 @@ def _unlink(st, m):
         st.meta[0] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _link(st, m, e):
     h = st.head[e]
     st.nxt[m] = h
@@ -168,13 +168,13 @@ def _link(st, m, e):
     st.label[m] = e
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pop_free(st):
     st.meta[0] -= 1
     return st.free[st.meta[0]]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def score_changed(score, edges, signs, k):
     """Σ_{i<k} signs[i]·score[edges[i]]: the score change of a move from its gathered pairs.
 
@@ -185,7 +185,7 @@ def score_changed(score, edges, signs, k):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _accept(rng, delta, log_q_ratio, temp, splits):
     """(rng, accepted) for an MH test at temperature temp. temp = 0 is greedy: accept iff
     delta > 0, or delta = 0 for a move that creates an entity (`splits`): a tie is broken
