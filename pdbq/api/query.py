@@ -365,6 +365,10 @@ def execute_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, ca
         from pdbq.api.explain import explain  # noqa: PLC0415
 
         return explain(db, stmt, progress=progress, cancel=cancel)
+    from pdbq.api.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
+
+    if is_cluster_query(db, stmt):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
+        return execute_cluster_query(db, stmt)
     started = time.perf_counter()
     plan = plan_query(db, stmt, progress=progress, cancel=cancel)
     kinds = {e.kind for e in stmt.estimates}

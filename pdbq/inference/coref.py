@@ -39,7 +39,7 @@ from pdbq.inference.entity_moves import (
 )
 from pdbq.inference.rng import chain_states
 
-__all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "stable_labels"]
+__all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels"]
 
 
 def _pos_int(name: str, v: object, zero: bool = False) -> None:
@@ -317,3 +317,36 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
         warnings.append("one chain: no standard error (use chains >= 2)")
     return PairPosterior(prob, se, int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
                          time.perf_counter() - t0, tuple(warnings))
+
+
+@njit(cache=True)
+def _count_sizes(label, size, cap, counts):
+    for m in range(label.shape[0]):
+        s = size[label[m]]
+        counts[m, s if s < cap else cap] += 1
+
+
+def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
+    """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
+    Averaged over chains and the passes after burn-in (τ = 1)."""
+    validate_pair_graph(g)
+    config.check()
+    n = g.indptr.shape[0] - 1
+    if n * (cap + 1) > 50_000_000:
+        raise InferenceError(f"a size distribution for {n:,} mentions up to size {cap} needs too much memory; ask for fewer sizes")
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sc = new_scratch(g)
+    counts = np.zeros((n, cap + 1), np.int64)
+    start = _initial(g, config)
+    done = 0
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        log = np.array([partition_score(g, st.label)])
+        rng = rngs[c : c + 1]
+        run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
+        for _ in range(config.sweeps):
+            run_moves(g, st, sc, rng, n, 1.0, config.p_new, config.p_split_merge, counters, log)
+            _count_sizes(st.label, st.size, cap, counts)
+            done += 1
+    return counts / max(done, 1)
