@@ -504,6 +504,7 @@ def check_rule(scope: Scope, node: CreateRule, *, check_name: bool = True) -> tu
         raise CatalogError(f"{what}: a {head.kind.value} head has {expected_atoms} atom(s), not {len(head.atoms)}")
     if head.kind is HeadKind.COMPARE and head.value is None:
         raise CatalogError(f"{what}: the head comparison has no value")
+    check_cluster_rule(node, scope.variables, what)
 
     # symbol -> [(atom text, column)] for every binding occurrence in a positive or random body atom
     bound: dict[str, list[tuple[str, Column]]] = {}
@@ -591,7 +592,6 @@ def check_rule(scope: Scope, node: CreateRule, *, check_name: bool = True) -> tu
                 f"({', '.join(sorted(heads)) or 'none'}); it uses {', '.join(outside)}"
             )
     _bind_expressions(con, checks, typed)
-    check_cluster_rule(node, scope.variables, what)
     return rule_relations(node)
 
 
