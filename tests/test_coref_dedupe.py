@@ -10,8 +10,8 @@ import pytest
 
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import Blocking, Comparison
-from pdbq.dedupe import dedupe, evaluate
-from pdbq.dedupe.cli import main as cli_main
+from pdbq.linkage import dedupe, evaluate
+from pdbq.linkage.cli import main as cli_main
 
 PEOPLE = [
     (1, "John Smith", "12 Oak Street", "1980"),

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.coref.model import Blocking, Comparison
-from pdbq.dedupe import dedupe
+from pdbq.linkage import dedupe
 from pdbq.inference.coref import CorefConfig
 
 LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))

@@ -728,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pdbq`` console script; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["dedupe"]:  # the sub-command lives in its own module
-        from pdbq.dedupe.cli import main as dedupe_main
+        from pdbq.linkage.cli import main as dedupe_main
 
         return dedupe_main(argv[1:])
     args = build_arg_parser().parse_args(argv)

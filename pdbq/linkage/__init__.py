@@ -1,4 +1,4 @@
-"""The practical front door to coreference: `dedupe(source, id=..., fields=[...])` → (id, cluster).
+"""The practical front door to coreference: `pdbq.dedupe(source, id=..., fields=[...])` → (id, cluster).
 
 Reads a CSV/Parquet file or a DuckDB table/view, builds candidate pairs by blocking, compares
 fields in DuckDB, resolves the MAP clustering with entity moves, and returns (and optionally

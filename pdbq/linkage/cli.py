@@ -1,7 +1,7 @@
 """`pdbq dedupe INPUT --id COL --fields A,B,... [--block EXPR]... [--out FILE] [--gold FILE]`.
 
 Reads a CSV/Parquet file (or, with --database, a table of that DuckDB file), clusters its
-records (`pdbq.dedupe.dedupe`), and writes `(id, cluster)` to --out (CSV or Parquet) or stdout
+records (`pdbq.linkage.dedupe`), and writes `(id, cluster)` to --out (CSV or Parquet) or stdout
 as CSV. --gold FILE (CSV with columns id, entity) prints B³ and pairwise scores to stderr.
 Exit status 0, or 2 with the error on stderr for bad input.
 """
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pdbq.dedupe import DEFAULT_CONFIG, dedupe, evaluate
+    from pdbq.linkage import DEFAULT_CONFIG, dedupe, evaluate
 
     con = duckdb.connect(args.database, read_only=True) if args.database else duckdb.connect()
     try:
