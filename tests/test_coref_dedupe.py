@@ -94,3 +94,12 @@ def test_bad_input_errors(people_csv, tmp_path):
     with pytest.raises(CorefInputError, match="not among the records"):
         evaluate(res.clusters, np.array([1, 2, 3, 4, 5, 6, 7, 99]), np.arange(8))
     assert cli_main([str(people_csv), "--id", "nope", "--fields", "name"]) == 2
+
+
+def test_pdbq_entry_point_dispatches_dedupe(people_csv, capsys):
+    from pdbq.api.shell import main as pdbq_main
+
+    assert pdbq_main(["dedupe", str(people_csv), "--id", "pid", "--fields", "name,address,born"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "id,cluster"
+    assert [int(line.split(",")[1]) for line in out[1:]] == TRUTH
