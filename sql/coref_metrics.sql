@@ -4,7 +4,7 @@
 -- B³ (Bagga & Baldwin 1998): per mention, precision |C(m) ∩ G(m)| / |C(m)| and recall
 -- |C(m) ∩ G(m)| / |G(m)|, averaged over mentions. Pairwise: over unordered pairs of mentions
 -- placed together (predicted) vs together in gold.
-CREATE OR REPLACE MACRO coref_b3(pred, gold) AS TABLE
+CREATE OR REPLACE TEMP MACRO coref_b3(pred, gold) AS TABLE
 WITH p AS (SELECT id, cluster FROM query_table(pred)),
      g AS (SELECT id, entity FROM query_table(gold)),
      unmatched AS (SELECT count(*) AS n FROM p FULL OUTER JOIN g USING (id) WHERE p.cluster IS NULL AND p.id IS NULL OR g.entity IS NULL AND g.id IS NULL),
@@ -22,7 +22,7 @@ SELECT CASE WHEN (SELECT n FROM unmatched) > 0
        2 * precision * recall / (precision + recall) AS f1
 FROM s;
 
-CREATE OR REPLACE MACRO coref_pairwise(pred, gold) AS TABLE
+CREATE OR REPLACE TEMP MACRO coref_pairwise(pred, gold) AS TABLE
 WITH p AS (SELECT id, cluster FROM query_table(pred)),
      g AS (SELECT id, entity FROM query_table(gold)),
      unmatched AS (SELECT count(*) AS n FROM p FULL OUTER JOIN g USING (id) WHERE p.cluster IS NULL AND p.id IS NULL OR g.entity IS NULL AND g.id IS NULL),

@@ -52,6 +52,12 @@ def _exact_same(d, i, j, event=None):
     return num / den
 
 
+def test_metric_macros_come_with_every_connection(db):
+    db.duckdb.execute("CREATE TABLE g AS SELECT * FROM (VALUES (1, 1), (2, 1), (3, 3), (4, 3), (5, 3)) t(id, entity)")
+    db.duckdb.execute("CREATE TABLE p AS SELECT * FROM (VALUES (1, 1), (2, 1), (3, 1), (4, 4), (5, 4)) t(id, cluster)")
+    assert db.execute("SELECT * FROM coref_pairwise('p', 'g')").fetchall() == [(0.5, 0.5, 0.5)]
+
+
 def test_definition_round_trips(db):
     shown = str(db.execute("SHOW VARIABLES"))
     assert "CLUSTER" in shown
