@@ -199,7 +199,7 @@ def _accept(rng, delta, log_q_ratio, temp, splits):
     return rng, uniform(rng) < np.exp(a)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
     """One mention move (module docstring). Returns the advanced rng state."""
     n = st.label.shape[0]
@@ -409,7 +409,7 @@ def split_merge_move(g, st, sc, rng, temp, counters, log_score):
     return rng
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step(g, st, sc, rng, temp, p_new, p_split_merge, counters, log_score):
     """One MH step: a split/merge move with probability p_split_merge, else a mention move."""
     if p_split_merge > 0.0:
