@@ -119,5 +119,13 @@ def test_query_errors(db):
         db.execute("SELECT e.id, PROB(e = 99) FROM entity e")
     with pytest.raises(InferenceError, match="needs a key"):
         db.execute("SELECT e.id, PROB(e) FROM entity e")
+    with pytest.raises(InferenceError, match="EXPLAIN is not available"):
+        db.execute("EXPLAIN SELECT e.id, MAP(e) FROM entity e")
+    with pytest.raises(InferenceError, match="USING EXACT is not available"):
+        db.execute("SELECT e.id, MAP(e) FROM entity e USING EXACT")
+    from pdbq.api.query import infer
+
+    with pytest.raises(InferenceError, match="ask it with a query"):
+        infer(db, {"entity": [(1,)]})
     before = db.duckdb.execute("SELECT count(*) FROM pairs").fetchone()[0]
     assert before == 10

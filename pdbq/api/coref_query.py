@@ -94,6 +94,9 @@ def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> i
 
 def execute_cluster_query(db, stmt: ProbQuery) -> Result:
     started = time.perf_counter()
+    if stmt.explain:
+        raise InferenceError("EXPLAIN is not available for DOMAIN CLUSTER queries yet; the query's diagnostics "
+                             "(Result.diagnostics) give pairs, proposals and factor evaluations")
     if stmt.given:
         raise InferenceError("GIVEN is not supported for DOMAIN CLUSTER relations yet (give known matches as pairs with a large weight)")
     if stmt.method not in (Method.AUTO, Method.ANNEAL, Method.GIBBS):
