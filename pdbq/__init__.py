@@ -14,6 +14,9 @@ from pdbq.errors import (
 from pdbq.api import Database, Result, analyze, connect, infer, joint, probability
 from pdbq.udf import register, unregister
 from pdbq.version import __version__
+from pdbq.coref.layout import CorefInputError
+from pdbq.coref.model import Blocking, Comparison
+from pdbq.linkage import DedupeResult, dedupe
 
 
 __all__ = [
@@ -26,6 +29,11 @@ __all__ = [
     "joint",
     "register",
     "unregister",
+    "dedupe",
+    "DedupeResult",
+    "Comparison",
+    "Blocking",
+    "CorefInputError",
     "PdbqError",
     "ParseError",
     "CatalogError",

@@ -134,6 +134,10 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     ``progress``: a callable taking `pdbq.progress.Progress` (called after grounding and each
     sampling round); ``cancel``: a `pdbq.progress.CancelToken` polled between rounds.
     """
+    from pdbq.planning.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
+
+    if is_cluster_query(db, stmt):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
+        return execute_cluster_query(db, stmt)
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     started = time.perf_counter()

@@ -164,6 +164,8 @@ def infer(
     asked: dict[str, tuple[list[tuple], np.ndarray]] = {}
     wanted = normalize_targets(targets, {name: len(v.columns) for name, v in variables.items()})
     for name, tuples in wanted.items():
+        if variables[name].domain.kind is DomainKind.CLUSTER:
+            raise InferenceError(f"'{name}' is a DOMAIN CLUSTER relation: ask it with a query (MAP / PROB(e = k) / DIST)")
         vids = keys_to_vids(con, name, tuples).astype(np.int64) if tuples else np.zeros(0, np.int64)
         if missing == "error" and (vids < 0).any():
             bad = tuples[int(np.flatnonzero(vids < 0)[0])]
