@@ -220,3 +220,18 @@ def test_subsampled_map_on_a_small_model():
     for sub in (SubsampleConfig("uniform", rate=0.5), SubsampleConfig("confidence", interval=0.5)):
         res = resolve_map(g, CorefConfig(sweeps=20, seed=1, subsample=sub))
         assert res.labels.tolist() == [0, 0, 2, 2]
+
+
+def test_query_options_map_to_configs():
+    f = SubsampleConfig.from_options
+    assert f() == SubsampleConfig()
+    assert f(0.1) == SubsampleConfig("uniform", rate=0.1)
+    assert f(1).is_exact
+    assert f("confidence", interval=20) == SubsampleConfig("confidence", interval=20)
+    assert f(interval=2) == SubsampleConfig("confidence", interval=2)
+    assert f("confidence", decide=True) == SubsampleConfig("confidence", interval=0.0, decide=True)
+    assert f("EXACT") == SubsampleConfig()
+    for bad in (dict(subsample=0.0), dict(subsample=2), dict(subsample="often"), dict(subsample=True),
+                dict(subsample=0.5, interval=3), dict(subsample="confidence"), dict(subsample="uniform")):
+        with pytest.raises(OptionError):
+            f(**bad)

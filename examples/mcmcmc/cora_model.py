@@ -68,8 +68,10 @@ def load_records(data: Path = DATA) -> tuple[list[dict], np.ndarray]:
     return recs, gold
 
 
-def cora_graph(recs: list[dict]) -> tuple[PairGraph, int]:
-    """The pair graph over the records (module docstring) and the number of candidate pairs."""
+def cora_graph(recs: list[dict], word_terms: bool = True) -> tuple[PairGraph, int]:
+    """The pair graph over the records (module docstring) and the number of candidate pairs.
+    word_terms=False leaves the two word-Jaccard terms out of the stored score (for a model
+    that computes them on demand, examples/mcmcmc/ondemand.py)."""
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     keys = []
@@ -102,10 +104,19 @@ def cora_graph(recs: list[dict]) -> tuple[PairGraph, int]:
         FROM cand c JOIN rec r1 ON r1.k = c.a JOIN rec r2 ON r2.k = c.b
         ORDER BY c.a, c.b
         """,
-        [W_TITLE, W_TOKENS, W_FULL, W_AUTHOR, W_YEAR, BIAS],
+        [W_TITLE, W_TOKENS if word_terms else 0.0, W_FULL if word_terms else 0.0, W_AUTHOR, W_YEAR, BIAS],
     ).fetchnumpy()
     g = pair_graph(len(recs), rows["a"], rows["b"], rows["w"])
     return g, int(rows["a"].size)
+
+
+def title_words(r: dict) -> set[str]:
+    """The word set DuckDB's list_distinct(string_split(title, ' ')) gives."""
+    return set(r["title"].split(" "))
+
+
+def citation_words(r: dict) -> set[str]:
+    return {w for w in r["full"].split(" ") if len(w) >= 3}
 
 
 def b3_f1(pred: np.ndarray, gold: np.ndarray) -> float:

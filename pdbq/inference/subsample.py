@@ -100,6 +100,28 @@ class SubsampleConfig:
             raise OptionError(f"option 'subsample' rate applies to mode 'uniform', not {self.mode!r}")
         return self
 
+    @classmethod
+    def from_options(cls, subsample: object = None, interval: object = None, decide: object = None) -> SubsampleConfig:
+        """The config of a query's options, e.g. ``WITH (subsample = 0.1)`` or
+        ``WITH (subsample = 'confidence', interval = 20)``: a number is a uniform rate, a
+        string a mode; `interval` alone means 'confidence'. Validated."""
+        if subsample is None and interval is None and decide is None:
+            return cls()
+        if isinstance(subsample, str):
+            mode = subsample.strip().lower()
+            if mode == "uniform":
+                raise OptionError("give a uniform subsample as its rate, e.g. subsample = 0.1")
+            cfg = cls(mode, 1.0, 0.0 if interval is None else interval, bool(decide) if decide is not None else False)
+        elif subsample is None:
+            cfg = cls("confidence", 1.0, 0.0 if interval is None else interval, bool(decide) if decide is not None else False)
+        elif isinstance(subsample, (int, float)) and not isinstance(subsample, bool):
+            if interval is not None or decide is not None:
+                raise OptionError("options 'interval' and 'decide' need subsample = 'confidence', not a rate")
+            cfg = cls("uniform", float(subsample))
+        else:
+            raise OptionError(f"option 'subsample' must be a rate in (0, 1] or one of {', '.join(MODES)}, got {subsample!r}")
+        return cfg.check()
+
     @property
     def is_exact(self) -> bool:
         return self.mode == "exact" or (self.mode == "uniform" and self.rate == 1.0)
