@@ -235,3 +235,14 @@ def test_query_options_map_to_configs():
                 dict(subsample=0.5, interval=3), dict(subsample="confidence"), dict(subsample="uniform")):
         with pytest.raises(OptionError):
             f(**bad)
+
+
+def test_subsampled_pair_posteriors_carry_a_warning():
+    from pdbq.inference.coref import sample_pairs
+
+    g = pair_graph(4, np.array([0, 2, 0]), np.array([1, 3, 2]), np.array([3.0, 3.0, -3.0]))
+    qa, qb = np.array([0, 0]), np.array([1, 2])
+    exact = sample_pairs(g, qa, qb, CorefConfig(sweeps=20, burn_in=2, seed=1))
+    sub = sample_pairs(g, qa, qb, CorefConfig(sweeps=20, burn_in=2, seed=1, subsample=SubsampleConfig("uniform", rate=0.5)))
+    assert not any("subsample" in w for w in exact.warnings)
+    assert any("approximately" in w for w in sub.warnings)

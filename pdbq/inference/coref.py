@@ -269,6 +269,12 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
     sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
     per_chain = np.zeros((config.chains, qa.size))
     warnings: list[str] = []
+    if not config.subsample.is_exact:
+        warnings.append(
+            f"subsample {config.subsample.label()}: moves are scored on a sample of their factors, so the "
+            "chain's stationary distribution is only approximately the model's; the standard errors do not "
+            "include that bias"
+        )
     for c in range(config.chains):
         st = new_state(n)
         log = np.zeros(1)
