@@ -38,6 +38,7 @@ from pdbq.inference.entity_moves import (
     state_from_labels,
 )
 from pdbq.inference.rng import chain_states
+from pdbq.inference.subsample import SubsampleConfig, subsample_seeds, subsample_state
 
 __all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels"]
 
@@ -70,6 +71,9 @@ class CorefConfig:
         scoring above `init_threshold`): where every chain starts. Only the start changes; the
         moves and their acceptance are the same, so the chain's target is unchanged.
     init_threshold: see `init`.
+    subsample: how each move's changed pair factors are scored (`SubsampleConfig`: exact, a
+        uniform fraction, or sequential to a confidence interval; seed 000). When not exact, MAP
+        re-scores the state exactly at pass boundaries to keep the best one.
     """
 
     sweeps: int = 60
@@ -84,6 +88,7 @@ class CorefConfig:
     time_limit: float | None = None
     init: str = "singletons"
     init_threshold: float = 0.0
+    subsample: SubsampleConfig = SubsampleConfig()
 
     def check(self) -> CorefConfig:
         _pos_int("sweeps", self.sweeps)
@@ -109,6 +114,9 @@ class CorefConfig:
             isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float)) or self.time_limit <= 0
         ):
             raise OptionError(f"option 'time_limit' must be a positive number, got {self.time_limit!r}")
+        if not isinstance(self.subsample, SubsampleConfig):
+            raise OptionError(f"option 'subsample' must be a SubsampleConfig, got {self.subsample!r}")
+        self.subsample.check()
         return self
 
 
@@ -225,7 +233,8 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
         return CorefMapResult(np.zeros(0, np.int64), 0.0, np.zeros(config.chains), 0, 0, 0, 0.0)
     rngs = chain_states(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
-    sc = new_scratch(g)
+    sub_seeds = subsample_seeds(config.seed, config.chains)
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
     cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.sweeps - 1, 1))
     warnings: list[str] = []
     best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
@@ -236,6 +245,7 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
         st = type(start)(*[a.copy() for a in start])
         log = np.array([start_score])
         rng = rngs[c : c + 1]
+        sc.sub.rng[0] = sub_seeds[c]
         chain_best, chain_lab = start_score, st.label.copy()
         temp = config.temperature
         for _ in range(config.sweeps):
@@ -243,6 +253,8 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
                 stopped = True
                 break
             run_moves(g, st, sc, rng, n, temp, config.p_new, config.p_split_merge, counters, log)
+            if not config.subsample.is_exact:  # the running sum adds estimates: re-score exactly
+                log[0] = partition_score(g, st.label)
             if log[0] > chain_best:
                 chain_best, chain_lab = float(log[0]), st.label.copy()
             temp = max(temp * cooling, config.min_temperature)
@@ -290,14 +302,22 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
     t0 = time.perf_counter()
     rngs = chain_states(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
-    sc = new_scratch(g)
+    sub_seeds = subsample_seeds(config.seed, config.chains)
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
     per_chain = np.zeros((config.chains, qa.size))
     warnings: list[str] = []
     start = _initial(g, config)
+    if not config.subsample.is_exact:
+        warnings.append(
+            f"subsample {config.subsample.label()}: moves are scored on a sample of their factors, so the "
+            "chain's stationary distribution is only approximately the model's; the standard errors do not "
+            "include that bias"
+        )
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
         log = np.array([partition_score(g, st.label)])
         rng = rngs[c : c + 1]
+        sc.sub.rng[0] = sub_seeds[c]
         run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
         hits = np.zeros(qa.size, np.int64)
         done = 0

@@ -24,8 +24,9 @@ move that creates an entity).
 
 The score of every move is computed in two phases: the changed pair factors are *gathered*
 (their CSR positions and signs: +1 a pair becomes within-entity, −1 it stops being), then
-`score_changed` sums them. That function is the single place a subsampled estimator (seed 000,
-issue 15) replaces the exact sum. Every gathered pair counts as one factor evaluation, and so
+`pdbq.inference.subsample.estimate_delta` sums them — exactly (the default, bit-identical to
+`score_changed`) or on a sample of them (seed 000, issue 15; `Scratch.sub` holds its config and
+its own per-chain stream) — and reports how many it evaluated. Every gathered pair counts as one factor evaluation, and so
 does every pair score the split/merge allocation reads.
 
 Layouts. `EntityState` (one per chain, all int32[n] unless noted):
@@ -37,7 +38,7 @@ Layouts. `EntityState` (one per chain, all int32[n] unless noted):
     free   stack of free entity ids; meta[0] is its height
     meta   int64[1]
 `Scratch` (reused buffers): edges int64[cap], signs float64[cap] (cap ≥ the largest number of
-pairs one move can change: nnz), side int8[n] (−1 outside a split/merge move), order int32[n]. `counters` int64[4]: factor evaluations,
+pairs one move can change: nnz), side int8[n] (−1 outside a split/merge move), order int32[n], sub (`SubsampleState`). `counters` int64[4]: factor evaluations,
 proposals, accepted, no-op proposals. `log_score` float64[1]: the running ψ(y), updated by Δ.
 """
 
@@ -50,6 +51,7 @@ from numba import njit
 
 from pdbq.coref.layout import PairGraph
 from pdbq.inference.rng import bounded, next_state, uniform
+from pdbq.inference.subsample import SubsampleState, estimate_delta, subsample_state
 
 __all__ = [
     "EntityState",
@@ -88,14 +90,15 @@ class Scratch(NamedTuple):
     signs: np.ndarray
     side: np.ndarray
     order: np.ndarray
+    sub: SubsampleState
 
 
-def new_scratch(g: PairGraph) -> Scratch:
+def new_scratch(g: PairGraph, sub: SubsampleState | None = None) -> Scratch:
     n = g.indptr.shape[0] - 1
     cap = max(int(g.nbr.shape[0]), 1)
     return Scratch(
         np.empty(cap, np.int64), np.empty(cap, np.float64), np.full(max(n, 1), -1, np.int8),
-        np.empty(max(n, 1), np.int32),
+        np.empty(max(n, 1), np.int32), sub if sub is not None else subsample_state(),
     )
 
 
@@ -238,8 +241,6 @@ def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
             sc.signs[k] = 1.0
             k += 1
             c_t += 1
-    delta = score_changed(g.score, sc.edges, sc.signs, k)
-    counters[C_EVALS] += k
     if to_new:
         q_fwd = pn
     else:
@@ -248,9 +249,12 @@ def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
         q_rev = pn
     else:
         q_rev = (1.0 - pn) * c_s / deg if deg > 0 else 0.0
-    if q_rev <= 0.0:
+    if q_rev <= 0.0:  # the reverse move is impossible: rejected without scoring
         return rng
-    rng, ok = _accept(rng, delta, np.log(q_rev / q_fwd), temp, to_new)
+    lqr = np.log(q_rev / q_fwd)
+    delta, used = estimate_delta(g.score, sc.edges, sc.signs, k, sc.sub, rng, temp, lqr)
+    counters[C_EVALS] += used
+    rng, ok = _accept(rng, delta, lqr, temp, to_new)
     if ok:
         _unlink(st, m)
         if to_new:
@@ -366,8 +370,8 @@ def split_merge_move(g, st, sc, rng, temp, counters, log_score):
                     sc.signs[k] = 1.0
                     k += 1
             x = st.nxt[x]
-        delta = score_changed(g.score, sc.edges, sc.signs, k)
-        counters[C_EVALS] += k
+        delta, used = estimate_delta(g.score, sc.edges, sc.signs, k, sc.sub, rng, temp, log_alloc)
+        counters[C_EVALS] += used
         rng, ok = _accept(rng, delta, log_alloc, temp, False)
         if ok:
             x = st.head[small]
@@ -391,8 +395,8 @@ def split_merge_move(g, st, sc, rng, temp, counters, log_score):
                     sc.signs[k] = -1.0
                     k += 1
         x = st.nxt[x]
-    delta = score_changed(g.score, sc.edges, sc.signs, k)
-    counters[C_EVALS] += k
+    delta, used = estimate_delta(g.score, sc.edges, sc.signs, k, sc.sub, rng, temp, -log_alloc)
+    counters[C_EVALS] += used
     rng, ok = _accept(rng, delta, -log_alloc, temp, True)
     if ok:
         c = _pop_free(st)

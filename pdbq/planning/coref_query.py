@@ -32,13 +32,14 @@ from pdbq.coref.ground import ground_cluster, map_table
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
+from pdbq.inference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
 from pdbq.planning.plan import QueryAnswer
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
 
 __all__ = ["is_cluster_query", "execute_cluster_query"]
 
-_OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs"}
+_OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs", "interval", "decide"}
 _MAX_PAIRS = 20_000_000
 _MAX_DIST_SIZE = 500
 
@@ -69,6 +70,9 @@ def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
     if unknown:
         raise OptionError(f"option '{unknown[0]}' is not an option of cluster queries.{suggest(unknown[0], _OPTIONS)}")
     max_pairs = opts.pop("max_pairs", _MAX_PAIRS)
+    # seed 000: WITH (subsample = 0.1) or (subsample = 'confidence', interval = 20[, decide = true])
+    opts["subsample"] = SubsampleConfig.from_options(opts.pop("subsample", None), opts.pop("interval", None),
+                                                     opts.pop("decide", None))
     if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 1:
         raise OptionError(f"option 'max_pairs' must be a positive integer, got {max_pairs!r}")
     base = CorefConfig(sweeps=30, temperature=0.5, chains=2, p_split_merge=0.2) if any(
@@ -119,6 +123,7 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
             diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
             diag[f"{alias}.mentions"] = int(keys.size)
             diag[f"{alias}.candidate_pairs"] = graph.n_pairs
+            diag[f"{alias}.subsample"] = config.subsample.label()
             ests = [e for e in stmt.estimates if e.alias == alias]
             cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
             if any(e.kind is EstimateKind.MAP for e in ests):
