@@ -10,16 +10,16 @@ from pdbq.errors import (
     PdbqError,
     SchemaVersionError,
 )
-from pdbq.api.database import Database, connect
-from pdbq.api.result import Result
-from pdbq.api.udf import register, unregister
+from pdbq.api import Database, Result, analyze, connect
+from pdbq.udf import register, unregister
+from pdbq.version import __version__
 
-__version__ = "0.1.0"
 
 __all__ = [
     "connect",
     "Database",
     "Result",
+    "analyze",
     "register",
     "unregister",
     "PdbqError",

@@ -1,5 +1,5 @@
 """``python -m pdbq``: the pdbq shell (same as the ``pdbq`` command)."""
 
-from pdbq.api.shell import main
+from pdbq.shell import main
 
 raise SystemExit(main())

@@ -24,6 +24,12 @@ CREATE VARIABLE is_fan(person TEXT) DOMAIN BOOLEAN
 CREATE RULE fans_vote WEIGHT 0.8 SEMANTICS RATIO AS is_popular(^m) :- tweets(m, p), is_fan(p), p <> 'bot';
 """
 
+# Tokens and their words: the data of the categorical (tag) and entity models of the catalog tests.
+TOKENS_SQL = """
+CREATE TABLE tokens AS SELECT * FROM range(4) t(id);
+CREATE TABLE words AS SELECT * FROM (VALUES (0, 'Bart'), (1, 'Simpson'), (2, 'in'), (3, 'Springfield')) t(token, word);
+"""
+
 
 @pytest.fixture
 def movies_db():

@@ -10,6 +10,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
+import pdbq
 from pdbq.analysis import Analysis, AnalysisError, analyze, analyze_graph, semantics_warnings
 from pdbq.analysis.bounds import mixing_bound, mixing_bound_log10
 from pdbq.analysis.hierarchy import HierarchySearch, greedy_upper_bound, hierarchy_width, lower_bound
@@ -447,12 +448,14 @@ def test_analyze_graph_result():
 
 
 def test_analyze_errors():
-    with pytest.raises(AnalysisError, match="FactorGraph, a CreateRule"):
+    with pytest.raises(AnalysisError, match="FactorGraph or a CreateRule"):
         analyze(42)
     with pytest.raises(AnalysisError, match="database"):
         analyze(path_graph := graph_of(path_edges(3), 3), rule="fans_vote")
     with pytest.raises(AnalysisError, match="database"):
-        analyze(path_graph, query="SELECT 1")
+        pdbq.analyze(path_graph, query="SELECT 1")
+    with pytest.raises(AnalysisError, match=r"pdbq\.analyze\(db"):
+        analyze(pdbq.connect(), rule="fans_vote")
 
 
 def test_degenerate_graphs():

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+import pdbq
 from pdbq.analysis import AnalysisError, analyze, analyze_template
 from pdbq.language.nodes import Atom, CreateRule, Head, HeadKind, Semantics, Term, TermKind
 from pdbq.language.parser import parse_statement
@@ -99,14 +100,14 @@ def test_analyze_rule_node_gives_template_fields_only():
 
 
 def test_analyze_database_rule_and_query(movies_model):
-    a = analyze(movies_model, rule="fans_vote")
+    a = pdbq.analyze(movies_model, rule="fans_vote")
     # the catalog knows is_fan is random and tweets observed: is_fan(p) breaks the prefix
     assert a.template.terms == ("is_popular", "is_fan") and a.hierarchical is False
     with pytest.raises(Exception, match="fans_vote"):  # CatalogError with a suggestion
-        analyze(movies_model, rule="fans_vot")
+        pdbq.analyze(movies_model, rule="fans_vot")
     # the query's pruned graph: three RATIO head groups (one per movie); bart's vote is evidence,
     # lisa votes for Twilight and Avengers, so one component holds two hyperedges
-    q = analyze(movies_model, query="SELECT m.movie, PROB(m) FROM is_popular AS m")
+    q = pdbq.analyze(movies_model, query="SELECT m.movie, PROB(m) FROM is_popular AS m")
     assert (q.hierarchy_width, q.max_degree, q.graph.n_groups) == (2, 2, 3)
     assert q.max_factor_weight == pytest.approx(2 * 0.8 * math.log(2))  # RATIO over one vote
     assert q.hierarchical is None and q.warnings == ()

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pdbq
 from pdbq.analysis import analyze_graph
 from pdbq.inference.potentials import log_score
 
@@ -61,8 +62,6 @@ def _voting_db(n: int, semantics: str):
 
 
 def test_linear_warning_names_the_rule_in_answers_explain_and_analyze():
-    from pdbq.analysis import analyze
-
     db = _voting_db(12, "LINEAR")
     q = "SELECT PROB(x) FROM q AS x USING QAM WITH (steps = 2000, seed = 1)"
     res = db.execute(q)
@@ -73,7 +72,7 @@ def test_linear_warning_names_the_rule_in_answers_explain_and_analyze():
     rows = db.execute("EXPLAIN " + q).fetchall()
     explained = [v for k, v in rows if k == "warning"]
     assert sorted(w.split(" has ")[0] for w in explained) == ["rule 'f_votes'", "rule 't_votes'"]
-    a = analyze(db, query=q)
+    a = pdbq.analyze(db, query=q)
     assert sorted(a.warnings) == warned
 
 

@@ -113,12 +113,6 @@ def test_pdbq_errors_are_pdbq_errors(movies_db):
         movies_db.execute(42)  # type: ignore[arg-type]
 
 
-def test_probabilistic_query_without_engine(movies_model, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pdbq.api.query", None)  # as if the module were missing
-    with pytest.raises(pdbq.PdbqError, match=r"need the query engine \(pdbq.api.query\)"):
-        movies_model.execute("SELECT m.movie, PROB(m) AS p FROM is_popular AS m")
-
-
 def test_context_manager_and_close():
     with pdbq.connect() as db:
         assert db.execute("SELECT 1").fetchall() == [(1,)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import MOVIES_MODEL, MOVIES_SQL
+from conftest import MOVIES_MODEL, MOVIES_SQL, TOKENS_SQL
 
 import pdbq
 from pdbq.catalog.store import SCHEMA_VERSION, Catalog, schema_sql
@@ -25,9 +25,7 @@ from pdbq.language.nodes import (
 )
 from pdbq.language.parser import parse_script, parse_statement
 
-MORE_MODEL = """
-CREATE TABLE tokens AS SELECT * FROM range(4) t(id);
-CREATE TABLE words AS SELECT * FROM (VALUES (0, 'Bart'), (1, 'Simpson'), (2, 'in'), (3, 'Springfield')) t(token, word);
+MORE_MODEL = TOKENS_SQL + """
 CREATE TABLE pairs AS SELECT * FROM (VALUES (0, 1, 0.9), (1, 3, 0.2)) t(a, b, sim);
 CREATE VARIABLE tag(token INT) DOMAIN ('PER', 'ORG', 'LOC', 'O') FROM (SELECT id FROM tokens)
     EVIDENCE (SELECT 2, 'O');

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import MOVIES_MODEL, MOVIES_SQL
+from conftest import MOVIES_MODEL, MOVIES_SQL, TOKENS_SQL
 
 import pdbq
 from pdbq.errors import CatalogError, EvidenceError
@@ -23,9 +23,7 @@ from pdbq.language.nodes import (
     TermKind,
 )
 
-EXTRA = """
-CREATE TABLE tokens AS SELECT * FROM range(4) t(id);
-CREATE TABLE words AS SELECT * FROM (VALUES (0, 'Bart'), (1, 'Simpson'), (2, 'in'), (3, 'Springfield')) t(token, word);
+EXTRA = TOKENS_SQL + """
 CREATE TABLE nums AS SELECT * FROM (VALUES (1, 2), (1, 3), (NULL, 4)) t(a, b);
 CREATE VARIABLE tag(token INT) DOMAIN ('PER', 'ORG', 'LOC', 'O') FROM (SELECT id FROM tokens);
 CREATE VARIABLE entity(token BIGINT) DOMAIN CATEGORICAL(3) FROM (SELECT id FROM tokens);

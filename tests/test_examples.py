@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import pdbq
-from pdbq.api.shell import main as shell_main
+from pdbq.shell import main as shell_main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

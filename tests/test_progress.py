@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pdbq.api.progress import CancelToken, Cancelled, Progress, ProgressBar, format_progress
+from pdbq.progress import CancelToken, Cancelled, Progress, ProgressBar, format_progress
 from pdbq.errors import PdbqError
 
 

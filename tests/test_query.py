@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 import pdbq
-from pdbq.api.progress import CancelToken, Cancelled, Progress
-from pdbq.api.query import infer
+from pdbq.progress import CancelToken, Cancelled, Progress
+from pdbq.api import infer
 from pdbq.errors import CatalogError, EvidenceError, InferenceError, OptionError
 
 # A chain x(0) - x(1) - ... - x(9) with EQUAL links, a per-node prior, and stored evidence x(3) = TRUE.
@@ -244,7 +244,7 @@ def test_infer_batches_keys_in_one_run(db):
 
 
 def test_progress_callback_and_cancel(db):
-    from pdbq.api.query import execute_query
+    from pdbq.planning.execute import execute_query
     from pdbq.language.parser import parse_statement
 
     seen: list[Progress] = []

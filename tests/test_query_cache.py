@@ -190,7 +190,7 @@ SAMPLED = "SELECT PROB(v) AS p, STDERR(v) AS se FROM y v WHERE v.i = {i} USING Q
 
 
 def test_whole_model_graph_serves_other_regions_in_memory():
-    from pdbq.api.query import query_plan
+    from pdbq.api import query_plan
 
     d = pdbq.connect()
     d.execute(TWO_CHAINS)

@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pdbq.api.render import (
+from pdbq.answers.render import (
     arrow_type_name,
     format_value,
     frame_from_arrow,

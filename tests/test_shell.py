@@ -18,9 +18,9 @@ import pytest
 from prompt_toolkit.document import Document
 
 import pdbq
-from pdbq.api.completion import Names, PdbqCompleter, read_names
-from pdbq.api.progress import CancelToken, ProgressBar
-from pdbq.api.shell import Shell, _execute_kwargs, build_arg_parser, history_path, main
+from pdbq.shell.completion import Names, PdbqCompleter, read_names
+from pdbq.progress import CancelToken, ProgressBar
+from pdbq.shell.repl import Shell, _execute_kwargs, build_arg_parser, history_path, main
 
 LONG_QUERY = "SELECT sum(a.range * b.range) FROM range(100000000) a, range(1000000) b;"
 
@@ -175,7 +175,7 @@ def test_ctrl_c_cancels_duckdb_statement_and_session_continues(shell: Shell) -> 
 def test_ctrl_c_reaches_the_engine_through_the_cancel_token() -> None:
     import duckdb
 
-    from pdbq.api.progress import Progress
+    from pdbq.progress import Progress
 
     class Engine:
         """Stands in for the inference engine: reports progress and polls the token per round."""
@@ -265,7 +265,7 @@ def test_completer_offers_variables_and_rules() -> None:
 def test_highlighting_knows_pdbq_keywords() -> None:
     from pygments.token import Keyword
 
-    from pdbq.api.highlight import PdbqLexer
+    from pdbq.shell.highlight import PdbqLexer
 
     tokens = [(t, v) for t, v in PdbqLexer().get_tokens("SELECT PROB(m) FROM r GIVEN f('x') = TRUE USING QAM;") if v.strip()]
     keywords = [v for t, v in tokens if t in Keyword]

@@ -19,9 +19,6 @@ from pdbq.io.uai import UaiFormatError, read_mar, read_uai, read_uai_graph, writ
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "uai2014"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"UAI 2014 data not found at {DATA}")
-needs_engine = pytest.mark.skipif(
-    importlib.util.find_spec("pdbq.api.query") is None, reason="the query engine (pdbq.api.query) is not built"
-)
 
 # var 1 has 3 values, var 3 only one (padded with an impossible second value); var 2 is in no
 # factor with another variable.
@@ -212,7 +209,6 @@ def test_a_taken_name_is_refused_before_anything_is_written(tmp_path):
 
 
 @needs_data
-@needs_engine
 def test_a_sql_prob_query_over_an_import_answers_with_the_mar_marginals():
     db = pdbq.connect()
     read_uai(db, DATA / "Promedus_24.uai", "net", evidence=DATA / "Promedus_24.uai.evid")

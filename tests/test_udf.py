@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import pdbq
-from pdbq.api import udf
+from pdbq.udf import bridge as udf
 
 # A chain x(0) - x(1) - ... - x(n-1) tied by EQUAL factors, with an ISTRUE pull on even keys and
 # x(0) observed FALSE: marginals differ per key, so a wrong key order or a mixed-up batch shows.

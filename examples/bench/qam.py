@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 import pdbq
-from pdbq.api.query import plan_query
+from pdbq.planning.plan import plan_query
 from pdbq.inference.config import GibbsConfig
 from pdbq.inference.gibbs import run_gibbs
 from pdbq.inference.selection import SelectionConfig, selection_distribution

@@ -5,7 +5,8 @@ what each number means and the choices made.
 
 - `analyze_template(rule)`: Definitions 5–6 for one rule (`TemplateAnalysis`);
 - `analyze_graph(graph)`: the ground level on a `FactorGraph` (`GraphAnalysis`);
-- `analyze(obj, rule=None, query=None)`: either, or both, as one frozen `Analysis`;
+- `analyze(graph_or_rule, rule=None, graph=None)`: either, or both, as one frozen `Analysis`
+  (`pdbq.analyze(db, rule=..., query=...)` does the same over a database's catalog and queries);
 - `semantics_warnings(graph, rule_names)`: Theorem 1 warnings for query answers.
 
 >>> from pdbq.graph.builder import GraphBuilder
@@ -20,7 +21,6 @@ what each number means and the choices made.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -47,7 +47,7 @@ __all__ = [
 
 
 class AnalysisError(PdbqError):
-    """An analysis that cannot be made (unknown rule, no query engine, wrong argument)."""
+    """An analysis that cannot be made (unknown rule, wrong argument)."""
 
 
 @dataclass(frozen=True)
@@ -82,21 +82,13 @@ def _combine(template: TemplateAnalysis | None, ground: GraphAnalysis | None, wa
     )
 
 
-def _is_database(obj: object) -> bool:
-    try:
-        database = importlib.import_module("pdbq.api.database")
-    except ModuleNotFoundError:
-        return False
-    return isinstance(obj, database.Database)
-
-
 def analyze(
-    obj: object,
-    rule: str | CreateRule | None = None,
-    query: str | None = None,
+    obj: FactorGraph | CreateRule | None = None,
+    rule: CreateRule | None = None,
     *,
     graph: FactorGraph | None = None,
     random_relations: Collection[str] | None = None,
+    query_warnings: Collection[str] | None = None,
     exact_limit: int = DEFAULT_STATE_LIMIT,
     exact_max_edges: int = DEFAULT_EXACT_MAX_EDGES,
 ) -> Analysis:
@@ -104,58 +96,39 @@ def analyze(
 
     - ``analyze(graph)``: the ground level of a `FactorGraph`, with the LINEAR-semantics warnings;
     - ``analyze(create_rule_node)`` or ``analyze(graph, rule=create_rule_node)``: the template level
-      (``random_relations`` names the variable relations; None counts every atom);
-    - ``analyze(db, rule="name", graph=...)``: the rule from ``db.catalog`` (its variable relations
-      known), plus the ground level of ``graph`` — the rule's grounding — when given. When the rule
-      passes Lemma 7's premises the grounding's hierarchy width is at most 1, which bounds it;
-    - ``analyze(db, query=sql)``: needs the query engine's pruned graph (``pdbq.api.query.query_graph``);
-      raises AnalysisError until that exists.
+      (``random_relations`` names the variable relations; None counts every atom). When the rule
+      passes Lemma 7's premises and ``graph`` is its grounding, the hierarchy width is at most 1;
+    - ``query_warnings``: the warnings of a query's plan, which replace the graph's own (the graph
+      is then a query's pruned graph, not one rule's grounding).
+
+    Over a database (a rule by name, a query's graph) use `pdbq.analyze(db, rule=..., query=...)`.
     """
     if isinstance(obj, FactorGraph):
         if graph is not None:
-            raise AnalysisError("pass the factor graph once: analyze(graph) or analyze(db, graph=graph)")
+            raise AnalysisError("pass the factor graph once: analyze(graph) or analyze(rule=..., graph=graph)")
         graph, obj = obj, None
     if isinstance(obj, CreateRule):
         if rule is not None:
             raise AnalysisError("pass the rule once: analyze(rule_node) or analyze(graph, rule=rule_node)")
         rule, obj = obj, None
-    template = None
-    if obj is not None and not _is_database(obj):
-        raise AnalysisError(f"analyze() takes a FactorGraph, a CreateRule or a pdbq Database, not {type(obj).__name__}")
-    if query is not None:
-        if obj is None:
-            raise AnalysisError("query analysis needs the database: analyze(db, query=...)")
-        try:
-            engine = importlib.import_module("pdbq.api.query")
-        except ModuleNotFoundError:
-            engine = None
-        query_plan = getattr(engine, "query_plan", None)
-        if query_plan is None:
-            raise AnalysisError("query analysis needs the query engine's pruned graph (pdbq.api.query.query_plan), "
-                                "which this build does not have; analyze the grounded graph instead")
-        if graph is not None:
-            raise AnalysisError("pass either query= or graph=, not both")
-        plan = query_plan(obj, query)
-        graph = plan.graph
-        query_warnings = engine.semantics_warnings_of(plan, obj.duckdb)
+    if obj is not None:
+        hint = " (over a database: pdbq.analyze(db, rule=..., query=...))" if hasattr(obj, "catalog") else ""
+        raise AnalysisError(f"analyze() takes a FactorGraph or a CreateRule, not {type(obj).__name__}{hint}")
     if isinstance(rule, str):
-        if obj is None:
-            raise AnalysisError(f"rule '{rule}' is looked up in a database: analyze(db, rule='{rule}')")
-        node = obj.catalog.rule(rule)  # CatalogError with suggestions when unknown
-        if random_relations is None:
-            random_relations = tuple(obj.catalog.variables())
-        rule = node
+        raise AnalysisError(f"rule '{rule}' is looked up in a database: pdbq.analyze(db, rule='{rule}')")
+    template = None
     if rule is not None:
         if not isinstance(rule, CreateRule):
-            raise AnalysisError(f"rule must be a rule name or a CreateRule, not {type(rule).__name__}")
+            raise AnalysisError(f"rule must be a CreateRule, not {type(rule).__name__}")
         template = analyze_template(rule, random_relations)
     ground = None
     warnings: list[str] = []
     if graph is not None:
-        e = 1 if (template is not None and template.lemma7 and query is None) else None
+        from_query = query_warnings is not None
+        e = 1 if (template is not None and template.lemma7 and not from_query) else None
         ground = analyze_graph(graph, exact_limit=exact_limit, exact_max_edges=exact_max_edges, template_factors=e)
-        if query is not None:
-            warnings = query_warnings
+        if from_query:
+            warnings = list(query_warnings)
         else:
             names = None
             if template is not None:

@@ -161,7 +161,7 @@ def answer(
 ) -> EngineAnswer:
     """Answer the query variables ``query`` (graph ids) of ``graph`` with ``method``.
 
-    ``options``: `pdbq.api.options.QueryOptions`; ``explicit``: the option names the user wrote
+    ``options``: `pdbq.planning.options.QueryOptions`; ``explicit``: the option names the user wrote
     (a non-uniform ``selection`` with GIBBS is refused). ``on_round(info, total, tolerance)`` is
     called after each sampling round. ``memo``: the graph's entry in the query-graph cache
     (`pdbq.graph.cache.Memo`): AUTO's decision, exact results, the selection table and the kernel

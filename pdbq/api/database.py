@@ -21,7 +21,6 @@ Errors
 
 from __future__ import annotations
 
-import importlib
 import os
 from types import TracebackType
 from typing import Any
@@ -36,11 +35,6 @@ from pdbq.graph.cache import DEFAULT_CACHE_BYTES, GraphCache
 from pdbq.language.nodes import CreateRule, CreateVariable, Drop, PassThrough, ProbQuery, Show, Statement
 
 __all__ = ["connect", "Database"]
-
-_NO_ENGINE = (
-    "probabilistic queries need the query engine (pdbq.api.query), which is not available in this build"
-)
-
 
 def _parse_script(text: str) -> list[Statement]:
     from pdbq.language.parser import parse_script
@@ -121,8 +115,8 @@ class Database:
 
         CREATE/DROP return None; SHOW, SELECT and probabilistic queries return a `Result`.
         ``progress``: ``True`` for a progress bar on a terminal's stderr, or a callable receiving
-        `pdbq.api.progress.Progress` during grounding and sampling. ``cancel``: a
-        `pdbq.api.progress.CancelToken` that stops a probabilistic query between sampling rounds.
+        `pdbq.progress.Progress` during grounding and sampling. ``cancel``: a
+        `pdbq.progress.CancelToken` that stops a probabilistic query between sampling rounds.
 
         >>> db = connect()
         >>> db.execute("CREATE TABLE t AS SELECT 1 AS x; SELECT x + 1 AS y FROM t").fetchall()
@@ -136,7 +130,7 @@ class Database:
         result: Result | None = None
         bar = None
         if progress is True:
-            from pdbq.api.progress import ProgressBar
+            from pdbq.progress import ProgressBar
 
             progress = bar = ProgressBar()
         try:
@@ -214,13 +208,11 @@ class Database:
         return Result(rel.to_arrow_table(), connection=con)
 
     def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
-        try:
-            module = importlib.import_module("pdbq.api.query")
-        except ModuleNotFoundError as e:
-            if e.name != "pdbq.api.query":
-                raise
-            raise PdbqError(_NO_ENGINE) from None
-        return module.execute_query(self, stmt, progress=progress, cancel=cancel)
+        # imported on first use: the engine loads numba, which a shell start-up need not pay for
+        from pdbq.planning.execute import execute_query  # noqa: PLC0415
+
+        answer = execute_query(self, stmt, progress=progress, cancel=cancel)
+        return Result(answer.table, answer.diagnostics, connection=self._con)
 
     # ---------------------------------------------------------------- lifetime
 

@@ -83,7 +83,7 @@ class Result:
     # ---------------------------------------------------------------- display
 
     def __repr__(self) -> str:
-        from pdbq.api.render import render_table
+        from pdbq.answers.render import render_table
 
         return render_table(self._table, max_rows=_REPR_ROWS)
 

@@ -21,8 +21,7 @@ import pyarrow as pa
 
 from pdbq.arrays import unique
 from pdbq.answers.engine import auto_decision
-from pdbq.api.query import Plan, plan_query, semantics_warnings_of, vid_labels
-from pdbq.api.result import Result
+from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
 from pdbq.errors import PdbqError
 from pdbq.inference.influence import trail_scores
 from pdbq.inference.selection import SelectionConfig, selection_distribution
@@ -130,11 +129,11 @@ def _analysis_rows(db, plan: Plan) -> list[tuple[str, str]]:
     return rows
 
 
-def explain(db, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
-    """EXPLAIN as a `Result` with columns ``property`` and ``value`` (both VARCHAR)."""
+def explain(db: Session, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> QueryAnswer:
+    """EXPLAIN as a table with columns ``property`` and ``value`` (both VARCHAR)."""
     plan = plan_query(db, stmt, progress=progress, cancel=cancel)
     rows = explain_rows(db, plan, stmt.method)
     table = pa.table({"property": pa.array([r[0] for r in rows], pa.string()),
                       "value": pa.array([r[1] for r in rows], pa.string())})
     diag = {"method": "EXPLAIN", **plan.counts(), "grounding_seconds": plan.grounding_seconds}
-    return Result(table, diag, connection=db.duckdb)
+    return QueryAnswer(table, diag)

@@ -15,7 +15,7 @@ from typing import Any
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 
-from pdbq.api.highlight import PDBQ_KEYWORDS, SQL_KEYWORDS
+from pdbq.shell.highlight import PDBQ_KEYWORDS, SQL_KEYWORDS
 
 __all__ = ["Names", "read_names", "PdbqCompleter", "DOT_COMMANDS"]
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from pdbq.api.progress import CancelToken, Cancelled, ProgressBar
-from pdbq.api.render import MODES, render_result
+from pdbq.progress import CancelToken, Cancelled, ProgressBar
+from pdbq.answers.render import MODES, render_result
 from pdbq.errors import ParseError, PdbqError, suggest
 
 __all__ = ["main", "Shell", "build_arg_parser", "history_path"]
@@ -317,7 +317,7 @@ class Shell:
         self.max_rows = None if n == 0 else max(n, 2)
 
     def _dot_tables(self, arg: str) -> None:
-        from pdbq.api.completion import read_names
+        from pdbq.shell.completion import read_names
 
         names = read_names(self.db)
         hidden = set(names.variables) | set(names.rules)
@@ -334,7 +334,7 @@ class Shell:
     def _dot_schema(self, arg: str) -> None:
         texts = _schema_texts(self.db, arg or None)
         if arg and not texts:
-            from pdbq.api.completion import read_names
+            from pdbq.shell.completion import read_names
 
             names = read_names(self.db)
             pool = names.tables + names.variables + names.rules
@@ -402,8 +402,8 @@ class Shell:
         from prompt_toolkit.history import FileHistory, InMemoryHistory
         from prompt_toolkit.key_binding import KeyBindings
 
-        from pdbq.api.completion import PdbqCompleter, read_names
-        from pdbq.api.highlight import prompt_lexer
+        from pdbq.shell.completion import PdbqCompleter, read_names
+        from pdbq.shell.highlight import prompt_lexer
 
         statement_complete = _language("statement_complete")
 
@@ -619,9 +619,9 @@ def _apply_seed(db: Any, seed: int) -> None:
 
 
 def _connect(path: str, *, read_only: bool = False) -> Any:
-    import pdbq
+    from pdbq.api import connect
 
-    return pdbq.connect(path, read_only=read_only)
+    return connect(path, read_only=read_only)
 
 
 def _schema_texts(db: Any, name: str | None) -> list[str]:
@@ -719,7 +719,7 @@ class _Append(argparse.Action):
 
 
 def _version() -> str:
-    from pdbq import __version__
+    from pdbq.version import __version__
 
     return f"pdbq {__version__}"
 

@@ -11,7 +11,7 @@ a second, erased when the statement ends.
 >>> token.check()
 Traceback (most recent call last):
 ...
-pdbq.api.progress.Cancelled: statement cancelled
+pdbq.progress.Cancelled: statement cancelled
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ How it works (docs/udf.md is the user documentation):
   with one overload per key arity that casts every key to VARCHAR and packs them into a list.
   The implementation casts them back with the catalog's key types (one DuckDB query per batch).
 * DuckDB calls an Arrow UDF once per chunk of (up to 2048) rows; every key of a chunk, over all
-  relations it names, is answered by ONE query-aware inference (`pdbq.api.query.infer`), never one
+  relations it names, is answered by ONE query-aware inference (`pdbq.planning.infer.infer`), never one
   per row. `inference_runs()` counts them.
 * A UDF may not query the connection it runs on, so pdbq works on its own cursor of the same
   database (or of ``database=``'s connection), closed by `unregister` or at interpreter exit.
@@ -53,7 +53,7 @@ import pyarrow as pa
 import sqlglot.expressions as exp
 
 from pdbq.api.database import Database
-from pdbq.api.options import QueryOptions
+from pdbq.planning.options import QueryOptions
 from pdbq.errors import CatalogError, InferenceError, OptionError, suggest
 from pdbq.grounding.store import ident, sql_text
 from pdbq.language.nodes import DomainKind, Method
@@ -315,7 +315,7 @@ def _answer(session: _Session, function: str, relations: pa.Array, keys: pa.Arra
     if not distinct:
         return _empty(function, len(asked))
     typed = {name: _typed_keys(db, name, list(ks)) for name, ks in distinct.items()}
-    from pdbq.api.query import infer  # noqa: PLC0415 - the engine is loaded on first use
+    from pdbq.planning.infer import infer  # noqa: PLC0415 - the engine is loaded on first use
 
     inference = infer(db, {name: t for name, t in typed.items()}, method=session.method,
                       options=dict(session.options), map=function == "pdbq_map", missing="error")

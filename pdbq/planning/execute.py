@@ -1,0 +1,152 @@
+"""Running a plan: inference on its graph, estimates as Arrow tables, and the user's SELECT
+evaluated by DuckDB with each estimate alias's table reference replaced by the key columns plus
+the estimate columns. `execute_query` is what ``Database.execute`` calls for PROB/DIST/MAP/STDERR.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import duckdb
+import numpy as np
+import sqlglot.expressions as exp
+
+from pdbq.answers.engine import EngineAnswer, answer
+from pdbq.answers.estimates import Marginals, check_estimate, estimates_table
+from pdbq.grounding.store import col, ident, sql_text, table_ref
+from pdbq.inference.gibbs import RoundInfo
+from pdbq.language.nodes import CreateVariable, EstimateKind, Method, ProbQuery
+from pdbq.planning.explain import explain
+from pdbq.planning.plan import (
+    Plan,
+    QueryAnswer,
+    ProgressFn,
+    Session,
+    call_text,
+    check_cancel,
+    map_select,
+    plan_query,
+    report,
+    semantics_warnings_of,
+)
+from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, substitute
+
+__all__ = ["QueryAnswer", "execute_query", "run_plan", "diagnostics"]
+
+
+def _final_source(v: CreateVariable, placeholders: Sequence[str], arrow_name: str) -> Callable[[Any], exp.Expression]:
+    def make(alias: exp.TableAlias | str) -> exp.Expression:
+        extra = [col(p, "__pdbq_e").as_(ident(p)) for p in placeholders]
+        sel = map_select(v, extra).join(
+            table_ref(arrow_name, "__pdbq_e"),
+            on=exp.EQ(this=col("vid", "__pdbq_m"), expression=col(VID_COLUMN, "__pdbq_e")),
+            join_type="LEFT",
+        )
+        a = alias.copy() if isinstance(alias, exp.TableAlias) else exp.TableAlias(this=exp.to_identifier(alias))
+        return exp.Subquery(this=sel, alias=a)
+
+    return make
+
+
+def _round_callback(progress: ProgressFn | None, cancel: Any):
+    if progress is None and cancel is None:
+        return None
+
+    def on_round(info: RoundInfo, total: int | None, tolerance: float | None) -> None:
+        if progress is not None:
+            se = info.max_stderr if np.isfinite(info.max_stderr) else None
+            report(progress, "sampling", int(info.steps), total, max_stderr=se,
+                    tolerance=None if tolerance is None else tolerance / 1.96, elapsed=info.elapsed)
+        check_cancel(cancel)
+
+    return on_round
+
+
+def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool, progress, cancel) -> EngineAnswer | None:
+    if plan.graph is None:
+        return None
+    return answer(
+        plan.graph, plan.local, method, plan.options, need_marginals=need_marginals, need_map=need_map,
+        explicit=plan.explicit, on_round=_round_callback(progress, cancel), memo=plan.memo,
+    )
+
+
+def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    d["method"] = ans.method if ans else "NONE"
+    d["method_reason"] = ans.reason if ans else "the query selects no variables"
+    d.update(plan.counts())
+    d["selection"] = ans.selection if ans else None
+    d["selection_query_share"] = ans.query_share if ans else None
+    d["steps"] = ans.steps if ans else 0
+    d["burn_in"] = ans.burn_in if ans else 0
+    d["chains"] = ans.chains if ans else 0
+    d["seed"] = ans.seed if ans else None
+    d["rhat_max"] = ans.rhat_max if ans else None
+    d["ess_min"] = ans.ess_min if ans else None
+    d["max_stderr"] = ans.max_stderr if ans else None
+    d["graph_cached"] = bool(plan.grounding is not None and plan.grounding.cached)
+    d["grounding_seconds"] = plan.grounding_seconds
+    d["inference_seconds"] = ans.seconds if ans else 0.0
+    d["seconds"] = time.perf_counter() - started
+    warnings = list(plan.notes)
+    if ans is not None:
+        warnings += ans.warnings
+        if ans.method in ("QAM", "GIBBS"):
+            warnings += semantics_warnings_of(plan, con)
+    d["warnings"] = warnings
+    if ans is not None and ans.trace is not None:
+        d["trace"] = ans.trace
+    return d
+
+
+def _alias_answers(plan: Plan, ans: EngineAnswer | None, alias: str) -> Marginals:
+    vids = plan.xq[alias]
+    if ans is None or not vids.size:
+        z = np.zeros((vids.size, 2))
+        return Marginals(vids, np.full(vids.size, 2), z, z, np.zeros(vids.size, np.int64))
+    rows = np.searchsorted(plan.seeds, vids)
+    r = ans.result
+    return Marginals(vids, r.cardinality[rows], r.marginals[rows], r.stderr[rows],
+                     None if r.map_values is None else r.map_values[rows])
+
+
+def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None) -> QueryAnswer:
+    """Answer a probabilistic query (or its EXPLAIN) on ``db``; what ``Database.execute`` calls.
+
+    ``progress``: a callable taking `pdbq.progress.Progress` (called after grounding and each
+    sampling round); ``cancel``: a `pdbq.progress.CancelToken` polled between rounds.
+    """
+    if stmt.explain:
+        return explain(db, stmt, progress=progress, cancel=cancel)
+    started = time.perf_counter()
+    plan = plan_query(db, stmt, progress=progress, cancel=cancel)
+    kinds = {e.kind for e in stmt.estimates}
+    need_map = EstimateKind.MAP in kinds
+    need_marginals = bool(kinds - {EstimateKind.MAP})
+    ans = run_plan(plan, stmt.method, need_marginals=need_marginals, need_map=need_map, progress=progress, cancel=cancel)
+    con = db.duckdb
+    sources = {}
+    names = []
+    try:
+        for alias, relation in plan.relations.items():
+            v = plan.variables[relation]
+            ests = [e for e in stmt.estimates if e.alias == alias]
+            m = _alias_answers(plan, ans, alias)
+            table = estimates_table([(e, check_estimate(e, v, call_text(e))) for e in ests], v.domain, m, VID_COLUMN)
+            name = f"__pdbq_estimates_{uuid.uuid4().hex}"
+            con.register(name, table)
+            names.append(name)
+            sources[alias] = _final_source(v, [e.placeholder for e in ests], name)
+        final = substitute(stmt.tree, sources)
+        out = con.sql(sql_text(final)).to_arrow_table()
+    finally:
+        for name in names:
+            con.unregister(name)
+    keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
+    if len(keep) != len(out.column_names):
+        out = out.select(keep)
+    return QueryAnswer(out, diagnostics(plan, ans, started, con))

@@ -1,0 +1,200 @@
+"""`infer`: one query-aware inference for a batch of keys (the Python inference API, and what the
+DuckDB UDFs call once per batch).
+
+>>> import pdbq
+>>> db = pdbq.connect()
+>>> db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
+>>> db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+>>> db.execute("CREATE RULE r WEIGHT 1.0 FUNCTION ISTRUE AS x(i) :- t(i)")
+>>> inf = infer(db, {"x": [(0,), (2,)]}, method="EXACT")
+>>> inf["x"].prob().round(4).tolist()
+[0.8808, 0.8808]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pdbq.arrays import unique
+from pdbq.answers.estimates import check_estimate, domain_labels, value_array
+from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
+from pdbq.grounding.variables import domain_index, keys_to_vids, relation_info
+from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
+from pdbq.planning.evidence import python_literal, resolve_evidence
+from pdbq.planning.execute import diagnostics, run_plan
+from pdbq.planning.options import QueryOptions
+from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, sync
+
+__all__ = ["infer", "Inference", "RelationAnswers"]
+
+
+@dataclass(frozen=True, eq=False)
+class RelationAnswers:
+    """Answers for the keys asked of one relation, in the order given (``vids[i] == -1``: the key
+    names no variable, asked with ``missing="null"``; its answers are NaN / None)."""
+
+    relation: str
+    variable: CreateVariable
+    keys: list[tuple]
+    vids: np.ndarray
+    marginals: np.ndarray  # float64[n, max_card]
+    stderrs: np.ndarray  # float64[n, max_card]
+    map_values: np.ndarray | None  # int64[n] internal values, -1 where missing
+    cardinality: np.ndarray  # int64[n], 0 where missing
+
+    def _value_index(self, value: Any) -> int:
+        try:
+            return domain_index(self.variable.domain, python_literal(value), what=f"PROB({self.relation} = {value!r})")
+        except PdbqError as e:
+            raise InferenceError(str(e)) from None
+
+    def prob(self, value: Any = None) -> np.ndarray:
+        """P(true) for booleans (``value`` None), else P(variable = value); NaN for missing keys."""
+        if value is None:
+            est = Estimate(EstimateKind.PROB, self.relation)
+            idx = check_estimate(est, self.variable, f"PROB({self.relation})")
+        else:
+            idx = self._value_index(value)
+        out = self.marginals[:, idx].astype(np.float64) if idx < self.marginals.shape[1] else np.zeros(len(self.keys))
+        return np.where(self.vids >= 0, out, np.nan)
+
+    def stderr(self) -> np.ndarray:
+        """Standard error of P(true) for booleans, the largest per-value one otherwise."""
+        se = self.stderrs[:, 1] if self.variable.domain.kind is DomainKind.BOOLEAN else self.stderrs.max(axis=1)
+        return np.where(self.vids >= 0, se, np.nan)
+
+    def dist(self) -> list[dict | None]:
+        """Per key: {value: probability} in domain order (None for missing keys)."""
+        out: list[dict | None] = []
+        labels = domain_labels(self.variable.domain, self.marginals.shape[1])
+        for i, vid in enumerate(self.vids.tolist()):
+            if vid < 0:
+                out.append(None)
+                continue
+            k = int(self.cardinality[i])
+            out.append({labels[j]: float(self.marginals[i, j]) for j in range(k)})
+        return out
+
+    def map(self) -> list:
+        """Per key: the MAP value (joint MAP with EXACT/ANNEAL, the marginal's arg-max otherwise)."""
+        if self.map_values is None:
+            raise InferenceError("MAP values were not computed: call infer(..., map=True)")
+        vals = value_array(self.variable.domain, np.maximum(self.map_values, 0)).to_pylist()
+        return [v if vid >= 0 else None for v, vid in zip(vals, self.vids.tolist())]
+
+
+@dataclass(frozen=True, eq=False)
+class Inference:
+    """One inference answering every key asked: ``inference[relation]`` → `RelationAnswers`;
+    ``diagnostics`` as in `Result.diagnostics`."""
+
+    answers: dict[str, RelationAnswers]
+    diagnostics: dict[str, Any]
+
+    def __getitem__(self, relation: str) -> RelationAnswers:
+        try:
+            return self.answers[relation.lower()]
+        except KeyError:
+            raise CatalogError(f"no answers for '{relation}'; asked: {', '.join(self.answers)}") from None
+
+
+def _given_items(given: Iterable[Any]) -> list[GivenAtom | GivenQuery]:
+    out: list[GivenAtom | GivenQuery] = []
+    for g in given:
+        if isinstance(g, (GivenAtom, GivenQuery)):
+            out.append(g)
+            continue
+        try:
+            relation, key, value = g
+        except (TypeError, ValueError):
+            raise PdbqError(f"given items are GivenAtom/GivenQuery or (relation, key tuple, value), got {g!r}") from None
+        key = tuple(key) if isinstance(key, (tuple, list)) else (key,)
+        out.append(GivenAtom(str(relation).lower(), tuple(python_literal(k) for k in key), python_literal(value)))
+    return out
+
+
+def infer(
+    db: Session,
+    targets: Mapping[str, Sequence[Any]],
+    *,
+    given: Iterable[Any] = (),
+    method: Method | str = Method.AUTO,
+    options: QueryOptions | Mapping[str, Any] | None = None,
+    map: bool = False,
+    missing: str = "error",
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> Inference:
+    """One query-aware inference for a batch of keys: ``targets`` maps a variable relation to its
+    key tuples (a bare value for one-column keys). ``given``: GIVEN items or
+    ``(relation, key, value)`` triples with Python values. ``options``: `QueryOptions` or a mapping
+    of WITH options (over ``db.default_options``). ``map=True`` also computes MAP values.
+    ``missing``: ``"error"`` (a key naming no variable raises `CatalogError`) or ``"null"``.
+
+    >>> # inf = infer(db, {"is_popular": [("Up",), ("Heat",)]}, given=[("is_fan", ("bart",), True)])
+    >>> # inf["is_popular"].prob()  -> array([...])
+    """
+    started = time.perf_counter()
+    if isinstance(method, str):
+        try:
+            method = Method(method.upper())
+        except ValueError:
+            raise PdbqError(f"unknown method {method!r}; valid: {', '.join(m.value for m in Method)}") from None
+    if missing not in ("error", "null"):
+        raise PdbqError(f"missing must be 'error' or 'null', got {missing!r}")
+    if isinstance(options, QueryOptions):
+        opts, explicit = options, frozenset()
+    else:
+        pairs = tuple((str(k).lower(), v) for k, v in (options or {}).items())
+        opts = QueryOptions.from_pairs(pairs, getattr(db, "default_options", None))
+        explicit = frozenset(k for k, _ in pairs)
+    catalog = db.catalog
+    variables = catalog.variables()
+    rules = catalog.rules()
+    con = db.duckdb
+    notes = sync(con, variables)
+    asked: dict[str, tuple[list[tuple], np.ndarray]] = {}
+    for rel, keys in targets.items():
+        name = str(rel).lower()
+        if name not in variables:
+            raise CatalogError(f"'{rel}' is not a variable relation.{suggest(name, variables)}")
+        tuples = [tuple(k) if isinstance(k, (tuple, list)) else (k,) for k in keys]
+        n = len(variables[name].columns)
+        for k in tuples:
+            if len(k) != n:
+                raise CatalogError(f"{name} has {n} key column{'s' if n != 1 else ''}, got the key {k!r}")
+        vids = keys_to_vids(con, name, tuples).astype(np.int64) if tuples else np.zeros(0, np.int64)
+        if missing == "error" and (vids < 0).any():
+            bad = tuples[int(np.flatnonzero(vids < 0)[0])]
+            raise CatalogError(f"{name}{bad!r}: no variable of {name} has this key")
+        asked[name] = (tuples, vids)
+    evidence = resolve_evidence(con, variables, _given_items(given))
+    every = [v[v >= 0] for _, v in asked.values()]
+    seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
+    graph, gvids, stats, secs, memo = build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
+    n_total = sum(i.n for i in relation_info(con).values())
+    plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
+    ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel)
+    out: dict[str, RelationAnswers] = {}
+    for name, (tuples, vids) in asked.items():
+        v = variables[name]
+        kmax = ans.result.marginals.shape[1] if ans is not None else 2
+        marg = np.full((len(tuples), kmax), np.nan)
+        se = np.full((len(tuples), kmax), np.nan)
+        mapv = np.full(len(tuples), -1, dtype=np.int64) if map else None
+        card = np.zeros(len(tuples), dtype=np.int64)
+        hit = vids >= 0
+        if ans is not None and hit.any():
+            rows = np.searchsorted(seeds, vids[hit])
+            marg[hit] = ans.result.marginals[rows]
+            se[hit] = ans.result.stderr[rows]
+            card[hit] = ans.result.cardinality[rows]
+            if map and ans.result.map_values is not None:
+                mapv[hit] = ans.result.map_values[rows]
+        out[name] = RelationAnswers(name, v, tuples, vids, marg, se, mapv, card)
+    return Inference(out, diagnostics(plan, ans, started, con))
