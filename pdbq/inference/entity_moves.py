@@ -423,7 +423,7 @@ def step(g, st, sc, rng, temp, p_new, p_split_merge, counters, log_score):
     return mention_move(g, st, sc, rng, temp, p_new, counters, log_score)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: partitions of a distributed round run on threads
 def run_moves(g, st, sc, rng_state, n_steps, temp, p_new, p_split_merge, counters, log_score):
     """`n_steps` MH steps at temperature `temp`; the chain's stream is rng_state[0] (uint64[1],
     advanced in place, so a Python caller never round-trips the state through a Python int)."""
