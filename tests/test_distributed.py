@@ -164,3 +164,23 @@ def test_process_cluster_same_answer_and_survives_a_killed_worker(inprocess_clie
         cluster.close()
     assert killed, "no worker was busy with a round when the kill fired"
     assert np.array_equal(res.labels, reference.labels)
+
+
+def test_sql_map_query_runs_distributed_rounds():
+    import pdbq
+
+    db = pdbq.connect()
+    db.execute("""
+        CREATE TABLE r AS SELECT * FROM (VALUES (1, 'anna smith'), (2, 'anna smyth'), (3, 'bob jones'),
+            (4, 'bob jonas'), (5, 'carl')) t(id, name);
+        CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
+            FROM r a JOIN r b ON a.id < b.id;
+        CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
+        CREATE RULE aff WEIGHT = 10 * (sim - 0.85) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
+    """)
+    q = "SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4)"
+    first = db.execute(q).fetchall()
+    assert first == db.execute(q).fetchall() == [(1, 1), (2, 1), (3, 3), (4, 3), (5, 5)]
+    for bad in ("workers = 0", "rounds = 'many'", "scheduler = 3"):
+        with pytest.raises(OptionError):
+            db.execute(f"SELECT MAP(e) FROM e USING ANNEAL WITH ({bad})")

@@ -40,7 +40,7 @@ from pdbq.inference.entity_moves import (
 from pdbq.inference.rng import chain_states
 from pdbq.inference.subsample import SubsampleConfig, subsample_seeds, subsample_state
 
-__all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels"]
+__all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels"]
 
 
 def _pos_int(name: str, v: object, zero: bool = False) -> None:
@@ -208,6 +208,12 @@ def _components_above(g, threshold):
     for m in range(n):
         out[m] = _find(parent, m)
     return out
+
+
+def initial_labels(g: PairGraph, config: CorefConfig) -> np.ndarray:
+    """Where chains start (``config.init``): singletons, or components of the pairs above
+    ``config.init_threshold``."""
+    return _initial(g, config).label.astype(np.int64)
 
 
 def _initial(g, config):

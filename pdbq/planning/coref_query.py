@@ -31,7 +31,7 @@ from pdbq.catalog.cluster import is_cluster
 from pdbq.coref.ground import ground_cluster, map_table
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.store import col, ident, sql_text, table_ref
-from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
+from pdbq.inference.coref import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
 from pdbq.inference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
 from pdbq.planning.plan import QueryAnswer
@@ -39,7 +39,7 @@ from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
 
 __all__ = ["is_cluster_query", "execute_cluster_query"]
 
-_OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs", "interval", "decide"}
+_OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs", "interval", "decide", "workers", "scheduler", "rounds"}
 _MAX_PAIRS = 20_000_000
 _MAX_DIST_SIZE = 500
 
@@ -64,8 +64,20 @@ def is_cluster_query(db, stmt: ProbQuery) -> bool:
     return kinds == {True}
 
 
+def _distributed(opts: dict) -> dict | None:
+    """The Dask options of a MAP query (docs/distributed.md): ``workers``, ``scheduler``,
+    ``rounds``; None when the query runs in this process."""
+    keys = {k: opts.pop(k) for k in ("workers", "scheduler", "rounds") if k in opts}
+    if not keys:
+        return None
+    if "scheduler" in keys and not isinstance(keys["scheduler"], str):
+        raise OptionError(f"option 'scheduler' must be an address such as 'tcp://host:8786', got {keys['scheduler']!r}")
+    return keys
+
+
 def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
     opts = dict(stmt.options)
+    _distributed(opts)  # checked and run by _resolve_map
     unknown = sorted(set(opts) - _OPTIONS)
     if unknown:
         raise OptionError(f"option '{unknown[0]}' is not an option of cluster queries.{suggest(unknown[0], _OPTIONS)}")
@@ -82,6 +94,33 @@ def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
     except TypeError as exc:  # pragma: no cover - guarded by _OPTIONS
         raise OptionError(str(exc)) from exc
     return cfg.check(), max_pairs
+
+
+def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
+    """MAP in this process, or by Dask map/redistribute rounds when the query names ``workers``
+    or a ``scheduler`` (same total proposals: ``sweeps`` passes over the mentions)."""
+    dist = _distributed(dict(stmt.options))
+    if dist is None:
+        return resolve_map(graph, config)
+    from pdbq.distributed import DistributedConfig, resolve_distributed  # noqa: PLC0415 - Dask only when asked
+
+    workers = dist.get("workers", 2)
+    rounds = dist.get("rounds", 8)
+    n = graph.indptr.shape[0] - 1
+    greedy = 2
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise OptionError(f"option 'rounds' must be a positive integer, got {rounds!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise OptionError(f"option 'workers' must be a positive integer, got {workers!r}")
+    cfg = DistributedConfig(
+        workers=workers, rounds=rounds, greedy_rounds=greedy,
+        steps_per_round=max(1, config.sweeps * n // (rounds + greedy) // workers),
+        temperature=config.temperature, min_temperature=config.min_temperature, p_new=config.p_new,
+        p_split_merge=config.p_split_merge, seed=config.seed,
+    )
+    res = resolve_distributed(graph, cfg, labels=initial_labels(graph, config), scheduler=dist.get("scheduler"))
+    return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
+                          res.accepted, res.seconds)
 
 
 def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> int:
@@ -127,7 +166,7 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
             ests = [e for e in stmt.estimates if e.alias == alias]
             cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
             if any(e.kind is EstimateKind.MAP for e in ests):
-                res = resolve_map(graph, config)
+                res = _resolve_map(graph, config, stmt)
                 warnings.extend(res.warnings)
                 diag.update({f"{alias}.factor_evaluations": res.factor_evaluations, f"{alias}.proposals": res.proposals,
                              f"{alias}.accepted": res.accepted, f"{alias}.log_score": res.log_score,
