@@ -276,7 +276,7 @@ def vid_labels(con: duckdb.DuckDBPyConnection, vids: np.ndarray) -> dict[int, st
         return out
     for relation, rel in vids_to_keys(con, vids).items():
         cols = [c for c in rel.columns if c not in ("pos", "vid", "cardinality")]
-        for row in rel.select(", ".join(["vid"] + [f'"{c}"' for c in cols])).fetchall():
+        for row in rel.select(", ".join(sql_text(ident(c)) for c in ["vid", *cols])).fetchall():
             out[int(row[0])] = f"{relation}({', '.join(repr(k) for k in row[1:])})"
     return out
 

@@ -13,6 +13,8 @@ import duckdb
 import sqlglot
 import sqlglot.expressions as exp
 
+from pdbq.catalog.names import table_expr
+
 __all__ = ["fingerprint_query", "fingerprint_relation", "definition_hash", "combine"]
 
 
@@ -33,7 +35,7 @@ def fingerprint_query(con: duckdb.DuckDBPyConnection, sql: str, mode: str = "has
 
 def fingerprint_relation(con: duckdb.DuckDBPyConnection, name: str, mode: str = "hash") -> str:
     """Fingerprint of a table or view by name."""
-    return _fp_of(con, exp.to_table(name, dialect="duckdb"), mode)
+    return _fp_of(con, table_expr(name), mode)
 
 
 def definition_hash(obj: object) -> str:
