@@ -240,7 +240,14 @@ def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfi
     before = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
     guarded = select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select
-    con.execute(f"INSERT INTO {t} {sql_text(guarded)}")
+    try:
+        con.execute(f"INSERT INTO {t} {sql_text(guarded)}")
+    except (duckdb.ConversionException, duckdb.BinderException, duckdb.InvalidInputException,
+            duckdb.OutOfRangeException) as e:
+        # The data broke the rule's body (a failed implicit cast, ...): name the rule, not the
+        # internal tables DuckDB's message is about.
+        reason = " ".join(str(e).split("\n")[0].split())
+        raise GroundingError(f"rule '{c.name}' cannot be grounded on the current data: {reason}") from None
     after = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     check_actual(c.name, int(after - before), config)
     return int(after - before)
