@@ -41,6 +41,7 @@ from pdbq.arrays import unique
 from pdbq.answers.engine import EngineAnswer, answer
 from pdbq.answers.estimates import Marginals, check_estimate, domain_labels, estimates_table, value_array
 from pdbq.answers.evidence import EvidenceSet, python_literal, resolve_evidence
+from pdbq.answers.feasibility import check_evidence_possible
 from pdbq.answers.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, check_aliases, xq_selects, substitute
 from pdbq.api.options import QueryOptions
 from pdbq.api.result import Result
@@ -221,6 +222,7 @@ def plan_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, cance
     notes = _sync(con, variables)
     xq = _select_xq(con, stmt, variables, relations, notes)
     evidence = resolve_evidence(con, variables, stmt.given)
+    check_evidence_possible(con, variables, evidence.as_tuple())
     seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
     _check_cancel(cancel)
     graph, gvids, stats, secs, memo = _build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
@@ -543,6 +545,7 @@ def infer(
             raise CatalogError(f"{name}{bad!r}: no variable of {name} has this key")
         asked[name] = (tuples, vids)
     evidence = resolve_evidence(con, variables, _given_items(given))
+    check_evidence_possible(con, variables, evidence.as_tuple())
     every = [v[v >= 0] for _, v in asked.values()]
     seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
     graph, gvids, stats, secs, memo = _build_graph(db, {"variables": variables, "rules": rules}, seeds, evidence, progress, cancel)
