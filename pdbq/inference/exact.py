@@ -187,6 +187,40 @@ def _potential(tree: _Tree, i: int, up: list) -> np.ndarray:
     return np.array(acc, dtype=np.float64) if not acc.flags.writeable or acc.base is not None else acc
 
 
+def _merge_into_supersets(edges: list[Hyperedge]) -> list[Hyperedge]:
+    """Add each table into a table whose scope contains its own (the smallest such), so a huge and
+    a small log-potential on the same values are summed before max-shifting rather than after:
+    ``[-1e7, 1e7] + [0, -inf]`` becomes ``[-inf, 0]``-shifted exactly, and a neighbouring 0.693
+    is not added to -2e7 (which would round it)."""
+    n = len(edges)
+    by_var: dict[int, list[int]] = {}
+    for i, h in enumerate(edges):
+        for v in h.scope.tolist():
+            by_var.setdefault(v, []).append(i)
+    alive = [True] * n
+    out = list(edges)
+    for i in sorted(range(n), key=lambda k: out[k].scope.size):
+        h = out[i]
+        if h.scope.size == 0:
+            continue
+        mine = set(h.scope.tolist())
+        best = -1
+        for j in by_var.get(int(h.scope[0]), ()):
+            g = out[j]
+            if j == i or not alive[j] or g.scope.size < h.scope.size:
+                continue
+            if (best < 0 or g.log_table.size < out[best].log_table.size) and mine <= set(g.scope.tolist()):
+                best = j
+        if best < 0:
+            continue
+        g = out[best]
+        h = shift_edge(h)  # what it gathered so far, shifted before meeting g's small entries
+        table = g.log_table + _expand(h.log_table, h.scope, g.scope)
+        out[best] = Hyperedge(g.scope, table, g.source, g.offset + h.offset, g.saturated or h.saturated)
+        alive[i] = False
+    return [h for h, keep in zip(out, alive) if keep]
+
+
 def _zero_error(saturated: bool) -> PdbqError:
     if saturated:
         return InferenceError(
@@ -224,7 +258,7 @@ def _prepared_tree(edges, cardinality, evidence, max_table: int, order: Eliminat
     edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
     # Max-shift every table (largest entry 0, the shift into log Z): sums of a huge and a small
     # log-potential then keep the small one wherever it matters (issue 12: WEIGHT 1e16 + 0.7).
-    edges = [shift_edge(h) for h in edges]
+    edges = [shift_edge(h) for h in _merge_into_supersets([shift_edge(h) for h in edges])]
     info = order if order is not None else _order_for(edges, card, max_table)
     check_budget(info, max_table)
     return card, ev, info, _build_tree(edges, info, card), any(h.saturated for h in edges)
