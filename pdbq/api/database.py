@@ -21,6 +21,7 @@ Errors
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from types import TracebackType
@@ -54,7 +55,9 @@ def connect(
     """Open (or create) a DuckDB database and its pdbq catalog.
 
     ``path`` is a DuckDB file or ``":memory:"``. ``read_only`` opens an existing file without
-    ever writing to it (CREATE/DROP then fail). A file whose catalog was written by a newer pdbq
+    ever writing to it (CREATE/DROP then fail); probabilistic queries, EXPLAIN, ``infer`` and the
+    UDFs still work, their factor store living in an in-memory scratch database
+    (`pdbq.grounding.scratch`) for the life of the connection. A file whose catalog was written by a newer pdbq
     raises `SchemaVersionError` and is left untouched (nothing is written before the check).
     ``cache_bytes`` bounds the in-memory cache of query graphs (`pdbq.graph.cache`): a query
     asked again while its inputs are unchanged reuses its pruned graph, kernel arrays and
@@ -177,7 +180,8 @@ class Database:
         self._check_open()
         from pdbq.grounding import ground_all
 
-        return ground_all(self._con, self._catalog.variables(), self._catalog.rules())
+        with self.scratch():
+            return ground_all(self._con, self._catalog.variables(), self._catalog.rules())
 
     def _run(self, stmt: Statement, *, last: bool, progress: Any = None, cancel: Any = None) -> Result | None:
         if isinstance(stmt, PassThrough):
@@ -220,7 +224,17 @@ class Database:
             if e.name != "pdbq.api.query":
                 raise
             raise PdbqError(_NO_ENGINE) from None
-        return module.execute_query(self, stmt, progress=progress, cancel=cancel)
+        with self.scratch():
+            return module.execute_query(self, stmt, progress=progress, cancel=cancel)
+
+    def scratch(self) -> Any:
+        """A context in which pdbq's own writes (the factor store) go to an in-memory scratch
+        database when this database is read-only (`pdbq.grounding.scratch`); a no-op otherwise."""
+        if not self.read_only:
+            return contextlib.nullcontext()
+        from pdbq.grounding.scratch import scratch_session
+
+        return scratch_session(self._con)
 
     # ---------------------------------------------------------------- lifetime
 

@@ -27,6 +27,8 @@ docs/queries.md is the user documentation.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -242,7 +244,8 @@ def query_plan(db, query: str | ProbQuery) -> Plan:
         query = parse_statement(query)
     if not isinstance(query, ProbQuery):
         raise PdbqError("query_graph() needs a probabilistic query (a SELECT with PROB/DIST/MAP/STDERR)")
-    plan = plan_query(db, query)
+    with _scratch(db):
+        plan = plan_query(db, query)
     if plan.graph is None:
         raise PdbqError("the query selects no variables: there is no graph")
     return plan
@@ -489,7 +492,17 @@ def _given_items(given: Iterable[Any]) -> list[GivenAtom | GivenQuery]:
     return out
 
 
-def infer(
+def infer(db, *args: Any, **kwargs: Any) -> Inference:
+    with _scratch(db):  # a read-only database answers through its in-memory scratch store
+        return _infer(db, *args, **kwargs)
+
+
+def _scratch(db) -> Any:
+    scratch = getattr(db, "scratch", None)
+    return scratch() if scratch is not None else contextlib.nullcontext()
+
+
+def _infer(
     db,
     targets: Mapping[str, Sequence[Any]],
     *,
@@ -570,3 +583,6 @@ def infer(
                 mapv[hit] = ans.result.map_values[rows]
         out[name] = RelationAnswers(name, v, tuples, vids, marg, se, mapv, card)
     return Inference(out, _diagnostics(plan, ans, started, con))
+
+
+functools.update_wrapper(infer, _infer)  # infer's signature and documentation are _infer's
