@@ -187,6 +187,9 @@ def _potential(tree: _Tree, i: int, up: list) -> np.ndarray:
     return np.array(acc, dtype=np.float64) if not acc.flags.writeable or acc.base is not None else acc
 
 
+_MERGE_SCAN = 256  # candidate tables looked at per table by _merge_into_supersets
+
+
 def _merge_into_supersets(edges: list[Hyperedge]) -> list[Hyperedge]:
     """Add each table into a table whose scope contains its own (the smallest such), so a huge and
     a small log-potential on the same values are summed before max-shifting rather than after:
@@ -205,7 +208,8 @@ def _merge_into_supersets(edges: list[Hyperedge]) -> list[Hyperedge]:
             continue
         mine = set(h.scope.tolist())
         best = -1
-        for j in by_var.get(int(h.scope[0]), ()):
+        pool = min((by_var[v] for v in mine), key=len)
+        for j in pool[:_MERGE_SCAN]:  # bounded: a hub variable must not make this quadratic
             g = out[j]
             if j == i or not alive[j] or g.scope.size < h.scope.size:
                 continue
