@@ -74,3 +74,19 @@ def test_propagation_chains_through_factors():
     v = propagate(hf, np.array([0, 2]), np.array([0, 1]))
     assert v is not None
     assert propagate(hf, np.array([0, 2]), np.array([1, 1])) is None
+
+
+# an odd cycle of hard "different" constraints: every factor alone is satisfiable (propagation
+# passes), no world satisfies all three
+ODD_CYCLE = "MARKOV 3  2 2 2  3  2 0 1  2 1 2  2 0 2  4 0 1 1 0  4 0 1 1 0  4 0 1 1 0"
+
+
+@pytest.mark.parametrize("method", ["EXACT", "GIBBS", "QAM"])
+def test_contradiction_beyond_propagation_is_an_error(tmp_path, method):
+    from pdbq.errors import InferenceError, PdbqError
+
+    expected = EvidenceError if method == "EXACT" else InferenceError
+    with _db(tmp_path, ODD_CYCLE) as db:
+        with pytest.raises(expected, match="probability zero|no world of positive probability") as e:
+            db.execute(_query(method, "x.id = 0", ""))
+        assert isinstance(e.value, PdbqError)

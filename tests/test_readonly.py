@@ -61,6 +61,8 @@ def test_queries_on_a_read_only_file(model_file):
             db.execute("CREATE TABLE mine AS SELECT 1")
         with pytest.raises(PdbqError, match="read-only"):
             db.execute("CREATE RULE more WEIGHT 1 AS v(i) :- t(i)")
+        # the scratch database is pdbq's only while it answers: the file is the default again
+        assert db.duckdb.execute("SELECT current_database()").fetchall() == [("model",)]
     assert _digest(path) == before
 
 

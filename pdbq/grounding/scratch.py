@@ -81,14 +81,15 @@ def use_scratch(con: duckdb.DuckDBPyConnection, database: str | None = None) -> 
 @contextmanager
 def scratch_session(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Within the block, unqualified writes of ``con`` go to ``pdbq_scratch`` (`use_scratch`);
-    afterwards the file is the default database again, with DuckDB's default search path."""
+    afterwards the file is the default database again, with the search path it had before."""
     file_db = con.execute("SELECT current_database()").fetchall()[0][0]
     if file_db == SCRATCH:  # nested: already switched
         yield
         return
+    previous = con.execute("SELECT current_setting('search_path')").fetchall()[0][0]
     use_scratch(con, file_db)
     try:
         yield
     finally:
         con.execute(f"USE {exp.to_identifier(file_db, quoted=True).sql(dialect='duckdb')}")
-        con.execute("RESET search_path")
+        con.execute(f"SET search_path = {exp.Literal.string(previous or '').sql(dialect='duckdb')}")

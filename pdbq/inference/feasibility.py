@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HardFactors", "Violation", "propagate", "MAX_PROPAGATION_ENTRIES"]
+__all__ = ["HardFactors", "Violation", "propagate", "violated_table_factor", "MAX_PROPAGATION_ENTRIES"]
 
 # Tables larger than this are skipped (their support is not computed): propagation stays a cheap
 # check before inference; exact inference or the samplers still catch what it misses.
@@ -126,3 +126,34 @@ def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> 
                     queued[g] = True
                     queue.append(g)
     return None
+
+
+def violated_table_factor(graph, values: np.ndarray) -> int:
+    """A TABLE factor of ``graph`` (a `FactorGraph`) whose entry at the full assignment ``values``
+    has probability zero (-inf, or finite in a table holding +inf), or -1 when there is none: the
+    check that a sampler's final state satisfies every hard constraint."""
+    tables = graph.tables
+    if not tables.size or np.all(np.isfinite(tables)):
+        return -1
+    tf = np.flatnonzero(graph.table_offset >= 0)
+    if not tf.size:
+        return -1
+    lo = graph.factor_offsets[tf]
+    arity = graph.factor_offsets[tf + 1] - lo
+    idx = np.zeros(tf.size, dtype=np.int64)
+    for k in range(int(arity.max())):
+        m = arity > k
+        v = graph.factor_vars[lo[m] + k]
+        idx[m] = idx[m] * graph.cardinality[v] + np.asarray(values, dtype=np.int64)[v]
+    start = graph.table_offset[tf]
+    entry = tables[start + idx]
+    bad = entry == -np.inf
+    if np.any(np.isposinf(tables)):
+        size = np.ones(tf.size, dtype=np.int64)
+        for k in range(int(arity.max())):
+            m = arity > k
+            size[m] *= graph.cardinality[graph.factor_vars[lo[m] + k]]
+        must = np.array([np.any(np.isposinf(tables[s : s + n])) for s, n in zip(start.tolist(), size.tolist())])
+        bad |= must & ~np.isposinf(entry)
+    hit = np.flatnonzero(bad)
+    return int(tf[hit[0]]) if hit.size else -1
