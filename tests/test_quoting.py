@@ -36,7 +36,7 @@ def _model(names: dict[str, str], weight: float = 0.4) -> pdbq.Database:
     return db
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_NAME, min_size=8, max_size=8, unique=True))
 def test_any_quoted_name_in_every_identifier_position(raw):
     keys = ["table", "col", "tiecol", "var", "key", "rule", "tied", "sym"]
