@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from exact_graphs import FUNCTIONS, brute_force, random_graph
-from pdbq.errors import InferenceError
+from pdbq.errors import EvidenceError, InferenceError
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.elimination_order import elimination_order
 from pdbq.inference.exact import exact_map, exact_marginals
@@ -80,9 +80,9 @@ def test_minus_inf_tables_and_zero_probability_evidence():
     assert np.max(np.abs(r.marginals - marg)) < 1e-12 and r.log_z == pytest.approx(log_z)
     assert exact_map(g).log_score == pytest.approx(top)
     g_bad = g._replace(evidence=np.array([1, 1, -1], dtype=np.int32))
-    with pytest.raises(InferenceError, match="probability zero"):
+    with pytest.raises(EvidenceError, match="probability zero"):
         exact_marginals(g_bad)
-    with pytest.raises(InferenceError, match="probability zero"):
+    with pytest.raises(EvidenceError, match="probability zero"):
         exact_map(g_bad)
     # evidence makes the other variable certain
     r = exact_marginals(g, evidence={0: 1})

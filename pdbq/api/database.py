@@ -21,6 +21,7 @@ Errors
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from types import FrameType, TracebackType
@@ -63,7 +64,9 @@ def connect(
     """Open (or create) a DuckDB database and its pdbq catalog.
 
     ``path`` is a DuckDB file or ``":memory:"``. ``read_only`` opens an existing file without
-    ever writing to it (CREATE/DROP then fail). A file whose catalog was written by a newer pdbq
+    ever writing to it (CREATE/DROP then fail); probabilistic queries, EXPLAIN, ``infer`` and the
+    UDFs still work, their factor store living in an in-memory scratch database
+    (`pdbq.grounding.scratch`) for the life of the connection. A file whose catalog was written by a newer pdbq
     raises `SchemaVersionError` and is left untouched (nothing is written before the check).
     ``cache_bytes`` bounds the in-memory cache of query graphs (`pdbq.graph.cache`): a query
     asked again while its inputs are unchanged reuses its pruned graph, kernel arrays and
@@ -211,7 +214,8 @@ class Database:
         self._check_open()
         from pdbq.grounding import ground_all
 
-        return ground_all(self._con, self._catalog.variables(), self._catalog.rules())
+        with self.scratch():
+            return ground_all(self._con, self._catalog.variables(), self._catalog.rules())
 
     def _run(self, stmt: Statement, *, last: bool, progress: Any = None, cancel: Any = None,
              params: Any = None) -> Result | None:
@@ -270,7 +274,8 @@ class Database:
         from pdbq.api.save import run_save  # noqa: PLC0415
         from pdbq.planning.execute import execute_query  # noqa: PLC0415
 
-        answer = execute_query(self, stmt.query, progress=progress, cancel=cancel)
+        with self.scratch():
+            answer = execute_query(self, stmt.query, progress=progress, cancel=cancel)
         rows = run_save(self, stmt, answer)
         # diagnostics (method, warnings) stay visible: INSERT's row count, else an empty result
         table = pa.table({"Count": [rows[0][0]]}) if rows and len(rows[0]) == 1 and stmt.kind.value == "INSERT" else pa.table({})
@@ -280,7 +285,8 @@ class Database:
         # imported on first use: the engine loads numba, which a shell start-up need not pay for
         from pdbq.planning.execute import execute_query  # noqa: PLC0415
 
-        answer = execute_query(self, stmt, progress=progress, cancel=cancel)
+        with self.scratch():
+            answer = execute_query(self, stmt, progress=progress, cancel=cancel)
         return Result(answer.table, answer.diagnostics, connection=self._con, database=self)
 
     def _learning(self, stmt: LearnWeights | Show, *, progress: Any = None, cancel: Any = None) -> Result:
@@ -296,6 +302,15 @@ class Database:
 
         table, diagnostics = run_statement(self._con, self._catalog, stmt, on_epoch=on_epoch)
         return Result(table, diagnostics, connection=self._con, database=self)
+
+    def scratch(self) -> Any:
+        """A context in which pdbq's own writes (the factor store) go to an in-memory scratch
+        database when this database is read-only (`pdbq.grounding.scratch`); a no-op otherwise."""
+        if not self.read_only:
+            return contextlib.nullcontext()
+        from pdbq.grounding.scratch import scratch_session  # noqa: PLC0415
+
+        return scratch_session(self._con)
 
     # ---------------------------------------------------------------- lifetime
 

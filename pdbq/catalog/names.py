@@ -21,6 +21,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "normalize",
     "table_expr",
+    "name_table",
     "duckdb_relations",
     "relation_columns",
     "first_line",
@@ -44,10 +45,18 @@ def normalize(name: str) -> str:
 
 def table_expr(name: str) -> exp.Table:
     """A sqlglot table reference for a (possibly schema-qualified) relation name."""
+    if "." not in name:  # one name: a quoted identifier whatever it holds
+        return name_table(name)
     try:
         return exp.to_table(name, dialect="duckdb")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError) as e:
         raise CatalogError(f"invalid relation name '{name}'") from e
+
+
+def name_table(name: str) -> exp.Table:
+    """A sqlglot table reference for one pdbq name (a variable relation's view, a store table):
+    always one quoted identifier, so any name (quotes, dots, spaces) stays one name."""
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
 
 
 def duckdb_relations(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -42,7 +42,7 @@ from pdbq.catalog.names import (
     fetch_one,
     normalize,
     relation_columns,
-    table_expr,
+    name_table,
     unknown,
 )
 from pdbq.catalog.text import domain_sql, rule_sql, statement_sql, weight_sql
@@ -370,7 +370,7 @@ class Catalog:
             self._ensure_schema()
             view = exp.Create(
                 kind="VIEW",
-                this=table_expr(name),
+                this=name_table(name),
                 replace=replacing,
                 expression=exp.select(*[exp.column(exp.to_identifier(k.name, quoted=True)) for k in keys]).from_(
                     validate.renamed_source(node, keys)
@@ -452,7 +452,7 @@ class Catalog:
                     raise CatalogError(
                         f"cannot drop variable '{name}': rule(s) {', '.join(users)} use it; drop or replace them first"
                     )
-                self._con.execute(exp.Drop(kind="VIEW", tables=[table_expr(name)], exists=True).sql(dialect="duckdb"))
+                self._con.execute(exp.Drop(kind="VIEW", tables=[name_table(name)], exists=True).sql(dialect="duckdb"))
                 self._con.execute("DELETE FROM pdbq_variables WHERE name = ?", [name])
                 self._drop_imported(name)
             else:
@@ -467,5 +467,5 @@ class Catalog:
             return
         for (owned,) in self._con.execute("SELECT tables FROM pdbq_fs_imports WHERE relation = ?", [name]).fetchall():
             for table in owned:
-                self._con.execute(exp.Drop(kind="TABLE", tables=[table_expr(table)], exists=True).sql(dialect="duckdb"))
+                self._con.execute(exp.Drop(kind="TABLE", tables=[name_table(table)], exists=True).sql(dialect="duckdb"))
         self._con.execute("DELETE FROM pdbq_fs_imports WHERE relation = ?", [name])

@@ -620,6 +620,31 @@ def _require_bound(symbols: list[str], bound: Mapping[str, object], label: str) 
             raise CatalogError(f"{label}: symbol '{sym}' is not bound by any body atom.{suggest(sym, bound)}")
 
 
+_NOT_TEXT = {"integer", "float", "boolean", "date", "timestamp", "time", "interval"}
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+def _check_comparisons(con: duckdb.DuckDBPyConnection, tree: exp.Expression, frame: exp.Expression, label: str) -> None:
+    """Refuse comparisons between a text operand and a number, boolean or date (``x = 3`` with x
+    TEXT): DuckDB binds them with an implicit cast that fails only on the data, at query time,
+    with a message about pdbq's internal tables. An explicit CAST states the intent."""
+    for node in tree.find_all(*_COMPARISONS):
+        sides = [node.this, node.expression]
+        query = exp.select(*[exp.alias_(e.copy(), f"_pdbq_{i}") for i, e in enumerate(sides)]).from_(frame).limit(0)
+        try:
+            kinds = [str(t) for t in con.sql(query.sql(dialect="duckdb")).types]
+        except duckdb.Error:
+            continue  # the whole expression's binding reports it
+        fams = [types.family(t) for t in kinds]
+        if "string" in fams and set(fams) - {"string"} <= _NOT_TEXT and len(set(fams)) == 2:
+            text = node.sql(dialect="duckdb")
+            raise CatalogError(
+                f"{label}: '{text}' compares {kinds[0]} with {kinds[1]}; DuckDB would convert the text "
+                "row by row and fail on the first value that is not a number. Compare values of one type, "
+                "or CAST one side explicitly"
+            )
+
+
 def _bind_expressions(con: duckdb.DuckDBPyConnection, checks: list[tuple[str, exp.Expression, str]],
                       typed: Mapping[str, str]) -> None:
     """Bind each condition/weight over typed NULL symbols (LIMIT 0) so DuckDB checks names and types."""
@@ -636,6 +661,7 @@ def _bind_expressions(con: duckdb.DuckDBPyConnection, checks: list[tuple[str, ex
             rel = con.sql(query)
         except duckdb.Error as e:
             raise CatalogError(f"{label}: {explain_duckdb_error(e)}") from e
+        _check_comparisons(con, tree, frame, label)
         result_type = str(rel.types[0])
         fam = types.family(result_type)
         if kind == "condition" and fam != "boolean":

@@ -273,7 +273,10 @@ def graph_from_store(
         if weight_kind == "tied":
             sel = sel.select(col("wid", "pw"), copy=False).join(
                 table_ref("pdbq_fs_weights", "pw"),
-                on=f"pw.rule = '{name}' AND pw.tie = {tie_json(ties, 'f')}",
+                on=exp.and_(
+                    exp.EQ(this=col("rule", "pw"), expression=exp.Literal.string(name)),
+                    exp.EQ(this=col("tie", "pw"), expression=tie_json(ties, "f")),
+                ),
                 join_type="LEFT",
             )
             order = [col("pdbq_fid", "f")]

@@ -14,6 +14,8 @@ import duckdb
 import sqlglot
 import sqlglot.expressions as exp
 
+from pdbq.catalog.names import table_expr
+
 __all__ = [
     "fingerprint_query", "fingerprint_relation", "query_fingerprint_sql", "relation_fingerprint_sql", "definition_hash", "combine",
 ]
@@ -40,7 +42,7 @@ def query_fingerprint_sql(sql: str, mode: str = "hash") -> str:
 @functools.lru_cache(maxsize=1024)
 def relation_fingerprint_sql(name: str, mode: str = "hash") -> str:
     """The text of the query that fingerprints table or view ``name``."""
-    return _fp_sql(exp.to_table(name, dialect="duckdb"), mode)
+    return _fp_sql(table_expr(name), mode)
 
 
 def _run(con: duckdb.DuckDBPyConnection, text: str) -> str:

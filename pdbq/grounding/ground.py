@@ -133,23 +133,30 @@ def _sync_weights(con, c: CompiledRule) -> None:
                 [c.name, *params],
             )
     elif c.weight_kind is WeightKind.TIED:
+        # Bound parameters for the rule name; the tie expression is a tree over quoted identifiers.
         value, params = _learned(con, c)
+        d = exp.Subquery(
+            this=exp.select(exp.alias_(tie_json(c.tie_columns), "tie")).distinct().from_(table_ref(factor_table(c.name))),
+            alias=exp.TableAlias(this=ident("d")),
+        )
         con.execute(
             f"""INSERT INTO pdbq_fs_weights
             SELECT ?, (SELECT coalesce(max(wid) + 1, 0) FROM pdbq_fs_weights WHERE rule = ?) + row_number() OVER (ORDER BY tie) - 1,
                    {value}, TRUE, tie
-            FROM (SELECT DISTINCT {tie_json(c.tie_columns)} AS tie FROM {sql_text(table_ref(factor_table(c.name)))}) AS d
+            FROM {sql_text(d)}
             WHERE tie NOT IN (SELECT tie FROM pdbq_fs_weights WHERE rule = ? AND tie IS NOT NULL)""",
             [c.name, c.name, *params, c.name],
         )
 
 
-def tie_json(tie_columns: tuple[str, ...] | list[str], table: str | None = None) -> str:
-    """SQL for a tied rule's tying value as JSON text: {"sym": value, ...} (columns ``t_<sym>``)."""
-    fields = ", ".join(
-        f"'{t[2:]}': {sql_text(exp.Column(this=ident(t), table=ident(table) if table else None))}" for t in tie_columns
-    )
-    return f"CAST(to_json({{{fields}}}) AS VARCHAR)"
+def tie_json(tie_columns: tuple[str, ...] | list[str], table: str | None = None) -> exp.Expression:
+    """A tied rule's tying value as JSON text, ``{"sym": value, ...}`` (columns ``t_<sym>``), as a
+    sqlglot tree: symbol names are string literals and quoted identifiers, never pasted text."""
+    fields = [
+        exp.PropertyEQ(this=exp.Literal.string(t[2:]), expression=exp.Column(this=ident(t), table=ident(table) if table else None))
+        for t in tie_columns
+    ]
+    return exp.Cast(this=exp.func("to_json", exp.Struct(expressions=fields)), to=exp.DataType.build("VARCHAR"))
 
 
 def _check_rows(con, c: CompiledRule, where: str = "") -> None:
@@ -256,7 +263,14 @@ def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfi
     before = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
     guarded = select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select
-    con.execute(f"INSERT INTO {t} {sql_text(guarded)}")
+    try:
+        con.execute(f"INSERT INTO {t} {sql_text(guarded)}")
+    except (duckdb.ConversionException, duckdb.BinderException, duckdb.InvalidInputException,
+            duckdb.OutOfRangeException) as e:
+        # The data broke the rule's body (a failed implicit cast, ...): name the rule, not the
+        # internal tables DuckDB's message is about.
+        reason = " ".join(str(e).split("\n")[0].split())
+        raise GroundingError(f"rule '{c.name}' cannot be grounded on the current data: {reason}") from None
     after = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     check_actual(c.name, int(after - before), config)
     return int(after - before)

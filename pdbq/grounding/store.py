@@ -128,7 +128,8 @@ def table_ref(name: str, alias: str | None = None) -> exp.Table:
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(
         con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = current_schema()", [name]
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = current_schema() "
+            "AND database_name = current_database()", [name]
         ).fetchone()[0]
     )
 

@@ -206,7 +206,7 @@ def _evidence_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, warnings: 
             )
         if null_vals:
             warnings.append(f"variable relation '{v.name}': {null_vals} EVIDENCE rows with a NULL value were skipped")
-        kcols = ", ".join(f'"k_{k}"' for k in keys)
+        kcols = ", ".join(sql_text(ident(f"k_{k}")) for k in keys)
         bad = con.execute(
             f"SELECT raw, {kcols} FROM pdbq_fs_ev_stage WHERE vid IS NOT NULL AND raw IS NOT NULL "
             "AND (value IS NULL OR value < 0 OR value >= card) LIMIT 1"

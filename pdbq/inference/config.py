@@ -13,10 +13,24 @@ from dataclasses import dataclass
 
 from pdbq.errors import OptionError
 
-__all__ = ["GibbsConfig", "AnnealConfig", "SCANS", "INITS"]
+__all__ = ["GibbsConfig", "AnnealConfig", "SCANS", "INITS", "MAX_CHAINS", "MAX_THREADS", "MAX_COUNT"]
 
 SCANS = ("sweep", "random")
 INITS = ("dispersed", "random")
+
+
+# Each chain keeps its own state, group sums, random stream and estimate sums: memory and
+# set-up grow linearly, and diagnostics gain nothing from thousands of chains.
+MAX_CHAINS = 1024
+# Threads beyond this only add scheduling overhead on any machine pdbq targets.
+MAX_THREADS = 1024
+# Step and seed counts are int64 inside the kernels.
+MAX_COUNT = 2**62
+
+_MAXIMA = {
+    "chains": (MAX_CHAINS, "each chain keeps its own copy of the state and estimates"),
+    "threads": (MAX_THREADS, "more threads than that only add scheduling overhead"),
+}
 
 
 def _positive_int(name: str, value: object, *, allow_none: bool = False, allow_zero: bool = False) -> None:
@@ -25,6 +39,15 @@ def _positive_int(name: str, value: object, *, allow_none: bool = False, allow_z
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
         bound = "a non-negative" if allow_zero else "a positive"
         raise OptionError(f"option '{name}' must be {bound} integer, got {value!r}")
+    check_maximum(name, value)
+
+
+def check_maximum(name: str, value: int | float) -> None:
+    """`OptionError` when an integer option is beyond what inference can represent or use."""
+    top, why = _MAXIMA.get(name, (MAX_COUNT, "counts are 64-bit integers inside the kernels"))
+    if value > top:
+        shown = f"{value:.3g}" if isinstance(value, float) else (str(value) if value < 10**15 else f"a {len(str(value))}-digit number")
+        raise OptionError(f"option '{name}' must be at most {top:,} ({why}), got {shown}")
 
 
 def _positive_float(name: str, value: object, *, allow_none: bool = False) -> None:

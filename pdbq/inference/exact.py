@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdbq.errors import InferenceError
+from pdbq.errors import EvidenceError, InferenceError, PdbqError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.elimination_order import EliminationOrder, min_fill_order, interaction_scopes
-from pdbq.inference.potentials import Hyperedge, condition, evidence_array, hyperedges
+from pdbq.inference.potentials import Hyperedge, condition, evidence_array, hyperedges, shift_edge
 
 __all__ = [
     "DEFAULT_MAX_TABLE",
@@ -151,6 +151,7 @@ def _build_tree(edges: Sequence[Hyperedge], info: EliminationOrder, card: np.nda
     assigned: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
     constant = 0.0
     for h in edges:
+        constant += h.offset
         if h.scope.size == 0:
             constant += float(h.log_table)
             continue
@@ -186,6 +187,53 @@ def _potential(tree: _Tree, i: int, up: list) -> np.ndarray:
     return np.array(acc, dtype=np.float64) if not acc.flags.writeable or acc.base is not None else acc
 
 
+_MERGE_SCAN = 256  # candidate tables looked at per table by _merge_into_supersets
+
+
+def _merge_into_supersets(edges: list[Hyperedge]) -> list[Hyperedge]:
+    """Add each table into a table whose scope contains its own (the smallest such), so a huge and
+    a small log-potential on the same values are summed before max-shifting rather than after:
+    ``[-1e7, 1e7] + [0, -inf]`` becomes ``[-inf, 0]``-shifted exactly, and a neighbouring 0.693
+    is not added to -2e7 (which would round it)."""
+    n = len(edges)
+    by_var: dict[int, list[int]] = {}
+    for i, h in enumerate(edges):
+        for v in h.scope.tolist():
+            by_var.setdefault(v, []).append(i)
+    alive = [True] * n
+    out = list(edges)
+    for i in sorted(range(n), key=lambda k: out[k].scope.size):
+        h = out[i]
+        if h.scope.size == 0:
+            continue
+        mine = set(h.scope.tolist())
+        best = -1
+        pool = min((by_var[v] for v in mine), key=len)
+        for j in pool[:_MERGE_SCAN]:  # bounded: a hub variable must not make this quadratic
+            g = out[j]
+            if j == i or not alive[j] or g.scope.size < h.scope.size:
+                continue
+            if (best < 0 or g.log_table.size < out[best].log_table.size) and mine <= set(g.scope.tolist()):
+                best = j
+        if best < 0:
+            continue
+        g = out[best]
+        h = shift_edge(h)  # what it gathered so far, shifted before meeting g's small entries
+        table = g.log_table + _expand(h.log_table, h.scope, g.scope)
+        out[best] = Hyperedge(g.scope, table, g.source, g.offset + h.offset, g.saturated or h.saturated)
+        alive[i] = False
+    return [h for h, keep in zip(out, alive) if keep]
+
+
+def _zero_error(saturated: bool) -> PdbqError:
+    if saturated:
+        return InferenceError(
+            "weights too large to compare: differences between log-potentials overflow a double "
+            "(beyond ±1.8e308) and leave no assignment possible; scale the weights down"
+        )
+    return EvidenceError("the evidence has probability zero: every assignment has a -inf log score")
+
+
 def check_budget(info: EliminationOrder, max_table: int) -> None:
     """Raise `InferenceError` when the order's largest clique table exceeds ``max_table``."""
     if not info.complete or info.max_table_size > max_table:
@@ -212,9 +260,12 @@ def _prepared_tree(edges, cardinality, evidence, max_table: int, order: Eliminat
     card = np.asarray(cardinality, dtype=np.int64)
     ev = evidence_array(card.shape[0], evidence)
     edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
+    # Max-shift every table (largest entry 0, the shift into log Z): sums of a huge and a small
+    # log-potential then keep the small one wherever it matters (issue 12: WEIGHT 1e16 + 0.7).
+    edges = [shift_edge(h) for h in _merge_into_supersets([shift_edge(h) for h in edges])]
     info = order if order is not None else _order_for(edges, card, max_table)
     check_budget(info, max_table)
-    return card, ev, info, _build_tree(edges, info, card)
+    return card, ev, info, _build_tree(edges, info, card), any(h.saturated for h in edges)
 
 
 def marginals_from_hyperedges(
@@ -227,19 +278,21 @@ def marginals_from_hyperedges(
 ) -> ExactResult:
     """All marginals and log Z of the distribution ∝ exp(Σ tables), with ``evidence`` (int per
     variable, -1 unobserved) sliced in. ``edges`` may already be conditioned."""
-    card, ev, info, tree = _prepared_tree(edges, cardinality, evidence, max_table, order)
+    card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n_vars = card.shape[0]
     n = info.order.shape[0]
     up: list = [None] * n
     log_z = tree.constant
+    zero = log_z == -np.inf
     for i in range(n):
         msg = _lse0(_potential(tree, i, up))
         if tree.parent[i] < 0:
             log_z += float(msg)
+            zero = zero or float(msg) == -np.inf
         else:
             up[i] = msg
-    if log_z == -np.inf:
-        raise InferenceError("the evidence has probability zero: every assignment has a -inf log score")
+    if zero:
+        raise _zero_error(saturated)
     max_card = int(card.max()) if n_vars else 1
     marg = np.zeros((n_vars, max_card), dtype=np.float64)
     covered = np.zeros(n_vars, dtype=bool)
@@ -316,11 +369,12 @@ def map_from_hyperedges(
     order: EliminationOrder | None = None,
 ) -> MapAnswer:
     """A maximiser of Σ tables (max-product in log space with argmax traceback)."""
-    card, ev, info, tree = _prepared_tree(edges, cardinality, evidence, max_table, order)
+    card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n = info.order.shape[0]
     up: list = [None] * n
     arg: list = [None] * n
     score = tree.constant
+    zero = score == -np.inf
     idx_dtype = np.uint8 if card.size and card.max() <= 255 else np.int64
     for i in range(n):
         psi = _potential(tree, i, up)
@@ -330,10 +384,11 @@ def map_from_hyperedges(
         msg = np.max(psi, axis=0)
         if tree.parent[i] < 0:
             score += float(msg)
+            zero = zero or float(msg) == -np.inf
         else:
             up[i] = msg
-    if score == -np.inf:
-        raise InferenceError("the evidence has probability zero: every assignment has a -inf log score")
+    if zero:
+        raise _zero_error(saturated)
     values = np.where(ev >= 0, ev, 0).astype(np.int64)
     for i in range(n - 1, -1, -1):
         sep_vars = info.order[tree.keys[i][1:]]

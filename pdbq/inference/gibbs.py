@@ -36,6 +36,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.config import GibbsConfig
+from pdbq.inference.feasibility import violated_table_factor
 from pdbq.inference.estimates import BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
 from pdbq.inference.kernels import (
     MODE_ALIAS,
@@ -178,6 +179,20 @@ def make_schedule(sites: np.ndarray, scan: str, selection: tuple[np.ndarray, np.
         return Schedule(sites, MODE_ALIAS, prob, np.ascontiguousarray(alias, dtype=np.int32))
     mode = MODE_SWEEP if scan == "sweep" else MODE_UNIFORM
     return Schedule(sites, mode, np.zeros(0), np.zeros(0, dtype=np.int32))
+
+
+def _check_hard(graph: FactorGraph, states) -> None:
+    """A chain whose last state still breaks a hard constraint never reached a world of positive
+    probability (its hard penalty outweighs every soft weight, so once there it stays): its
+    estimates average impossible worlds. An error, not a number (issue 12)."""
+    for c, st in enumerate(states):
+        f = violated_table_factor(graph, st.values)
+        if f >= 0:
+            raise InferenceError(
+                f"chain {c} found no world of positive probability: its last state still violates the hard "
+                f"constraint of factor {f} (a 0 entry of an imported table); the evidence may be impossible. "
+                "Use EXACT to decide, or start more chains"
+            )
 
 
 def initial_states(
@@ -420,6 +435,7 @@ def run_gibbs(
             pool.close()
 
         ks, kc, dropped_rounds = store.kept(share)
+        _check_hard(graph, states)
         dropped = dropped_rounds * round_len
         counts = kc.sum(axis=(0, 1))
         if done - dropped > 0:

@@ -17,8 +17,9 @@ Per variable v (non-evidence) the factors touching v are split into three paths:
   a body variable pays O(1) per group, not O(group size).
 
 Booleans are updated from their log-odds with one sigmoid; categoricals by a log-sum-exp
-normalised softmax. Log-potentials of −inf (zeros in UAI tables) are clamped to −HARD so an
-infeasible start moves towards feasibility instead of producing NaN.
+normalised softmax. Log-potentials of −inf (zeros in UAI tables) are clamped to −`hard_penalty`
+(HARD, or a million times the graph's largest finite weight) so an infeasible start moves towards
+feasibility instead of producing NaN, and no soft weight can outweigh a hard constraint.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ __all__ = [
     "anneal_chain",
     "greedy_sweep",
     "HARD",
+    "hard_penalty",
+    "hard_tables",
     "MODE_SWEEP",
     "MODE_UNIFORM",
     "MODE_ALIAS",
@@ -68,7 +71,7 @@ _K_UNARY, _K_BB, _K_PT, _K_GEN = 0, 1, 2, 3
 class KernelGraph(NamedTuple):
     """Derived arrays for the Gibbs kernels (per variable CSR rows; see the module docstring)."""
 
-    tables: np.ndarray  # float64: graph.tables with ±inf clamped to ±HARD
+    tables: np.ndarray  # float64: graph.tables with ±inf as hard constraints (`hard_tables`)
     bbias: np.ndarray  # float64[n_vars]: boolean log-odds from unary factors and pair constants
     val_off: np.ndarray  # int64[n_vars+1]: start of each variable's values in cbias
     cbias: np.ndarray  # float64[Σ card]: per-value unary log-potential
@@ -412,12 +415,44 @@ def _sorted_var_factor_pairs(g: FactorGraph) -> tuple[np.ndarray, np.ndarray]:
     return sv, sf  # callers index them (copies): the graph is never modified
 
 
+def hard_penalty(g: FactorGraph) -> float:
+    """The finite stand-in for an infinite log-potential in this graph: HARD, or a million times
+    the largest finite weight or table entry when that is larger (a hard constraint must outweigh
+    any soft weight, or a WEIGHT 1e16 rule could silently overrule it)."""
+    top = 1.0
+    if g.weights.size:
+        top = max(top, float(np.max(np.abs(g.weights))))
+    if g.tables.size:
+        finite = g.tables[np.isfinite(g.tables)]
+        if finite.size:
+            top = max(top, float(np.max(np.abs(finite))))
+    return float(min(1e300, max(HARD, HARD * top)))
+
+
+def hard_tables(g: FactorGraph) -> np.ndarray:
+    """``g.tables`` for the kernels: -inf entries at -hard_penalty; in a table holding +inf
+    entries those become 0 and every other entry -hard_penalty (a +inf entry is a "must": the
+    same limit exact inference takes)."""
+    tables = g.tables.copy()
+    if not tables.size:
+        return tables
+    hard = hard_penalty(g)
+    if np.any(np.isposinf(tables)):
+        for f in np.flatnonzero(g.table_offset >= 0).tolist():
+            lo = int(g.table_offset[f])
+            args = g.factor_vars[g.factor_offsets[f] : g.factor_offsets[f + 1]]
+            hi = lo + int(np.prod(g.cardinality[args].astype(np.int64)))
+            seg = tables[lo:hi]
+            if np.any(np.isposinf(seg)):
+                tables[lo:hi] = np.where(np.isposinf(seg), 0.0, -np.inf)
+    np.clip(tables, -hard, hard, out=tables)
+    return tables
+
+
 def prepare_kernel_graph(g: FactorGraph) -> KernelGraph:
     """Derive the kernel's arrays from a validated graph (O(edges); the graph is not modified)."""
     nv, nf = g.n_vars, g.n_factors
-    tables = g.tables.copy()
-    if tables.size:
-        np.clip(tables, -HARD, HARD, out=tables)
+    tables = hard_tables(g)
     # (variable, factor) pairs, one per factor even when a variable fills several slots,
     # sorted by (variable, group, factor): the general path needs groups consecutive. The
     # graph's own variable -> factor CSR is in that order (docs of `FactorGraph.var_factors`):

@@ -36,6 +36,8 @@ from pdbq.language.nodes import FactorFunction, Semantics
 
 __all__ = [
     "Hyperedge",
+    "shifted",
+    "shift_edge",
     "factor_value",
     "group_function",
     "log_score",
@@ -63,6 +65,12 @@ class Hyperedge:
     scope: np.ndarray
     log_table: np.ndarray
     source: str = ""
+    # log-potential removed by max-shifting (`shift_edge`): the table's true values are
+    # log_table + offset. Exact inference adds it to log Z once instead of to every entry, so a
+    # weight of 1e16 next to one of 0.7 keeps the 0.7. `hyperedges` leaves tables unshifted.
+    offset: float = 0.0
+    # a finite entry fell to -inf when shifted: the weights differ by more than a double holds
+    saturated: bool = False
 
     @property
     def size(self) -> int:
@@ -170,6 +178,37 @@ def _weighted(w: float, phi, what: str):
     elif w < 0.0 and np.any(np.isposinf(out)):
         raise InferenceError(f"{what}: weight {w} times a -inf log-potential gives +inf")
     return out
+
+
+def shifted(table: np.ndarray, what: str = "table") -> tuple[np.ndarray, float, bool]:
+    """``(table - max, max, saturated)``: a log-table with its largest entry at 0.
+
+    Entries far below the maximum then keep their exact difference from it, which is all a
+    probability depends on. ``+inf`` entries are hard "must" constraints: they become 0 and every
+    finite entry of the table -inf (the limit of a weight growing without bound). A table whose
+    entries are all -inf is kept (its configurations are impossible). NaN is refused.
+    ``saturated``: a finite entry overflowed to -inf (differences beyond ±1.8e308).
+    """
+    t = np.asarray(table, dtype=np.float64)
+    if t.size == 0:
+        return t, 0.0, False
+    if np.isnan(t).any():
+        raise InferenceError(f"{what}: a log-potential is NaN")
+    top = float(t.max())
+    if top == np.inf:
+        return np.where(t == np.inf, 0.0, -np.inf), 0.0, False
+    if top == -np.inf:
+        return t, 0.0, False
+    with np.errstate(over="ignore"):
+        out = t - top
+    saturated = bool(np.any(np.isneginf(out) & np.isfinite(t)))
+    return out, top, saturated
+
+
+def shift_edge(h: Hyperedge) -> Hyperedge:
+    """``h`` with its table max-shifted (`shifted`); the shift moves into ``offset``."""
+    out, top, saturated = shifted(h.log_table, h.source)
+    return Hyperedge(h.scope, out, h.source, h.offset + top, h.saturated or saturated)
 
 
 def log_score(graph: FactorGraph, values: Sequence[int] | np.ndarray) -> float:
@@ -372,5 +411,5 @@ def condition(edges: Sequence[Hyperedge], evidence: Mapping[int, int] | Sequence
             if x >= n:
                 raise InferenceError(f"evidence {x} for variable {int(v)} lies outside its domain of size {n}")
         keep = np.array([x < 0 for x in obs], dtype=bool)
-        out.append(Hyperedge(h.scope[keep], np.array(h.log_table[index], dtype=np.float64), h.source))
+        out.append(Hyperedge(h.scope[keep], np.array(h.log_table[index], dtype=np.float64), h.source, h.offset, h.saturated))
     return out

@@ -117,6 +117,8 @@ def looks_probabilistic(tokens: Sequence[Token]) -> bool:
 
 
 def _is_word(tok: Token) -> bool:
+    if tok and tok.token_type == TokenType.IDENTIFIER:  # a quoted name: any text is one name
+        return bool(tok.text)
     return bool(tok) and tok.token_type not in (TokenType.STRING, TokenType.NUMBER) and (
         tok.text.replace("_", "a").isalnum() and not tok.text[0].isdigit()
     )

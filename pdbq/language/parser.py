@@ -8,6 +8,7 @@ sqlglot's parser (DuckDB gets exactly what the user wrote).
 
 from __future__ import annotations
 
+import math
 import re
 
 import sqlglot
@@ -136,6 +137,7 @@ def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> State
         return _save_answer(wrapper, text, chunk, params)
     if not _is_pdbq(chunk.tokens):
         return PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col)
+    _check_numbers(text, chunk)
     tree = _run_parser(text, chunk)
     if params is not None:
         tree = bind_parameters(tree, params, where=chunk.sql.split(None, 1)[0].upper())
@@ -193,6 +195,22 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
             f"parameters are only bound inside the probabilistic query of {wrapper.kind}", line=chunk.line, col=chunk.col, text=text
         )
     return SaveAnswer(SaveKind(wrapper.kind), query, outer.sql(dialect="duckdb"), text=chunk.sql, tree=outer)
+
+
+def _check_numbers(text: str, chunk: Chunk) -> None:
+    """A positioned ParseError for a number token Python cannot read (``1e``, ``180E``): sqlglot
+    tokenizes them as numbers and the conversion would fail later with a bare ValueError."""
+    for tok in chunk.tokens:
+        if tok.token_type != TokenType.NUMBER:
+            continue
+        try:
+            float(tok.text)
+        except ValueError:
+            line, col = position(text, tok.start)
+            raise ParseError(
+                f"'{tok.text}' is not a number (an exponent needs digits, as in 1e3)",
+                line=line, col=col, text=text, width=len(tok.text),
+            ) from None
 
 
 def _run_parser(text: str, chunk: Chunk) -> exp.Expr:
@@ -303,7 +321,7 @@ def _convert(tree: exp.Expr, text: str, chunk: Chunk) -> Statement:
     if isinstance(tree, px.PdbqCreateVariable):
         return _create_variable(tree, chunk)
     if isinstance(tree, px.PdbqCreateRule):
-        return _create_rule(tree, chunk)
+        return _create_rule(tree, chunk, text)
     if isinstance(tree, px.PdbqDrop):
         return Drop(kind=tree.args["kind"], name=tree.this.name, if_exists=bool(tree.args.get("exists")))
     if isinstance(tree, px.PdbqShow):
@@ -388,7 +406,21 @@ def _number(node: exp.Expr) -> float:
     return float(node.this)
 
 
-def _create_rule(tree: px.PdbqCreateRule, chunk: Chunk) -> CreateRule:
+def _weight_range_error(rule: str, chunk: Chunk, text: str) -> ParseError:
+    """The constant after WEIGHT overflowed a double (``WEIGHT 1e400``): weights are finite."""
+    tokens = chunk.tokens
+    at = next((t for i, t in enumerate(tokens) if tokens[i - 1].text.upper() == "WEIGHT" and i), tokens[0])
+    if at.token_type == TokenType.DASH:
+        at = tokens[tokens.index(at) + 1]
+    line, col = position(text, at.start)
+    return ParseError(
+        f"rule '{rule}': WEIGHT {at.text[:24]}{'...' if len(at.text) > 24 else ''} is beyond the range of a "
+        "double (about ±1.8e308); a weight must be a finite number",
+        line=line, col=col, text=text, width=len(at.text),
+    )
+
+
+def _create_rule(tree: px.PdbqCreateRule, chunk: Chunk, text: str) -> CreateRule:
     head_node = tree.args["head"]
     first = _atom(head_node.this)
     other = head_node.args.get("expression")
@@ -421,7 +453,10 @@ def _create_rule(tree: px.PdbqCreateRule, chunk: Chunk) -> CreateRule:
     if weight_node is None:
         weight = Weight(WeightKind.CONSTANT, 1.0)
     elif weight_node.this == "CONSTANT":
-        weight = Weight(WeightKind.CONSTANT, _number(weight_node.expression))
+        value = _number(weight_node.expression)
+        if not math.isfinite(value):
+            raise _weight_range_error(tree.this.name, chunk, text)
+        weight = Weight(WeightKind.CONSTANT, value)
     elif weight_node.this == "LEARNABLE":
         weight = Weight(WeightKind.LEARNABLE, 0.0)
     elif weight_node.this == "TIED":

@@ -13,6 +13,7 @@ DuckDB UDFs call once per batch).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pdbq.arrays import unique
+from pdbq.answers.feasibility import check_evidence_possible
 from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
 from pdbq.errors import CatalogError, InferenceError, PdbqError
 from pdbq.grounding.variables import domain_index, keys_to_vids
@@ -28,7 +30,7 @@ from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKi
 from pdbq.planning.evidence import python_literal, resolve_evidence
 from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
-from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, prepare_store, query_notes
+from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, prepare_store, query_notes, scratch
 from pdbq.planning.shapes import normalize_given, normalize_targets
 
 __all__ = ["infer", "Inference", "RelationAnswers"]
@@ -119,7 +121,12 @@ def _given_items(given: Iterable[Any]) -> list[GivenAtom | GivenQuery]:
     return out
 
 
-def infer(
+def infer(db: Session, *args: Any, **kwargs: Any) -> Inference:
+    with scratch(db):  # a read-only database answers through its in-memory scratch store
+        return _infer(db, *args, **kwargs)
+
+
+def _infer(
     db: Session,
     targets: Mapping[str, Any] | Iterable[tuple[str, Any]],
     *,
@@ -172,6 +179,7 @@ def infer(
             raise CatalogError(f"{name}{bad!r}: no variable of {name} has this key")
         asked[name] = (tuples, vids)
     evidence = resolve_evidence(con, variables, _given_items(normalize_given(given)))
+    check_evidence_possible(con, variables, evidence.as_tuple())
     every = [v[v >= 0] for _, v in asked.values()]
     seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
     plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
@@ -199,3 +207,6 @@ def infer(
                 mapv[hit] = ans.result.map_values[rows]
         out[name] = RelationAnswers(name, v, tuples, vids, marg, se, mapv, card)
     return Inference(out, diagnostics(plan, ans, started, con))
+
+
+functools.update_wrapper(infer, _infer)  # infer's signature and documentation are _infer's

@@ -18,6 +18,7 @@ from typing import Any
 
 from pdbq.errors import OptionError, suggest
 from pdbq.inference.auto import DEFAULT_EXACT_BUDGET
+from pdbq.inference.config import check_maximum
 
 __all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
 
@@ -114,9 +115,13 @@ def _coerce(name: str, value: Any) -> Any:
     if kind == "int":
         if isinstance(value, float) and not value.is_integer():
             raise OptionError(f"option '{name}' takes a whole number, got {value!r}")
+        check_maximum(name, value)
         value = int(value)
     else:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # a Python int beyond a double (a 310-digit literal)
+            raise OptionError(f"option '{name}' is beyond the range of a double, got {str(value)[:20]}...") from None
         if not math.isfinite(value):
             raise OptionError(f"option '{name}' must be finite, got {value!r}")
     if low is not None and (value < low or (value == low and not inclusive)):

@@ -13,6 +13,7 @@ docs/queries.md is the user documentation.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ import sqlglot.expressions as exp
 
 from pdbq.arrays import unique
 from pdbq.answers.estimates import check_estimate
+from pdbq.answers.feasibility import check_evidence_possible
 from pdbq.catalog.store import Catalog
 from pdbq.errors import PdbqError
 from pdbq.graph.cache import GraphCache, Memo
@@ -231,6 +233,7 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     xq_notes: list[str] = []
     xq = _select_xq(con, stmt, variables, relations, xq_notes)
     evidence = resolve_evidence(con, variables, stmt.given)
+    check_evidence_possible(con, variables, evidence.as_tuple())
     seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
     check_cancel(cancel)
     plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
@@ -242,6 +245,13 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
                 notes, memo)
 
 
+def scratch(db: Session) -> Any:
+    """The database's scratch context (its factor store in memory when it is read-only;
+    `pdbq.Database.scratch`), or a no-op for a session without one."""
+    make = getattr(db, "scratch", None)
+    return make() if make is not None else contextlib.nullcontext()
+
+
 def query_plan(db: Session, query: str | ProbQuery) -> Plan:
     """The `Plan` of a probabilistic query (its sets and pruned graph, with a graph always
     present); ``query`` is SQL text or a parsed `ProbQuery`. Grounds what the query reaches."""
@@ -251,7 +261,8 @@ def query_plan(db: Session, query: str | ProbQuery) -> Plan:
         query = parse_statement(query)
     if not isinstance(query, ProbQuery):
         raise PdbqError("query_graph() needs a probabilistic query (a SELECT with PROB/DIST/MAP/STDERR)")
-    plan = plan_query(db, query)
+    with scratch(db):
+        plan = plan_query(db, query)
     if plan.graph is None:
         raise PdbqError("the query selects no variables: there is no graph")
     return plan
@@ -270,7 +281,7 @@ def vid_labels(con: duckdb.DuckDBPyConnection, vids: np.ndarray) -> dict[int, st
         return out
     for relation, rel in vids_to_keys(con, vids).items():
         cols = [c for c in rel.columns if c not in ("pos", "vid", "cardinality")]
-        for row in rel.select(", ".join(["vid"] + [f'"{c}"' for c in cols])).fetchall():
+        for row in rel.select(", ".join(sql_text(ident(c)) for c in ["vid", *cols])).fetchall():
             out[int(row[0])] = f"{relation}({', '.join(repr(k) for k in row[1:])})"
     return out
 

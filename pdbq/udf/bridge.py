@@ -339,7 +339,7 @@ def _typed_keys(db: Database, relation: str, keys: list[tuple[str, ...]]) -> lis
     names = [f"k{i}" for i in range(len(columns))]
     table = pa.table({n: pa.array([k[i] for k in keys], type=pa.string()) for i, n in enumerate(names)})
     view = f"__pdbq_udf_keys_{uuid.uuid4().hex}"
-    casts = [exp.TryCast(this=exp.column(n), to=exp.DataType.build(c.type, dialect="duckdb")).as_(ident(n))
+    casts = [exp.TryCast(this=exp.column(ident(n)), to=exp.DataType.build(c.type, dialect="duckdb")).as_(ident(n))
              for n, c in zip(names, columns)]
     con = db.duckdb
     con.register(view, table)

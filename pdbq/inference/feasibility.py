@@ -1,0 +1,159 @@
+"""Zero-probability evidence: constraint propagation over the hard factors of a model.
+
+Only a log-potential of -inf can make evidence impossible (every finite weight leaves every
+world some probability), and in pdbq such entries come from imported tables (a 0 in a UAI
+table; a +inf entry makes the other entries of its table impossible). Given the evidence, each
+variable starts with its observed value or its whole domain; each hard factor keeps only the
+values that appear in some entry of non-zero probability compatible with the other variables'
+values (generalised arc consistency), until nothing changes. A factor left with no such entry
+proves that the evidence has probability zero, and names the culprit: a factor whose variables
+are all observed and whose entry is impossible, an all-zero table, or a variable the evidence
+leaves no possible value.
+
+Propagation is sound (it never reports possible evidence as impossible) but not complete: a
+contradiction that needs search to find passes it, and then exact inference (log Z = -inf) or
+the samplers' final-state check report it.
+
+>>> hf = HardFactors(np.array([0, 2]), np.array([0, 1]), np.array([0, 4]),
+...                   np.log(np.array([1.0, 0.0, 0.0, 1.0])), np.array([2, 2]))
+>>> propagate(hf, np.array([0, 1]), np.array([0, 1])) is not None   # x0 = 0, x1 = 1 violate x0 == x1
+True
+>>> propagate(hf, np.array([0]), np.array([1])) is None
+True
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["HardFactors", "Violation", "propagate", "violated_table_factor", "MAX_PROPAGATION_ENTRIES"]
+
+# Tables larger than this are skipped (their support is not computed): propagation stays a cheap
+# check before inference; exact inference or the samplers still catch what it misses.
+MAX_PROPAGATION_ENTRIES = 1 << 16
+
+
+class HardFactors(NamedTuple):
+    """Factors holding at least one infinite log-potential, over global variable ids.
+
+    Factor ``i`` is over ``vids[offsets[i]:offsets[i+1]]`` (last variable fastest in its table)
+    with log-table ``tables[table_offsets[i]:table_offsets[i+1]]``; ``cardinality[k]`` is the
+    domain size of ``vids[k]``.
+    """
+
+    offsets: np.ndarray  # int64[n + 1]
+    vids: np.ndarray  # int64[edges]
+    table_offsets: np.ndarray  # int64[n + 1]
+    tables: np.ndarray  # float64[entries]
+    cardinality: np.ndarray  # int64[edges]
+
+    @property
+    def n_factors(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+
+class Violation(NamedTuple):
+    """The factor (index into the `HardFactors`) that no world allowed by the evidence satisfies;
+    ``fixed``: its variables were all fixed (observed, or forced by other factors), else it left
+    some variable without a possible value."""
+
+    factor: int
+    fixed: bool
+
+
+def _allowed(table: np.ndarray) -> np.ndarray:
+    """Entries of non-zero probability: finite ones, or only the +inf ones when there are any."""
+    if np.any(np.isposinf(table)):
+        return np.isposinf(table)
+    return table > -np.inf
+
+
+def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> Violation | None:
+    """The first factor that the evidence (``ev_vids`` sorted, with ``ev_values``) leaves without an
+    entry of non-zero probability, after propagating every factor's constraints; None if none."""
+    n = hard.n_factors
+    if n == 0:
+        return None
+    domains: dict[int, np.ndarray] = {}
+
+    def domain(v: int, card: int) -> np.ndarray:
+        d = domains.get(v)
+        if d is None:
+            d = np.ones(card, dtype=bool)
+            i = int(np.searchsorted(ev_vids, v))
+            if i < ev_vids.shape[0] and ev_vids[i] == v:
+                d[:] = False
+                x = int(ev_values[i])
+                if 0 <= x < card:
+                    d[x] = True
+            domains[v] = d
+        return d
+
+    touching: dict[int, list[int]] = {}
+    for f in range(n):
+        for v in hard.vids[hard.offsets[f] : hard.offsets[f + 1]].tolist():
+            touching.setdefault(v, []).append(f)
+    queue = list(range(n))
+    queued = np.ones(n, dtype=bool)
+    while queue:
+        f = queue.pop()
+        queued[f] = False
+        lo, hi = int(hard.offsets[f]), int(hard.offsets[f + 1])
+        t0, t1 = int(hard.table_offsets[f]), int(hard.table_offsets[f + 1])
+        if t1 - t0 > MAX_PROPAGATION_ENTRIES:
+            continue
+        vids = hard.vids[lo:hi].tolist()
+        cards = [int(c) for c in hard.cardinality[lo:hi]]
+        ok = _allowed(hard.tables[t0:t1]).reshape(cards) if cards else _allowed(hard.tables[t0:t1])
+        for axis, (v, c) in enumerate(zip(vids, cards)):
+            shape = [1] * len(cards)
+            shape[axis] = c
+            ok = ok & domain(v, c).reshape(shape)
+        if not ok.any():
+            fixed = all(int(domain(v, c).sum()) == 1 for v, c in zip(vids, cards))
+            return Violation(f, fixed)
+        for axis, (v, c) in enumerate(zip(vids, cards)):
+            other = tuple(a for a in range(len(cards)) if a != axis)
+            support = ok.any(axis=other) if other else ok
+            d = domains[v]
+            if np.array_equal(support, d):
+                continue
+            domains[v] = d & support
+            for g in touching.get(v, ()):
+                if g != f and not queued[g]:
+                    queued[g] = True
+                    queue.append(g)
+    return None
+
+
+def violated_table_factor(graph, values: np.ndarray) -> int:
+    """A TABLE factor of ``graph`` (a `FactorGraph`) whose entry at the full assignment ``values``
+    has probability zero (-inf, or finite in a table holding +inf), or -1 when there is none: the
+    check that a sampler's final state satisfies every hard constraint."""
+    tables = graph.tables
+    if not tables.size or np.all(np.isfinite(tables)):
+        return -1
+    tf = np.flatnonzero(graph.table_offset >= 0)
+    if not tf.size:
+        return -1
+    lo = graph.factor_offsets[tf]
+    arity = graph.factor_offsets[tf + 1] - lo
+    idx = np.zeros(tf.size, dtype=np.int64)
+    for k in range(int(arity.max())):
+        m = arity > k
+        v = graph.factor_vars[lo[m] + k]
+        idx[m] = idx[m] * graph.cardinality[v] + np.asarray(values, dtype=np.int64)[v]
+    start = graph.table_offset[tf]
+    entry = tables[start + idx]
+    bad = entry == -np.inf
+    if np.any(np.isposinf(tables)):
+        size = np.ones(tf.size, dtype=np.int64)
+        for k in range(int(arity.max())):
+            m = arity > k
+            size[m] *= graph.cardinality[graph.factor_vars[lo[m] + k]]
+        must = np.array([np.any(np.isposinf(tables[s : s + n])) for s, n in zip(start.tolist(), size.tolist())])
+        bad |= must & ~np.isposinf(entry)
+    hit = np.flatnonzero(bad)
+    return int(tf[hit[0]]) if hit.size else -1
