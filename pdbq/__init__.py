@@ -14,6 +14,9 @@ from pdbq.errors import (
 from pdbq.api.database import Database, connect
 from pdbq.api.result import Result
 from pdbq.api.udf import register, unregister
+from pdbq.coref.layout import CorefInputError
+from pdbq.coref.model import Blocking, Comparison
+from pdbq.linkage import DedupeResult, dedupe
 
 __version__ = "0.1.0"
 
@@ -23,6 +26,11 @@ __all__ = [
     "Result",
     "register",
     "unregister",
+    "dedupe",
+    "DedupeResult",
+    "Comparison",
+    "Blocking",
+    "CorefInputError",
     "PdbqError",
     "ParseError",
     "CatalogError",

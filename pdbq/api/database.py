@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from pdbq.coref.metrics import register_sql as register_coref_sql
 from pdbq.api.result import Result
 from pdbq.catalog.store import Catalog
 from pdbq.errors import ParseError, PdbqError
@@ -93,6 +94,7 @@ class Database:
         # inputs (never stale); see pdbq.graph.cache.
         self.graph_cache = GraphCache(cache_bytes)
         self._catalog = Catalog(con)  # reads only; raises SchemaVersionError for newer catalogs
+        register_coref_sql(con)  # TEMP table macros coref_b3 / coref_pairwise (docs/coreference.md)
         self.path = path
         self.read_only = read_only
         self._closed = False

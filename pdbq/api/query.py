@@ -54,7 +54,7 @@ from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, sql_text, table_ref, var_table
 from pdbq.grounding.variables import keys_to_vids, relation_info, sync_variables, vids_to_keys
 from pdbq.inference.gibbs import RoundInfo
-from pdbq.language.nodes import CreateVariable, Estimate, EstimateKind, GivenAtom, GivenQuery, Method, ProbQuery
+from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method, ProbQuery
 
 __all__ = ["execute_query", "infer", "query_graph", "query_plan", "semantics_warnings_of", "vid_labels", "Inference", "RelationAnswers", "Plan", "plan_query"]
 
@@ -361,6 +361,10 @@ def execute_query(db, stmt: ProbQuery, *, progress: ProgressFn | None = None, ca
     ``progress``: a callable taking `pdbq.api.progress.Progress` (called after grounding and each
     sampling round); ``cancel``: a `pdbq.api.progress.CancelToken` polled between rounds.
     """
+    from pdbq.api.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
+
+    if is_cluster_query(db, stmt):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
+        return execute_cluster_query(db, stmt)
     if stmt.explain:
         from pdbq.api.explain import explain  # noqa: PLC0415
 
@@ -532,6 +536,8 @@ def infer(
         name = str(rel).lower()
         if name not in variables:
             raise CatalogError(f"'{rel}' is not a variable relation.{suggest(name, variables)}")
+        if variables[name].domain.kind is DomainKind.CLUSTER:
+            raise InferenceError(f"'{name}' is a DOMAIN CLUSTER relation: ask it with a query (MAP / PROB(e = k) / DIST)")
         tuples = [tuple(k) if isinstance(k, (tuple, list)) else (k,) for k in keys]
         n = len(variables[name].columns)
         for k in tuples:

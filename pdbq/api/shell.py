@@ -726,6 +726,11 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pdbq`` console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["dedupe"]:  # the sub-command lives in its own module
+        from pdbq.linkage.cli import main as dedupe_main
+
+        return dedupe_main(argv[1:])
     args = build_arg_parser().parse_args(argv)
     actions: list[tuple[str, str]] = args.actions or []
     interactive = not actions and _isatty(sys.stdin) and _isatty(sys.stdout)

@@ -82,6 +82,8 @@ def domain_sql(domain: Domain) -> str:
         return "(" + ", ".join(_quote(v) for v in domain.values) + ")"
     if domain.kind is DomainKind.CATEGORICAL:
         return f"CATEGORICAL({domain.size})"
+    if domain.kind is DomainKind.CLUSTER:
+        return "CLUSTER"
     return "BOOLEAN"
 
 

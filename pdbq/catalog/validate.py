@@ -27,6 +27,7 @@ from pdbq.catalog.names import (
     table_expr,
 )
 from pdbq.catalog.text import atom_sql
+from pdbq.catalog.cluster import check_cluster_rule, check_cluster_variable
 from pdbq.errors import CatalogError, EvidenceError, suggest
 from pdbq.language.nodes import (
     Atom,
@@ -156,6 +157,8 @@ def _check_domain(domain: Domain, what: str) -> None:
             seen.add(v)
         if domain.size != len(domain.values):
             raise CatalogError(f"{what}: domain size {domain.size} differs from its {len(domain.values)} values")
+    elif domain.kind is DomainKind.CLUSTER:
+        pass  # the values are the entities the keys form; nothing to list
     elif domain.size < 1:
         raise CatalogError(f"{what}: CATEGORICAL({domain.size}) needs at least one value")
 
@@ -175,6 +178,7 @@ def check_variable(scope: Scope, node: CreateVariable) -> tuple[Column, ...]:
             raise CatalogError(f"{what}: key column '{cname}' is declared twice")
         keys.append(Column(cname, types.canonical_type(con, c.type, what=f"{what}, key column '{cname}'")))
     _check_domain(node.domain, what)
+    check_cluster_variable(node, what)
 
     source = parse_query(node.source, f"{what}: FROM query")
     actual = bind_columns(con, source, f"{what}: FROM query", scope.relations | set(scope.keys))
@@ -500,6 +504,7 @@ def check_rule(scope: Scope, node: CreateRule, *, check_name: bool = True) -> tu
         raise CatalogError(f"{what}: a {head.kind.value} head has {expected_atoms} atom(s), not {len(head.atoms)}")
     if head.kind is HeadKind.COMPARE and head.value is None:
         raise CatalogError(f"{what}: the head comparison has no value")
+    check_cluster_rule(node, scope.variables, what)
 
     # symbol -> [(atom text, column)] for every binding occurrence in a positive or random body atom
     bound: dict[str, list[tuple[str, Column]]] = {}

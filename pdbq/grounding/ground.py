@@ -23,7 +23,7 @@ from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_rel
 from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
 from pdbq.grounding.store import ensure_schema, factor_table, ident, sql_text, table_ref
 from pdbq.grounding.variables import VariableSync, sync_variables
-from pdbq.language.nodes import CreateRule, CreateVariable, WeightKind
+from pdbq.language.nodes import CreateRule, CreateVariable, DomainKind, WeightKind
 
 __all__ = [
     "GroundingStats", "Prepared", "prepare", "ground_all", "ground_rows", "transaction", "rule_order", "tie_json",
@@ -184,6 +184,9 @@ def prepare(
     """Sync vid maps and drop stale groundings (call inside a transaction). Grounds nothing."""
     t0 = time.perf_counter()
     ensure_schema(con)
+    # rules over cluster relations ground into pdbq.coref's pair graph, not the factor store
+    clusters = {k for k, v in variables.items() if v.domain.kind is DomainKind.CLUSTER}
+    rules = {k: r for k, r in rules.items() if not any(a.relation.lower() in clusters for a in r.head.atoms)}
     old_ranges = {r: (int(b), int(n)) for r, b, n in con.execute("SELECT relation, base, n FROM pdbq_fs_relations").fetchall()}
     sync = sync_variables(con, variables, config)
     stats = GroundingStats(warnings=list(sync.warnings))

@@ -239,6 +239,8 @@ def sync_variables(
     relations whose base moved are shifted in place. Call inside the caller's transaction.
     """
     ensure_schema(con)
+    # cluster relations are resolved by pdbq.coref, never stored as categorical variables
+    variables = {k: v for k, v in variables.items() if v.domain.kind is not DomainKind.CLUSTER}
     out = VariableSync()
     old = {r[0]: r for r in con.execute(
         "SELECT relation, base, n, cardinality, per_row, def_hash, source_fp, evidence_fp, map_version, null_keys, ev_warnings "

@@ -425,6 +425,8 @@ class PdbqDialect(DuckDB):
             if tok.token_type == TokenType.BOOLEAN and tok.text.upper() == "BOOLEAN":
                 self._advance()
                 return self.expression(PdbqDomain(this="BOOLEAN"))
+            if self._match_text_seq("CLUSTER"):
+                return self.expression(PdbqDomain(this="CLUSTER"))
             if self._match_text_seq("CATEGORICAL"):
                 self._pdbq_expect(TokenType.L_PAREN, "expected '(' and a size after CATEGORICAL")
                 size_tok = self._curr
@@ -459,7 +461,7 @@ class PdbqDialect(DuckDB):
                 if len(values) < 2:
                     self.raise_error("a domain needs at least two values", tok)
                 return self.expression(PdbqDomain(this="VALUES", expressions=values))
-            self.raise_error("expected BOOLEAN, ('a', ...) or CATEGORICAL(k) after DOMAIN")
+            self.raise_error("expected BOOLEAN, ('a', ...), CATEGORICAL(k) or CLUSTER after DOMAIN")
             raise AssertionError("unreachable")
 
         def _pdbq_parse_wrapped_query(self, clause: str) -> tuple[exp.Expr, str]:

@@ -44,6 +44,7 @@ class DomainKind(enum.Enum):
     BOOLEAN = "boolean"
     VALUES = "values"  # DOMAIN ('a', 'b', ...): value i <-> values[i]
     CATEGORICAL = "categorical"  # DOMAIN CATEGORICAL(k): values 0 .. k-1
+    CLUSTER = "cluster"  # DOMAIN CLUSTER: the value is the entity (cluster of keys) a key belongs to; size 0
 
 
 @dataclass(frozen=True)

@@ -262,6 +262,8 @@ def _create_variable(tree: px.PdbqCreateVariable, chunk: Chunk) -> CreateVariabl
     elif kind == "VALUES":
         values = tuple(v.this for v in dom.expressions)
         domain = Domain(DomainKind.VALUES, values, len(values))
+    elif kind == "CLUSTER":
+        domain = Domain(DomainKind.CLUSTER, (), 0)
     else:
         domain = Domain(DomainKind.CATEGORICAL, (), int(dom.args["size"].this))
     return CreateVariable(

@@ -1,0 +1,191 @@
+"""Answer a probabilistic query over a `DOMAIN CLUSTER` relation (docs/coreference.md).
+
+    SELECT e.id, MAP(e) AS cluster FROM entity AS e;                      -- MAP clustering
+    SELECT e.id, PROB(e = 17) AS p, STDERR(e) AS se FROM entity AS e
+    WHERE e.id IN (18, 19);                                               -- P(same entity as 17)
+    SELECT e.id, DIST(e) FROM entity AS e WHERE e.id = 17;                -- size of 17's entity
+
+MAP is the annealed MAP clustering (`pdbq.inference.coref.resolve_map`); each row gets its
+entity's smallest key, so labels are stable across runs that agree. PROB/STDERR/DIST sample
+the clustering at τ = 1 with several chains (standard errors across chains). Options (WITH):
+the fields of `CorefConfig` (sweeps, burn_in, chains, seed, temperature, min_temperature,
+greedy_sweeps, p_new, p_split_merge, time_limit, init, init_threshold) and max_pairs.
+Diagnostics carry factor evaluations, proposals, acceptances, pairs and seconds.
+
+Kept out of `pdbq.api.query` on purpose: `execute_query` calls `is_cluster_query` /
+`execute_cluster_query` in one branch, so the planning code can move without touching this.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import fields
+
+import numpy as np
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from pdbq.answers.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
+from pdbq.api.result import Result
+from pdbq.catalog.cluster import is_cluster
+from pdbq.coref.ground import ground_cluster, map_table
+from pdbq.errors import InferenceError, OptionError, suggest
+from pdbq.grounding.store import col, ident, sql_text, table_ref
+from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
+from pdbq.language.nodes import EstimateKind, Method, ProbQuery
+
+__all__ = ["is_cluster_query", "execute_cluster_query"]
+
+_OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs"}
+_MAX_PAIRS = 20_000_000
+_MAX_DIST_SIZE = 500
+
+
+def _relations(db, stmt: ProbQuery) -> dict[str, str]:
+    calls = {e.alias: e.kind.value for e in stmt.estimates}
+    return check_aliases(stmt.tree, calls, set(db.catalog.variables()))
+
+
+def is_cluster_query(db, stmt: ProbQuery) -> bool:
+    """True when some estimate names a cluster relation (then all must; mixing is an error)."""
+    if stmt.tree is None or not stmt.estimates:
+        return False
+    variables = db.catalog.variables()
+    try:
+        rels = _relations(db, stmt)
+    except Exception:  # noqa: BLE001 - the ordinary path reports alias errors itself
+        return False
+    kinds = {is_cluster(variables[r]) for r in rels.values()}
+    if kinds == {True, False}:
+        raise InferenceError("a query cannot mix a DOMAIN CLUSTER relation with other variable relations")
+    return kinds == {True}
+
+
+def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
+    opts = dict(stmt.options)
+    unknown = sorted(set(opts) - _OPTIONS)
+    if unknown:
+        raise OptionError(f"option '{unknown[0]}' is not an option of cluster queries.{suggest(unknown[0], _OPTIONS)}")
+    max_pairs = opts.pop("max_pairs", _MAX_PAIRS)
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 1:
+        raise OptionError(f"option 'max_pairs' must be a positive integer, got {max_pairs!r}")
+    base = CorefConfig(sweeps=30, temperature=0.5, chains=2, p_split_merge=0.2) if any(
+        e.kind is EstimateKind.MAP for e in stmt.estimates) else CorefConfig(sweeps=200, burn_in=50, chains=4, temperature=1.0)
+    try:
+        cfg = CorefConfig(**{**base.__dict__, **opts})
+    except TypeError as exc:  # pragma: no cover - guarded by _OPTIONS
+        raise OptionError(str(exc)) from exc
+    return cfg.check(), max_pairs
+
+
+def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> int:
+    try:
+        value = con.execute(sql_text(exp.select(exp.Cast(this=sqlglot.parse_one(literal, read="duckdb"),
+                                                         to=exp.DataType.build(key_type, dialect="duckdb"))))).fetchall()[0][0]
+    except Exception as exc:  # noqa: BLE001
+        raise InferenceError(f"PROB({alias} = {literal}): {literal} is not a key of type {key_type}") from exc
+    pos = int(np.searchsorted(keys, value))
+    if pos >= keys.size or keys[pos] != value:
+        raise InferenceError(f"PROB({alias} = {literal}): no mention has key {literal}")
+    return pos
+
+
+def execute_cluster_query(db, stmt: ProbQuery) -> Result:
+    started = time.perf_counter()
+    if stmt.explain:
+        raise InferenceError("EXPLAIN is not available for DOMAIN CLUSTER queries yet; the query's diagnostics "
+                             "(Result.diagnostics) give pairs, proposals and factor evaluations")
+    if stmt.given:
+        raise InferenceError("GIVEN is not supported for DOMAIN CLUSTER relations yet (give known matches as pairs with a large weight)")
+    if stmt.method not in (Method.AUTO, Method.ANNEAL, Method.GIBBS):
+        raise InferenceError(f"USING {stmt.method.value} is not available for DOMAIN CLUSTER relations (AUTO, ANNEAL or GIBBS)")
+    config, max_pairs = _config(stmt)
+    con = db.duckdb
+    variables = db.catalog.variables()
+    rules = db.catalog.rules()
+    relations = _relations(db, stmt)
+    diag: dict = {"method": "entity moves (MH: mention moves, split/merge)", "options": dict(stmt.options)}
+    sources = {}
+    names = []
+    warnings: list[str] = []
+    try:
+        for alias, relation in relations.items():
+            v = variables[relation]
+            key = v.columns[0]
+            t0 = time.perf_counter()
+            keys, graph, n_ground = ground_cluster(con, v, variables, rules, max_pairs)
+            diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
+            diag[f"{alias}.mentions"] = int(keys.size)
+            diag[f"{alias}.candidate_pairs"] = graph.n_pairs
+            ests = [e for e in stmt.estimates if e.alias == alias]
+            cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
+            if any(e.kind is EstimateKind.MAP for e in ests):
+                res = resolve_map(graph, config)
+                warnings.extend(res.warnings)
+                diag.update({f"{alias}.factor_evaluations": res.factor_evaluations, f"{alias}.proposals": res.proposals,
+                             f"{alias}.accepted": res.accepted, f"{alias}.log_score": res.log_score,
+                             f"{alias}.entities": res.n_entities, f"{alias}.map_seconds": res.seconds})
+                for e in ests:
+                    if e.kind is EstimateKind.MAP:
+                        cols[e.placeholder] = pa.array(keys[res.labels])
+            anchors = sorted({e.value for e in ests if e.kind is EstimateKind.PROB and e.value is not None}, key=str)
+            for e in ests:
+                if e.kind is EstimateKind.PROB and e.value is None:
+                    raise InferenceError(f"PROB({alias}) needs a key: PROB({alias} = <key>) is P(same entity as <key>)")
+                if e.kind is EstimateKind.STDERR and len(anchors) != 1:
+                    raise InferenceError(f"STDERR({alias}) is the standard error of the one PROB({alias} = <key>) of the query; "
+                                         f"it has {len(anchors)}")
+            n = keys.size
+            if anchors:
+                # pairs (row, anchor) for every row of the relation; the query's WHERE picks rows
+                qa = np.tile(np.arange(n), len(anchors))
+                qb = np.repeat([_anchor(con, key.type, a, keys, alias) for a in anchors], n)
+                post = sample_pairs(graph, qa, qb, config)
+                warnings.extend(post.warnings)
+                diag.update({f"{alias}.sample_factor_evaluations": post.factor_evaluations,
+                             f"{alias}.sample_proposals": post.proposals, f"{alias}.sample_seconds": post.seconds})
+                for e in ests:
+                    if e.kind in (EstimateKind.PROB, EstimateKind.STDERR):
+                        k = anchors.index(e.value) if e.kind is EstimateKind.PROB else 0
+                        block = slice(k * n, (k + 1) * n)
+                        cols[e.placeholder] = post.prob[block] if e.kind is EstimateKind.PROB else post.stderr[block]
+            if any(e.kind is EstimateKind.DIST for e in ests):
+                dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE))
+                entries = [{int(s): float(p) for s, p in enumerate(row) if p > 0} for row in dist]
+                arr = pa.array([list(d.items()) for d in entries], type=pa.map_(pa.int64(), pa.float64()))
+                for e in ests:
+                    if e.kind is EstimateKind.DIST:
+                        cols[e.placeholder] = arr
+            table = pa.table(cols)
+            name = f"__pdbq_cluster_est_{uuid.uuid4().hex}"
+            con.register(name, table)
+            names.append(name)
+            placeholders = [e.placeholder for e in ests]
+
+            def make(a, v=v, key=key, name=name, placeholders=placeholders):
+                sel = exp.select(col(key.name, "__pdbq_m").as_(ident(key.name)), *[col(p, "__pdbq_e").as_(ident(p)) for p in placeholders])
+                sel = sel.from_(table_ref(map_table(v.name), "__pdbq_m")).join(
+                    table_ref(name, "__pdbq_e"), on=exp.EQ(this=col("vid", "__pdbq_m"), expression=col("__pdbq_cvid", "__pdbq_e")))
+                al = a.copy() if isinstance(a, exp.TableAlias) else exp.TableAlias(this=exp.to_identifier(a))
+                return exp.Subquery(this=sel, alias=al)
+
+            sources[alias] = make
+        out = con.sql(sql_text(substitute(stmt.tree, sources))).to_arrow_table()
+    finally:
+        for name in names:
+            con.unregister(name)
+    keep = [c for c in out.column_names if not c.startswith(PLACEHOLDER_PREFIX)]
+    if len(keep) != len(out.column_names):
+        out = out.select(keep)
+    diag["warnings"] = warnings
+    diag["seconds"] = time.perf_counter() - started
+    return Result(out, diag, connection=con)
+
+
+def _size_distribution(graph, config: CorefConfig, cap: int) -> np.ndarray:
+    """P(the entity of mention m has size s) for every m, s < cap+1 (sizes above cap count as cap)."""
+    from pdbq.inference.coref import sample_sizes  # noqa: PLC0415
+
+    return sample_sizes(graph, config, cap)

@@ -1,0 +1,352 @@
+"""Coreference inference over a `PairGraph`: annealed MAP clustering and pairwise posteriors.
+
+Both run the entity moves of `pdbq.inference.entity_moves`, one explicit xorshift stream per
+chain (`pdbq.inference.rng`). MAP anneals τ geometrically from `temperature` to
+`min_temperature` over `sweeps` passes (one pass = n mention-level steps), keeps each chain's
+best state at pass boundaries, finishes with zero-temperature passes until nothing is accepted
+(at most `greedy_sweeps`), and returns the best chain, each entity split into the connected
+components of its within-entity candidate pairs (a tie: no pair across them scores anything). Sampling runs at τ = 1 and counts, per
+asked pair, the passes at which both mentions share an entity; the standard error is taken
+across chains.
+
+>>> import numpy as np
+>>> from pdbq.coref.layout import pair_graph
+>>> g = pair_graph(4, np.array([0, 2, 0]), np.array([1, 3, 2]), np.array([3.0, 3.0, -3.0]))
+>>> resolve_map(g, CorefConfig(sweeps=20, seed=1)).labels.tolist()
+[0, 0, 2, 2]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from pdbq.coref.layout import PairGraph, validate_pair_graph
+from pdbq.errors import InferenceError, OptionError
+from pdbq.inference.entity_moves import (
+    C_ACCEPTED,
+    C_EVALS,
+    C_PROPOSALS,
+    new_scratch,
+    new_state,
+    partition_score,
+    run_moves,
+    state_from_labels,
+)
+from pdbq.inference.rng import chain_states
+
+__all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels"]
+
+
+def _pos_int(name: str, v: object, zero: bool = False) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < (0 if zero else 1):
+        raise OptionError(f"option '{name}' must be a {'non-negative' if zero else 'positive'} integer, got {v!r}")
+
+
+def _prob(name: str, v: object) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+        raise OptionError(f"option '{name}' must be a number in [0, 1], got {v!r}")
+
+
+@dataclass(frozen=True)
+class CorefConfig:
+    """Settings of a coreference run.
+
+    sweeps: passes (n steps each) of annealing for MAP, or of sampling after burn-in for PROB.
+    burn_in: passes discarded before sampling (PROB only).
+    chains: independent chains (MAP: the best wins; PROB: the standard error is across them).
+    seed: root of the per-chain streams.
+    temperature / min_temperature: MAP annealing start and end (geometric in between).
+    greedy_sweeps: at most this many zero-temperature passes after annealing (MAP).
+    p_new: probability a mention move proposes a new singleton instead of a neighbour's entity.
+    p_split_merge: probability a step is a split/merge move instead of a mention move.
+    time_limit: seconds after which annealing/sampling stops at the end of a pass (a warning
+        says so).
+    init: "singletons" (every mention alone) or "components" (connected components of the pairs
+        scoring above `init_threshold`): where every chain starts. Only the start changes; the
+        moves and their acceptance are the same, so the chain's target is unchanged.
+    init_threshold: see `init`.
+    """
+
+    sweeps: int = 60
+    burn_in: int = 20
+    chains: int = 2
+    seed: int = 0
+    temperature: float = 2.0
+    min_temperature: float = 0.02
+    greedy_sweeps: int = 10
+    p_new: float = 0.1
+    p_split_merge: float = 0.1
+    time_limit: float | None = None
+    init: str = "singletons"
+    init_threshold: float = 0.0
+
+    def check(self) -> CorefConfig:
+        _pos_int("sweeps", self.sweeps)
+        _pos_int("burn_in", self.burn_in, zero=True)
+        _pos_int("chains", self.chains)
+        _pos_int("seed", self.seed, zero=True)
+        _pos_int("greedy_sweeps", self.greedy_sweeps, zero=True)
+        for name in ("temperature", "min_temperature"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise OptionError(f"option '{name}' must be a positive number, got {v!r}")
+        if self.min_temperature > self.temperature:
+            raise OptionError("option 'min_temperature' must not exceed 'temperature'")
+        _prob("p_new", self.p_new)
+        _prob("p_split_merge", self.p_split_merge)
+        if self.init not in ("singletons", "components"):
+            raise OptionError(f"option 'init' must be 'singletons' or 'components', got {self.init!r}")
+        if isinstance(self.init_threshold, bool) or not isinstance(self.init_threshold, (int, float)):
+            raise OptionError(f"option 'init_threshold' must be a number, got {self.init_threshold!r}")
+        if self.p_new == 0.0:
+            raise OptionError("option 'p_new' must be > 0 (otherwise a mention can never leave an entity)")
+        if self.time_limit is not None and (
+            isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float)) or self.time_limit <= 0
+        ):
+            raise OptionError(f"option 'time_limit' must be a positive number, got {self.time_limit!r}")
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class CorefMapResult:
+    """The MAP clustering: `labels[m]` is the smallest mention index in m's entity."""
+
+    labels: np.ndarray
+    log_score: float
+    chain_scores: np.ndarray
+    factor_evaluations: int
+    proposals: int
+    accepted: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def n_entities(self) -> int:
+        return int(np.unique(self.labels).size)
+
+
+@dataclass(frozen=True, eq=False)
+class PairPosterior:
+    """P(same entity) per asked pair (mean over chains) and its standard error across chains."""
+
+    prob: np.ndarray
+    stderr: np.ndarray
+    factor_evaluations: int
+    proposals: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+
+@njit(cache=True)
+def _stable(label):
+    n = label.shape[0]
+    first = np.full(n, -1, np.int64)
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        e = label[m]
+        if first[e] < 0:
+            first[e] = m
+        out[m] = first[e]
+    return out
+
+
+@njit(cache=True)
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(cache=True)
+def _within_components(g, label):
+    """Split every entity into the connected components of its within-entity candidate pairs.
+    No candidate pair crosses two components, so ψ is unchanged: a MAP tie broken toward not
+    joining mentions that no evidence links."""
+    n = label.shape[0]
+    parent = np.arange(n)
+    for m in range(n):
+        for e in range(g.indptr[m], g.indptr[m + 1]):
+            j = g.nbr[e]
+            if j > m and label[j] == label[m]:
+                rm = _find(parent, m)
+                rj = _find(parent, j)
+                if rm != rj:
+                    parent[max(rm, rj)] = min(rm, rj)
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        out[m] = _find(parent, m)
+    return out
+
+
+@njit(cache=True)
+def _components_above(g, threshold):
+    n = g.indptr.shape[0] - 1
+    parent = np.arange(n)
+    for m in range(n):
+        for e in range(g.indptr[m], g.indptr[m + 1]):
+            j = g.nbr[e]
+            if j > m and g.score[e] > threshold:
+                rm = _find(parent, m)
+                rj = _find(parent, j)
+                if rm != rj:
+                    parent[max(rm, rj)] = min(rm, rj)
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        out[m] = _find(parent, m)
+    return out
+
+
+def _initial(g, config):
+    n = g.indptr.shape[0] - 1
+    if config.init == "components":
+        return state_from_labels(_components_above(g, float(config.init_threshold)))
+    return new_state(n)
+
+
+def stable_labels(label: np.ndarray) -> np.ndarray:
+    """Relabel a clustering so each entity is named by its smallest member index."""
+    _, dense = np.unique(np.asarray(label), return_inverse=True)
+    return _stable(dense.reshape(-1).astype(np.int64))
+
+
+def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapResult:
+    """Annealed MAP clustering (module docstring)."""
+    validate_pair_graph(g)
+    config.check()
+    n = g.indptr.shape[0] - 1
+    t0 = time.perf_counter()
+    if n == 0:
+        return CorefMapResult(np.zeros(0, np.int64), 0.0, np.zeros(config.chains), 0, 0, 0, 0.0)
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sc = new_scratch(g)
+    cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.sweeps - 1, 1))
+    warnings: list[str] = []
+    best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
+    stopped = False
+    start = _initial(g, config)
+    start_score = float(partition_score(g, start.label))
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        log = np.array([start_score])
+        rng = rngs[c : c + 1]
+        chain_best, chain_lab = start_score, st.label.copy()
+        temp = config.temperature
+        for _ in range(config.sweeps):
+            if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
+                stopped = True
+                break
+            run_moves(g, st, sc, rng, n, temp, config.p_new, config.p_split_merge, counters, log)
+            if log[0] > chain_best:
+                chain_best, chain_lab = float(log[0]), st.label.copy()
+            temp = max(temp * cooling, config.min_temperature)
+        st = state_from_labels(chain_lab)
+        log[0] = chain_best
+        for _ in range(config.greedy_sweeps):
+            before = counters[C_ACCEPTED]
+            run_moves(g, st, sc, rng, n, 0.0, config.p_new, config.p_split_merge, counters, log)
+            if counters[C_ACCEPTED] == before:
+                break
+        score = float(partition_score(g, st.label))
+        chain_scores[c] = score
+        if score > best_score:
+            best_score, best_labels = score, st.label.copy()
+        if stopped:
+            break
+    if stopped:
+        warnings.append(
+            f"time_limit {config.time_limit} s reached: annealing stopped early "
+            f"({c + 1} of {config.chains} chains ran); the clustering may not be converged"
+        )
+        chain_scores = chain_scores[: c + 1]
+    return CorefMapResult(
+        stable_labels(_within_components(g, best_labels)), best_score, chain_scores, int(counters[C_EVALS]),
+        int(counters[C_PROPOSALS]), int(counters[C_ACCEPTED]), time.perf_counter() - t0, tuple(warnings),
+    )
+
+
+@njit(cache=True)
+def _count_same(label, qa, qb, hits):
+    for k in range(qa.shape[0]):
+        if label[qa[k]] == label[qb[k]]:
+            hits[k] += 1
+
+
+def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig()) -> PairPosterior:
+    """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling."""
+    validate_pair_graph(g)
+    config.check()
+    n = g.indptr.shape[0] - 1
+    qa = np.asarray(qa, dtype=np.int64)
+    qb = np.asarray(qb, dtype=np.int64)
+    if qa.shape != qb.shape or (qa.size and (min(qa.min(), qb.min()) < 0 or max(qa.max(), qb.max()) >= n)):
+        raise InferenceError(f"asked pairs must be mention indices in [0, {n})")
+    t0 = time.perf_counter()
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sc = new_scratch(g)
+    per_chain = np.zeros((config.chains, qa.size))
+    warnings: list[str] = []
+    start = _initial(g, config)
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        log = np.array([partition_score(g, st.label)])
+        rng = rngs[c : c + 1]
+        run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
+        hits = np.zeros(qa.size, np.int64)
+        done = 0
+        for _ in range(config.sweeps):
+            if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit and done:
+                warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {done} samples")
+                break
+            run_moves(g, st, sc, rng, n, 1.0, config.p_new, config.p_split_merge, counters, log)
+            _count_same(st.label, qa, qb, hits)
+            done += 1
+        per_chain[c] = hits / max(done, 1)
+    prob = per_chain.mean(axis=0)
+    if config.chains > 1:
+        se = per_chain.std(axis=0, ddof=1) / math.sqrt(config.chains)
+    else:
+        se = np.full(qa.size, np.nan)
+        warnings.append("one chain: no standard error (use chains >= 2)")
+    return PairPosterior(prob, se, int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
+                         time.perf_counter() - t0, tuple(warnings))
+
+
+@njit(cache=True)
+def _count_sizes(label, size, cap, counts):
+    for m in range(label.shape[0]):
+        s = size[label[m]]
+        counts[m, s if s < cap else cap] += 1
+
+
+def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
+    """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
+    Averaged over chains and the passes after burn-in (τ = 1)."""
+    validate_pair_graph(g)
+    config.check()
+    n = g.indptr.shape[0] - 1
+    if n * (cap + 1) > 50_000_000:
+        raise InferenceError(f"a size distribution for {n:,} mentions up to size {cap} needs too much memory; ask for fewer sizes")
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sc = new_scratch(g)
+    counts = np.zeros((n, cap + 1), np.int64)
+    start = _initial(g, config)
+    done = 0
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        log = np.array([partition_score(g, st.label)])
+        rng = rngs[c : c + 1]
+        run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
+        for _ in range(config.sweeps):
+            run_moves(g, st, sc, rng, n, 1.0, config.p_new, config.p_split_merge, counters, log)
+            _count_sizes(st.label, st.size, cap, counts)
+            done += 1
+    return counts / max(done, 1)

@@ -1,0 +1,105 @@
+"""The front door end to end (CSV in, table and file out) and its bad-input errors."""
+
+from __future__ import annotations
+
+import csv
+
+import duckdb
+import numpy as np
+import pytest
+
+from pdbq.coref.layout import CorefInputError
+from pdbq.coref.model import Blocking, Comparison
+from pdbq.linkage import dedupe, evaluate
+from pdbq.linkage.cli import main as cli_main
+
+PEOPLE = [
+    (1, "John Smith", "12 Oak Street", "1980"),
+    (2, "Jon Smith", "12 Oak St", "1980"),
+    (3, "John Smyth", "12 Oak Street", "1980"),
+    (4, "Mary Jones", "7 Elm Road", "1975"),
+    (5, "Mary Jones", "7 Elm Rd", "1975"),
+    (6, "Peter Brown", "99 Pine Avenue", "1990"),
+    (7, "Mary Johnson", "300 Lake Drive", "1962"),
+]
+TRUTH = [1, 1, 1, 4, 4, 6, 7]
+
+
+@pytest.fixture
+def people_csv(tmp_path):
+    path = tmp_path / "people.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["pid", "name", "address", "born"])
+        w.writerows(PEOPLE)
+    return path
+
+
+def test_csv_in_table_and_file_out(people_csv, tmp_path):
+    out = tmp_path / "clusters.parquet"
+    res = dedupe(people_csv, id="pid", fields=["name", "address", "born"], output=out)
+    got = res.clusters.to_pydict()
+    assert got["id"] == [p[0] for p in PEOPLE]
+    assert got["cluster"] == TRUTH
+    con = duckdb.connect()
+    assert con.execute("SELECT cluster FROM read_parquet(?) ORDER BY id", [str(out)]).fetchnumpy()["cluster"].tolist() == TRUTH
+    assert res.diagnostics["factor_evaluations"] > 0 and res.diagnostics["candidate_pairs"] > 0
+    b3, pw = evaluate(res.clusters, np.array([p[0] for p in PEOPLE]), np.array(TRUTH))
+    assert b3.f1 == 1.0 and pw.f1 == 1.0
+
+
+def test_cli_writes_csv(people_csv, tmp_path, capsys):
+    out = tmp_path / "c.csv"
+    gold = tmp_path / "gold.csv"
+    gold.write_text("id,entity\n" + "".join(f"{p[0]},{t}\n" for p, t in zip(PEOPLE, TRUTH)))
+    assert cli_main([str(people_csv), "--id", "pid", "--fields", "name,address,born", "--out", str(out), "--gold", str(gold)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [int(r["cluster"]) for r in rows] == TRUTH
+    assert "B3 P 1.0000" in capsys.readouterr().err
+
+
+def test_explicit_comparisons_and_blocking_from_a_duckdb_table():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'acme corp'), (2, 'acme corporation'), (3, 'zenith')) v(k, name)")
+    res = dedupe("t", id="k", comparisons=[Comparison("name", "jaro_winkler", 4.0, 0.8)],
+                 blocking=["substr(name, 1, 3)"], con=con)
+    assert res.clusters.column("cluster").to_pylist() == [1, 1, 3]
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 3  # the input is untouched
+
+
+def test_bad_input_errors(people_csv, tmp_path):
+    with pytest.raises(CorefInputError, match="id column 'id' is not a column.*'pid'"):
+        dedupe(people_csv, id="id", fields=["name"])
+    with pytest.raises(CorefInputError, match="field 'nam' is not a column.*'name'"):
+        dedupe(people_csv, id="pid", fields=["nam"])
+    dup = tmp_path / "dup.csv"
+    dup.write_text("pid,name\n1,a\n1,b\n")
+    with pytest.raises(CorefInputError, match="not unique: 1 appears 2 times"):
+        dedupe(dup, id="pid", fields=["name"])
+    nul = tmp_path / "nul.csv"
+    nul.write_text("pid,name\n1,alpha beta\n,alpha beta\n")
+    with pytest.raises(CorefInputError, match="1 NULL value"):
+        dedupe(nul, id="pid", fields=["name"])
+    nf = tmp_path / "nf.csv"
+    nf.write_text("pid,name\n1,alpha beta\n2,\n3,alpha betas\n")
+    with pytest.raises(CorefInputError, match="field 'name' has 1 NULL"):
+        dedupe(nf, id="pid", fields=["name"], nulls="error")
+    res = dedupe(nf, id="pid", fields=["name"])
+    assert any("NULL" in w for w in res.warnings)
+    with pytest.raises(CorefInputError, match="yields 21 candidate pairs.*max_pairs = 10"):
+        dedupe(people_csv, id="pid", fields=["name"], blocking=[Blocking("1")], max_pairs=10)
+    with pytest.raises(CorefInputError, match="unknown column 'nme'"):
+        dedupe(people_csv, id="pid", fields=["name"], blocking=["lower(nme)"])
+    res = dedupe(people_csv, id="pid", fields=["name"])
+    with pytest.raises(CorefInputError, match="not among the records"):
+        evaluate(res.clusters, np.array([1, 2, 3, 4, 5, 6, 7, 99]), np.arange(8))
+    assert cli_main([str(people_csv), "--id", "nope", "--fields", "name"]) == 2
+
+
+def test_pdbq_entry_point_dispatches_dedupe(people_csv, capsys):
+    from pdbq.api.shell import main as pdbq_main
+
+    assert pdbq_main(["dedupe", str(people_csv), "--id", "pid", "--fields", "name,address,born"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "id,cluster"
+    assert [int(line.split(",")[1]) for line in out[1:]] == TRUTH
