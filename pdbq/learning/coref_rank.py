@@ -52,7 +52,7 @@ from pdbq.inference.entity_moves import (
 from pdbq.inference.rng import bounded, next_state, uniform
 from pdbq.learning.samplerank import SampleRankConfig, SampleRankResult, samplerank
 
-__all__ = ["PairTable", "CorefRanking", "CorefLearnResult", "learn_coref_weights", "pair_scores", "resolve_with_weights", "scores_against"]
+__all__ = ["PairTable", "CorefRanking", "CorefLearnResult", "learn_coref_weights", "pair_scores", "resolve_with_weights", "scores_against", "pair_table", "subset"]
 
 OBJECTIVES = ("b3", "pairwise")
 
@@ -418,3 +418,27 @@ def scores_against(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     b3, pw = b_cubed(pred, gold), pairwise(pred, gold)
     return {"b3_p": b3.precision, "b3_r": b3.recall, "b3_f1": b3.f1, "pw_p": pw.precision, "pw_r": pw.recall, "pw_f1": pw.f1}
 
+
+
+def pair_table(con, source, id: str, comparisons, blocking, max_pairs: int = 20_000_000):
+    """(record ids in mention order, `PairTable`, feature names) of a record source under the
+    front door's comparisons and blocking: features are similarity − center (NULL → 0)."""
+    from pdbq.coref.model import CorefModel, candidate_pairs, load_records, pair_features
+
+    records = load_records(con, source, id, list(dict.fromkeys(c.field for c in comparisons)))
+    model = CorefModel(tuple(comparisons), tuple(blocking), max_pairs=max_pairs)
+    candidate_pairs(con, records, model)
+    feats = pair_features(con, records, model)
+    x = np.nan_to_num(feats.x - model.centers(), nan=0.0)
+    return records.ids, PairTable(feats.a, feats.b, x), feats.names
+
+
+def subset(pairs: PairTable, keep: np.ndarray) -> tuple[int, PairTable, np.ndarray]:
+    """The pairs among the mentions where `keep` (bool[n]) holds, re-indexed densely:
+    (mentions kept, their pairs, the kept mentions' old indices)."""
+    keep = np.asarray(keep, dtype=bool)
+    old = np.flatnonzero(keep)
+    new = np.full(keep.size, -1, np.int64)
+    new[old] = np.arange(old.size)
+    both = keep[pairs.a] & keep[pairs.b]
+    return int(old.size), PairTable(new[pairs.a[both]], new[pairs.b[both]], pairs.x[both]), old
