@@ -13,9 +13,9 @@ feature change is the signed sum of the rows of the pairs whose within-entity st
 Moves are the proposals of `pdbq.inference.entity_moves` (mention moves: a uniform mention to a
 uniform neighbour's entity or a new singleton; split/merge: a uniform mention and a uniform
 neighbour, merged when apart, else split by sequential allocation on the current pair scores).
-The allocation reads the pair scores of the weights SampleRank last reported
-(`SampleRankConfig`-independent: refreshed every `refresh` steps through `samplerank`'s
-`on_weights` hook). Every move is "a set M of mentions leaves entity s for entity t (or a new
+The allocation reads the pair scores under the weights SampleRank last reported (refreshed
+every `refresh` steps through `samplerank`'s `on_weights` hook: recomputing all pair scores
+after every update would cost O(pairs) per step). Every move is "a set M of mentions leaves entity s for entity t (or a new
 one)", so one routine gives its feature change and its change in B³ F1 or pairwise F1 against
 the gold clustering, both in O(|s| + |t| + pairs touched), from kept per-entity sums
 (Σ_g c_{e,g}²) and global sums (B³ precision/recall sums, true and predicted pair counts).
@@ -84,7 +84,7 @@ def pair_scores(pairs: PairTable, theta: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _gather_objective(label, size, head, nxt, gold, gsize, sq, inm, moved, n_moved, s, t, cnt_s, cnt_t, cnt_m, out):
+def _gather_objective(size, head, nxt, gold, gsize, sq, moved, n_moved, s, t, cnt_s, cnt_t, cnt_m, out):
     """Changes of the kept sums when moved[:n_moved] (all in entity s) join entity t (−1: new):
     out = [sq_s', sq_t', ΔPsum, ΔRsum, ΔTP, ΔPP]. cnt_* are zeroed scratch (one per gold label),
     left zeroed."""
@@ -338,7 +338,7 @@ class CorefRanking:
         if k:
             st = self.state
             c = self.cnt
-            _gather_objective(st.label, st.size, st.head, st.nxt, self.gold, self.gsize, self.sq, self.inm,
+            _gather_objective(st.size, st.head, st.nxt, self.gold, self.gsize, self.sq,
                               self.moved, k, s, t, c[0], c[1], c[2], self.pending)
             _gather_features(self.g.indptr, self.g.nbr, self.epair, self.pairs.x, st.label, self.inm,
                              self.moved, k, s, t, self.dphi)

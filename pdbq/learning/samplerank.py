@@ -116,6 +116,8 @@ def samplerank(
     10,000 steps; returning True stops. ``on_weights(Θ)`` is called at the start and every
     ``weights_every`` steps (a proposer that reads the current model, e.g. coreference splits)."""
     config = config.check()
+    if isinstance(weights_every, bool) or not isinstance(weights_every, int) or weights_every < 1:
+        raise OptionError(f"weights_every must be a positive integer, got {weights_every!r}")
     k = int(problem.n_weights)
     theta = np.zeros(k) if initial is None else np.asarray(initial, dtype=np.float64).copy()
     mask = np.ones(k, dtype=bool) if learn is None else np.asarray(learn, dtype=bool)
