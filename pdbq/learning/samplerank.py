@@ -108,11 +108,16 @@ def samplerank(
     initial: np.ndarray | None = None,
     learn: np.ndarray | None = None,
     on_progress: Callable[[int], bool | None] | None = None,
+    on_weights: Callable[[np.ndarray], None] | None = None,
+    weights_every: int = 1000,
 ) -> SampleRankResult:
     """Run Algorithm 1 of seed 002 on ``problem``; ``learn`` masks the weights that may change
     (others keep their ``initial`` value, default 0). ``on_progress(steps)`` is called every
-    10,000 steps; returning True stops."""
+    10,000 steps; returning True stops. ``on_weights(Θ)`` is called at the start and every
+    ``weights_every`` steps (a proposer that reads the current model, e.g. coreference splits)."""
     config = config.check()
+    if isinstance(weights_every, bool) or not isinstance(weights_every, int) or weights_every < 1:
+        raise OptionError(f"weights_every must be a positive integer, got {weights_every!r}")
     k = int(problem.n_weights)
     theta = np.zeros(k) if initial is None else np.asarray(initial, dtype=np.float64).copy()
     mask = np.ones(k, dtype=bool) if learn is None else np.asarray(learn, dtype=bool)
@@ -125,7 +130,11 @@ def samplerank(
     gain = 0.0
     t0 = time.perf_counter()
     step = 0
+    if on_weights is not None:
+        on_weights(theta)
     for step in range(1, config.steps + 1):
+        if on_weights is not None and step % weights_every == 0:
+            on_weights(theta)
         move = problem.propose(rng)
         d_f = float(problem.objective_delta(move))
         idx, val = problem.feature_delta(move)
