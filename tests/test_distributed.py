@@ -184,3 +184,24 @@ def test_sql_map_query_runs_distributed_rounds():
     for bad in ("workers = 0", "rounds = 'many'", "scheduler = 3"):
         with pytest.raises(OptionError):
             db.execute(f"SELECT MAP(e) FROM e USING ANNEAL WITH ({bad})")
+
+
+def test_affine_groups_join_entities_linked_by_attractive_pairs_and_cap_their_size():
+    from pdbq.coref.contract import affine_groups
+
+    # 0-1 strongly linked, 2-3 weakly (score -0.2: joined only with shift > 0.2), 4 alone
+    g = pair_graph(5, np.array([0, 2, 1]), np.array([1, 3, 4]), np.array([1.0, -0.2, -0.9]))
+    groups, reads = affine_groups(g, np.arange(5), 0.3)
+    assert reads == 3
+    assert groups[0] == groups[1] and groups[2] == groups[3] and len({groups[0], groups[2], groups[4]}) == 3
+    tight, _ = affine_groups(g, np.arange(5), 0.1)
+    assert tight[2] != tight[3]
+    capped, _ = affine_groups(g, np.arange(5), 0.3, max_size=1)
+    assert len(set(capped.tolist())) == 5  # groups over the cap fall back to their entities
+    ent, _ = affine_groups(g, np.array([0, 0, 2, 2, 0]), 0.0)
+    assert ent[0] == ent[1] == ent[4]  # a group is constant over each entity
+
+
+def test_super_mcmc_redistribution(inprocess_client):
+    res = resolve_distributed(EASY.graph, _cfg(redistribution="super_mcmc"), client=inprocess_client)
+    assert b_cubed(res.labels, EASY.truth).f1 > 0.93

@@ -27,10 +27,11 @@ one direction suffices), so that factor evaluations are counted honestly when a 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 
-__all__ = ["subgraph", "within", "contract", "dense_groups"]
+__all__ = ["subgraph", "within", "contract", "dense_groups", "affine_groups"]
 
 
 def _rows(g: PairGraph) -> np.ndarray:
@@ -93,3 +94,43 @@ def contract(g: PairGraph, groups: np.ndarray, shift: float = 0.0) -> tuple[Pair
     if shift:
         sums = sums + shift * np.bincount(inverse, minlength=uniq.shape[0])
     return pair_graph(k, uniq // k, uniq % k, sums), int(g.nbr.shape[0] // 2)
+
+
+@njit(cache=True)
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(cache=True)
+def _affine_union(indptr, nbr, score, ent, shift, parent):
+    n = indptr.shape[0] - 1
+    for m in range(n):
+        for e in range(indptr[m], indptr[m + 1]):
+            j = nbr[e]
+            if j > m and ent[j] != ent[m] and score[e] + shift > 0.0:
+                a = _find(parent, ent[m])
+                b = _find(parent, ent[j])
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    for x in range(parent.shape[0]):
+        parent[x] = _find(parent, x)
+
+
+def affine_groups(g: PairGraph, labels: np.ndarray, shift: float, max_size: int | None = None) -> tuple[np.ndarray, int]:
+    """Super-entities in one pass: the connected components of entities linked by a cross pair
+    whose score + ``shift`` is positive (a pair the lower-bias super-entity level would join).
+    A component over ``max_size`` mentions is left as its separate entities (it could not stay on
+    one partition anyway). Returns a group id per mention (constant over each entity) and the
+    pairs read."""
+    ent, k = dense_groups(labels)
+    parent = np.arange(k, dtype=np.int64)
+    _affine_union(g.indptr, g.nbr, g.score, ent, float(shift), parent)
+    group = parent[ent]
+    if max_size is not None and group.size:
+        sizes = np.bincount(group, minlength=k)
+        big = sizes[group] > max_size
+        group = np.where(big, k + ent, group)
+    return group, int(g.nbr.shape[0] // 2)

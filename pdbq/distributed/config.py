@@ -10,7 +10,7 @@ from pdbq.inference.hierarchy import LevelMoves
 
 __all__ = ["DistributedConfig", "REDISTRIBUTIONS"]
 
-REDISTRIBUTIONS = ("random", "super")
+REDISTRIBUTIONS = ("random", "super", "super_mcmc")
 
 
 def _int(name: str, v: object, low: int) -> None:
@@ -35,8 +35,12 @@ class DistributedConfig:
     steps_per_round: MH steps each partition runs per round. A count, not a duration, so the
         run is a function of the seed and ``workers`` alone; pick it so a round takes ≥ 1 s
         (the per-round overhead of Dask is tens of milliseconds; the benchmark prints the split).
-    redistribution: ``'random'`` (entities dealt to partitions at random) or ``'super'``
-        (super-entities — groups of similar entities, seed 001 §3.2 — stay on one partition).
+    redistribution: ``'random'`` (entities dealt to partitions at random), ``'super'``
+        (super-entities — groups of similar entities, seed 001 §3.2 — stay on one partition; a
+        super-entity is a connected component of entities linked by a pair whose score +
+        ``super_bias`` is positive, one pass over the pairs), or ``'super_mcmc'`` (super-entities
+        sampled by entity moves on the entity-contracted graph under the lower bias, seed 001's
+        own level: faithful but it costs the coordinator a contraction per round).
     hierarchy: run seed 001's sub-entity/entity levels inside each partition instead of flat
         mention moves (`pdbq.inference.hierarchy`).
     super_bias: the super-entity level's lower bias (each pair's score plus it).

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from pdbq.coref.contract import dense_groups
+from pdbq.coref.contract import affine_groups, dense_groups
 from pdbq.coref.layout import PairGraph, validate_pair_graph
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
@@ -206,6 +206,9 @@ def resolve_distributed(
             deal_rng = np.random.default_rng(np.random.SeedSequence([config.seed, r, 0xDEA1]))
             groups = None
             if config.redistribution == "super" and config.workers > 1:
+                groups, reads = affine_groups(g, current, config.super_bias, max_size=max(1, n // config.workers))
+                counters[C_EVALS] += reads
+            elif config.redistribution == "super_mcmc" and config.workers > 1:
                 sup_rng = round_stream(config.seed, r, 1 << 20)
                 groups, reads = super_entities(g, current, config.super_bias, LevelMoves(1.0, config.p_new, config.p_split_merge),
                                                max(t, config.min_temperature), sup_rng, counters)
