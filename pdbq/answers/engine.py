@@ -30,11 +30,13 @@ from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.auto import AutoConfig, Decision, choose_method
-from pdbq.inference.config import GibbsConfig
+from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.influence import edge_influence
 from pdbq.inference.kernels import prepare_kernel_graph
+from pdbq.inference.mixing import block_set, describe_moves, run_mixing
+from pdbq.inference.move_choice import choose_moves
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
 
@@ -268,7 +270,21 @@ def answer(
     kernel = None
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
-    r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
+    mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table).check()
+    if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
+        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        mixing = moves.mixing
+        reason += "; " + moves.reason
+    if mixing.active:
+        blocks = None
+        if mixing.uses_blocks:
+            blocks = _memoised(memo, ("blocks", free_q.tobytes(), mixing.blocks, mixing.block_table),
+                               lambda: block_set(graph, mixing, free_q), keep=_KEEP_SELECTIONS)
+        r = run_mixing(graph, query, config, mixing, sites=sites, selection=sel, on_round=round_cb, kernel=kernel,
+                       blocks=blocks)
+        reason += "; " + describe_moves(r)
+    else:
+        r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
     live = graph.evidence[query] < 0
     rhat = r.rhat[live]
     ess = r.ess[live]

@@ -48,6 +48,9 @@ class QueryOptions:
     max_table: int = 2**26
     temperature: float = 2.0  # ANNEAL: start temperature
     cooling: float | None = None  # ANNEAL: geometric factor per sweep (None: reach 0.01 at the end)
+    tempering: int = 1  # GIBBS/QAM: copies per chain for replica exchange (1: off)
+    blocks: str | int = "off"  # GIBBS/QAM: exact block moves: 'off' | 'auto' | max variables per block
+    block_table: int = 2**10  # GIBBS/QAM: largest clique table of a block (entries)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, Any]], defaults: Mapping[str, Any] | None = None) -> "QueryOptions":
@@ -88,6 +91,9 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "max_table": ("int", 1, True, "largest exact-inference table (entries)"),
     "temperature": ("float", 0, False, "ANNEAL start temperature"),
     "cooling": ("float", 0, False, "ANNEAL temperature factor per sweep (< 1)"),
+    "tempering": ("int", 1, True, "GIBBS/QAM: tempered copies per chain, replica exchange (1: off)"),
+    "blocks": ("blocks", None, True, "GIBBS/QAM: exact block moves: 'auto' | 'off' | max variables per block"),
+    "block_table": ("int", 2, True, "GIBBS/QAM: largest clique table of a block move (entries)"),
 }
 
 OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
@@ -96,9 +102,16 @@ OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
 def _coerce(name: str, value: Any) -> Any:
     kind, low, inclusive, _ = _SPECS[name]
     if value is None:
-        if name in ("chains", "selection", "epsilon", "power", "max_table", "temperature"):
+        if name in ("chains", "selection", "epsilon", "power", "max_table", "temperature", "tempering", "blocks",
+                    "block_table"):
             raise OptionError(f"option '{name}' cannot be NULL")
         return None
+    if kind == "blocks":
+        if isinstance(value, str) and value.lower() in ("auto", "off"):
+            return value.lower()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()) or value < 2:
+            raise OptionError(f"option 'blocks' must be 'auto', 'off' or a whole number of variables >= 2, got {value!r}")
+        return int(value)
     if kind == "choice":
         if not isinstance(value, str) or value.lower() not in SELECTIONS:
             raise OptionError(

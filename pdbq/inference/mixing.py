@@ -61,7 +61,7 @@ from pdbq.inference.kernels import (
 from pdbq.inference.rng import chain_generators, chain_states
 from pdbq.inference.tempering import adapt_ladder, initial_ladder, swap_probability
 
-__all__ = ["run_mixing", "MixingResult"]
+__all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves"]
 
 _ROUND_SECONDS = 0.05
 _MIN_ROUNDS_FOR_TOLERANCE = 16
@@ -389,3 +389,23 @@ def run_mixing(
         largest_block=max((b.size for b in blocks), default=0),
         largest_block_table=max((b.max_table for b in blocks), default=0),
     )
+
+
+def block_set(graph: FactorGraph, mixing: MixingConfig, targets: np.ndarray | None = None) -> list[Block]:
+    """The blocks `run_mixing` would build for ``mixing`` (a query engine keeps them with a
+    cached graph)."""
+    max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
+    return build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=targets)
+
+
+def describe_moves(r: MixingResult) -> str:
+    """One line on what the extra moves did, for answers and EXPLAIN."""
+    parts = []
+    if r.n_blocks:
+        parts.append(f"{r.n_blocks} exact block(s), largest {r.largest_block} variables / "
+                     f"{r.largest_block_table:,}-entry clique table")
+    if r.betas is not None and r.betas.shape[0] > 1:
+        ladder = ", ".join(f"{b:.3g}" for b in r.betas)
+        rates = ", ".join(f"{x:.2f}" for x in r.swap_rates) if r.swap_rates is not None else ""
+        parts.append(f"replica exchange over β = [{ladder}], swap rates [{rates}]")
+    return "; ".join(parts) if parts else "single-site moves only"
