@@ -31,7 +31,8 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
-from pdbq.inference.blocks import Block, BlockSampler, block_edges, build_blocks
+from pdbq.inference.block_kernels import block_pass, pack_blocks
+from pdbq.inference.blocks import Block, block_edges, build_blocks
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, split_rhat
 from pdbq.inference.gibbs import (
@@ -139,7 +140,7 @@ def run_mixing(
         for b in blocks:
             if not in_sites[b.vars].all():
                 raise InferenceError(f"block variable {int(b.vars[~in_sites[b.vars]][0])} is not among the sampled sites")
-    samplers = [BlockSampler(b) for b in blocks]
+    packed = pack_blocks(blocks) if blocks else None
     tix_all = np.full(graph.n_vars, -1, dtype=np.int32)
     tix_all[live] = np.arange(n_live, dtype=np.int32)
     holds_target = [bool((tix_all[b.vars] >= 0).any()) for b in blocks]
@@ -199,14 +200,21 @@ def run_mixing(
         rcounts = np.zeros((chains, n_live), dtype=np.int64)
         accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
         unused = Best(np.zeros(2), np.zeros(0, dtype=states[0].values.dtype), np.ones(1))
-        record = np.zeros((max((b.size for b in blocks), default=1), int(graph.cardinality.max())))
+        seq = np.array(list(range(len(blocks))) + [i for i, h in enumerate(holds_target) if h] * mixing.query_passes,
+                       dtype=np.int64)
+        if packed is not None:
+            psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
+            widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
+            coords = np.zeros((chains, widest), dtype=np.int64)
+            probs = np.zeros((chains, int(graph.cardinality.max())))
+            block_rng = chain_states(config.seed + 2_000_029, chains)
         store = BatchStore(chains, n_live, kmax_t)
         tot_sums = np.zeros((n_live, kmax_t))
         tot_counts = np.zeros(n_live, dtype=np.int64)
         trace_every = 1
         rounds_done = 0
         cycle_no = 0
-        pool = _Pool(_threads(config.threads, chains * K))
+        pool = _Pool(_threads(config.threads, chains))
         if fixed:
             round_cycles = max(1, math.ceil(steps_target / _FIXED_ROUNDS / max(per_cycle, 1)))
         else:
@@ -214,34 +222,24 @@ def run_mixing(
         warm_up = True
         excluded = 0.0
 
-        def single_site(c: int, k: int, collect: bool) -> None:
-            st = copies[c][k]
-            if k == 0:
-                run_chain(graph, kg, st, sched, accs[c], unused, n_sites, collect)
-            else:
-                bests[c][k].temp[0] = 1.0 / betas[k]
-                anneal_chain(graph, kg, st, sched, accs[c], bests[c][k], n_sites, 1.0, 1.0 / betas[k])
+        def chain_cycle(c: int, collect: bool) -> None:
+            for k in range(K):
+                st = copies[c][k]
+                if graph.n_groups:
+                    group_sums_into(graph, kg.tables, st.values, st.group_sums)
+                if k == 0:
+                    run_chain(graph, kg, st, sched, accs[c], unused, n_sites, collect)
+                else:
+                    bests[c][k].temp[0] = 1.0 / betas[k]
+                    anneal_chain(graph, kg, st, sched, accs[c], bests[c][k], n_sites, 1.0, 1.0 / betas[k])
+                if packed is not None:
+                    block_pass(packed, seq, st.values, psi_buf[c], coords[c], probs[c], block_rng[c : c + 1],
+                               float(betas[k]), collect and k == 0, tix, rsums[c], rcounts[c])
 
         def cycle(collect: bool, odd: bool, rate_acc: np.ndarray, rate_att: np.ndarray) -> None:
-            if graph.n_groups:
-                for c in range(chains):
-                    for k in range(K):
-                        group_sums_into(graph, kg.tables, copies[c][k].values, copies[c][k].group_sums)
-            pool.map(single_site, [(c, k, collect) for c in range(chains) for k in range(K)])
+            pool.map(chain_cycle, [(c, collect) for c in range(chains)])
             for c in range(chains):
                 rng = gens[c]
-                for k in range(K):
-                    vals = copies[c][k].values
-                    for b, s, h in zip(blocks, samplers, holds_target):
-                        passes = 1 + (mixing.query_passes if h else 0)
-                        for _ in range(passes):
-                            rec = record if (k == 0 and collect and h) else None
-                            s.sample(vals, rng, float(betas[k]), rec)
-                            if rec is not None:
-                                t = tix[b.vars]
-                                ok = t >= 0
-                                rsums[c, t[ok]] += rec[: b.size][ok, :kmax_t]
-                                rcounts[c, t[ok]] += 1
                 if K > 1:
                     energies = [log_score_kernel(graph, kg.tables, copies[c][k].values) for k in range(K)]
                     for k in range(1 if odd else 0, K - 1, 2):
