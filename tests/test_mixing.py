@@ -73,13 +73,16 @@ def _within(r, exact, slack=0.01):
 def test_blocks_cover_every_free_variable_and_respect_the_table_budget():
     g = ising(6, 0.3, 0.1)
     for table, cap in ((2**4, None), (2**6, 10), (2**10, None)):
-        blocks = build_blocks(g, max_table=table, max_vars=cap)
+        blocks = build_blocks(g, max_table=table, max_vars=cap, min_new=0.0)
         covered = np.zeros(g.n_vars, dtype=bool)
         for blk in blocks:
             covered[blk.vars] = True
             assert blk.max_table <= table
             assert cap is None or blk.size <= cap
         assert covered.all()
+    # near-copies of a large block are dropped: their new variables are left to single-site moves
+    big = ising(8, 0.3, 0.1)
+    assert len(build_blocks(big, max_table=16)) < len(build_blocks(big, max_table=16, min_new=0.0))
     # a wall's two variables land in one block (strongest coupling first)
     g = walled_pairs(4)
     for blk in build_blocks(g, max_table=4, max_vars=2):
@@ -100,7 +103,7 @@ def test_blocks_are_seeded_at_the_targets_and_skip_evidence():
 
 def test_forest_blocks_for_graphs_beyond_the_global_order_limit():
     g = ising(5, 0.5, 0.0)
-    blocks = build_blocks(g, global_order_limit=10)
+    blocks = build_blocks(g, global_order_limit=10, min_new=0.0)
     covered = np.zeros(g.n_vars, dtype=bool)
     for blk in blocks:
         covered[blk.vars] = True

@@ -15,7 +15,8 @@ for each block variable v, a clique inside ``C_v ∩ B`` (the filled graph of an
 is a subgraph of the filled graph), so Π card(C_v ∩ B) ≤ max_table for every v ∈ B is enough.
 Rejections are final (those products only grow). Graphs too large for a global order use forest
 blocks (induced width 1: union-find over the block's pairwise scopes). Seeds come from the query
-targets first, so blocks around x_q exist; every free variable ends up in some block.
+targets first, so blocks around x_q exist. A block adding almost no variables not yet in a block
+is dropped: separators every block must leave out are left to the single-site moves.
 
 *Sampling* (`BlockSampler`): each move slices the block's factor tables at the current values of
 the outside variables (zero entries clamped to −`HARD`, as in the Gibbs kernels, so an
@@ -153,9 +154,12 @@ def build_blocks(
     targets: np.ndarray | None = None,
     edges: list[Hyperedge] | None = None,
     global_order_limit: int = GLOBAL_ORDER_LIMIT,
+    min_new: float = 0.05,
 ) -> list[Block]:
-    """Blocks covering every free variable (see the module docstring). ``max_vars`` caps a
-    block's size; ``targets`` are seeded first."""
+    """Blocks over the free variables (see the module docstring). ``max_vars`` caps a block's
+    size; ``targets`` are seeded first. A block of 16 or more variables that would bring fewer
+    than max(2, ``min_new`` × its size) variables not yet in a block is dropped (its seed is left to single-site moves),
+    so a separator that every block must leave out does not breed near-identical blocks."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"blocks: the largest clique table must be at least 2 entries, got {max_table!r}")
     if max_vars is not None and (isinstance(max_vars, bool) or not isinstance(max_vars, (int, np.integer)) or max_vars < 1):
@@ -251,6 +255,12 @@ def build_blocks(
                 if w not in in_b and w not in rejected:
                     heapq.heappush(heap, (-s, tick, w))
                     tick += 1
+        fresh = int(np.count_nonzero(~covered[members]))
+        if blocks and min_new > 0 and len(members) >= 16 and fresh < max(2, min_new * len(members)):
+            # the same separator keeps being left out: another near-copy of an earlier block
+            # would cost a whole block move for a variable or two, which single-site moves serve
+            covered[seed] = True
+            continue
         covered[members] = True
         order = info.order if use_order else None
         blocks.append(_make_block(np.array(members, dtype=np.int64), edges, card, max_table, order))

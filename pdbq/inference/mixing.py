@@ -6,8 +6,8 @@ estimates (Rao-Blackwellised marginals, batch-means standard errors, split R-hat
 warnings are those of plain Gibbs.
 
 Each chain repeats a *cycle*: for every copy (one per temperature; one copy without tempering)
-a pass of single-site updates (``len(sites)`` updates, the numba kernels; tempered copies use the
-annealing kernel at a fixed temperature), then, with blocks, one exact move of every block plus
+whole passes of single-site updates (one pass, ``len(sites)`` updates; without blocks at least
+`_MIN_CYCLE_UPDATES` updates; the numba kernels, tempered copies use the annealing kernel at a fixed temperature), then, with blocks, one exact move of every block plus
 ``query_passes`` more of every block that holds a target (`blocks.BlockSampler`, at the copy's
 β), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
 of neighbouring copies (`tempering`). Every piece leaves its copy's (or the product's)
@@ -16,8 +16,8 @@ conditionals and block draw probabilities are the Rao-Blackwellised sums.
 
 Cycles are grouped into rounds of about `_ROUND_SECONDS`, the unit of the batch-means
 estimates. ``steps`` counts updates of the β = 1 copy (a block move of m variables counts m).
-Block moves run in Python and hold the GIL, so chains run their block moves one after another;
-the single-site passes run on ``threads`` threads as in `run_gibbs`.
+Single-site passes and block moves (`block_kernels.block_pass`) are nogil numba calls: chains
+run on ``threads`` threads as in `run_gibbs`; swaps are decided in Python between cycles.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ __all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves"]
 _ROUND_SECONDS = 0.05
 _MIN_ROUNDS_FOR_TOLERANCE = 16
 _FIXED_ROUNDS = 64
+_MIN_CYCLE_UPDATES = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,7 +147,10 @@ def run_mixing(
     holds_target = [bool((tix_all[b.vars] >= 0).any()) for b in blocks]
     block_updates = sum(b.size for b in blocks) + mixing.query_passes * sum(
         b.size for b, h in zip(blocks, holds_target) if h)
-    per_cycle = n_sites + block_updates
+    # single-site updates per copy and cycle: without blocks at least _MIN_CYCLE_UPDATES, so the
+    # per-cycle overhead (a thread hand-off, the swap scores) stays small on small graphs
+    site_updates = n_sites if blocks else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
+    per_cycle = site_updates + block_updates
 
     fixed = config.steps is not None and config.tolerance is None and config.time_limit is None
     steps_target = config.steps
@@ -228,10 +232,10 @@ def run_mixing(
                 if graph.n_groups:
                     group_sums_into(graph, kg.tables, st.values, st.group_sums)
                 if k == 0:
-                    run_chain(graph, kg, st, sched, accs[c], unused, n_sites, collect)
+                    run_chain(graph, kg, st, sched, accs[c], unused, site_updates, collect)
                 else:
                     bests[c][k].temp[0] = 1.0 / betas[k]
-                    anneal_chain(graph, kg, st, sched, accs[c], bests[c][k], n_sites, 1.0, 1.0 / betas[k])
+                    anneal_chain(graph, kg, st, sched, accs[c], bests[c][k], site_updates, 1.0, 1.0 / betas[k])
                 if packed is not None:
                     block_pass(packed, seq, st.values, psi_buf[c], coords[c], probs[c], block_rng[c : c + 1],
                                float(betas[k]), collect and k == 0, tix, rsums[c], rcounts[c])
