@@ -50,8 +50,15 @@ def test_auto_picks_blocks_for_strong_couplings_when_exact_is_off(db):
     # max_table = 2 rules exact elimination out, so AUTO samples and picks the moves itself
     p, se, d = _prob(db, "USING AUTO WITH (max_table = 2, seed = 1, time_limit = 2)")
     exact, _, _ = _prob(db, "USING EXACT")
-    assert "exact block moves" in d["method_reason"]
+    assert "exact block moves" in d["method_reason"] and "pilot did not mix" in d["method_reason"]
     assert np.all(np.abs(p - exact) <= 4 * se + 0.01)
+
+
+def test_auto_keeps_plain_chains_when_the_pilot_mixes():
+    with pdbq.connect() as d:
+        d.execute(MODEL.replace("WEIGHT 12", "WEIGHT 2.5"))  # strong, but single-site moves cross it
+        r = d.execute("SELECT PROB(v) FROM a v USING AUTO WITH (max_table = 2, seed = 1, time_limit = 1)")
+        assert "pilot mixed" in r.diagnostics["method_reason"]
 
 
 def test_explain_names_the_moves(db):

@@ -6,8 +6,9 @@ UAI 2014 (../shared/data/uai2014, every instance with exact answers; relational_
 exact inference off, every variable a target, 4 chains, `time_limit` seconds each for
 - GIBBS: `run_gibbs` (random scan), the baseline;
 - BLOCKS: `run_mixing` with exact block moves (blocks = 'auto', block_table 2^10);
-- AUTO: `run_mixing` with the moves `move_choice.choose_moves` picks (blocks, + tempering with
-  strong couplings; plain single-site where neither walls nor strong couplings are found).
+- AUTO: `move_choice.run_auto` with `choose_moves`: where walls or strong couplings are found, a
+  plain pilot (25% of the budget) and, if its R-hat flags non-mixing, block moves for the rest;
+  plain single-site chains otherwise.
 Per run: max |estimate − exact| over all variables and values, and the coverage of the 95%
 intervals (share of variables whose every value has |error| ≤ 1.96·stderr + 1e-6; the 1e-6
 absorbs float noise where a conditional is deterministic and the stderr is 0).
@@ -30,7 +31,7 @@ import numpy as np
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import run_gibbs
 from pdbq.inference.mixing import run_mixing
-from pdbq.inference.move_choice import choose_moves
+from pdbq.inference.move_choice import choose_moves, run_auto
 from pdbq.io.uai import read_mar, read_uai_graph
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "uai2014"
@@ -68,14 +69,9 @@ def uai(seconds: float, only: str | None) -> list[dict]:
         row["blocks_err"], row["blocks_cover"] = scores(g, r, mar)
         row["blocks_s"] = time.perf_counter() - t
         row["blocks"] = f"{r.n_blocks} (largest {r.largest_block} vars)"
-        d = choose_moves(g)
-        if d.mixing.active:
-            r = run_mixing(g, targets, cfg, d.mixing)
-        else:
-            r = run_gibbs(g, targets, cfg)
+        r, why = run_auto(g, targets, cfg, choose_moves(g))
         row["auto_err"], row["auto_cover"] = scores(g, r, mar)
-        row["auto_moves"] = ("blocks" if d.mixing.uses_blocks else "single-site") + (
-            f" + tempering {d.mixing.tempering}" if d.mixing.tempering > 1 else "")
+        row["auto_moves"] = why.split("; ", 1)[-1]
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows

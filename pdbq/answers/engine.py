@@ -36,7 +36,7 @@ from pdbq.inference.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.influence import edge_influence
 from pdbq.inference.kernels import prepare_kernel_graph
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
-from pdbq.inference.move_choice import choose_moves
+from pdbq.inference.move_choice import choose_moves, run_auto
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
 
@@ -271,20 +271,21 @@ def answer(
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
     mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table).check()
+
+    def blocks_for(m: MixingConfig):
+        return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
+                         lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
+
+    run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
     if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
-        mixing = moves.mixing
-        reason += "; " + moves.reason
-    if mixing.active:
-        blocks = None
-        if mixing.uses_blocks:
-            blocks = _memoised(memo, ("blocks", free_q.tobytes(), mixing.blocks, mixing.block_table),
-                               lambda: block_set(graph, mixing, free_q), keep=_KEEP_SELECTIONS)
-        r = run_mixing(graph, query, config, mixing, sites=sites, selection=sel, on_round=round_cb, kernel=kernel,
-                       blocks=blocks)
+        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, **run_kw)
+        reason += "; " + why
+    elif mixing.active:
+        r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None, **run_kw)
         reason += "; " + describe_moves(r)
     else:
-        r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
+        r = run_gibbs(graph, query, config, **run_kw)
     live = graph.evidence[query] < 0
     rhat = r.rhat[live]
     ess = r.ess[live]

@@ -4,9 +4,13 @@ Read from the graph's arrays alone (no tables built, so a million-variable graph
 microseconds): *walls* are zero entries in TABLE factors (single-site moves cannot cross them);
 *strong couplings* are factor weights of magnitude at least `STRONG_WEIGHT` (a ±1-valued factor
 then moves the log-odds of a flip by 2·|w| ≥ 4, enough to freeze single-site chains in clusters).
-Either one asks for exact block moves, where the graph is small enough to cut into blocks
-(`MAX_BLOCK_VARS` free variables); strong couplings also ask for replica exchange with
-`TEMPERING_COPIES` copies, which is what lets a whole cluster flip.
+Either one asks for exact block moves where the graph is small enough to cut into blocks
+(`MAX_BLOCK_VARS` free variables), else for replica exchange with `TEMPERING_COPIES` copies.
+
+The moves cost throughput, and plain chains often mix anyway (zero entries that no chain ever
+needs to cross, couplings that are strong but few), so `run_auto` first spends
+`PILOT_SHARE` of the budget on plain chains and keeps them unless their split R-hat says they
+do not mix; only then does the rest of the budget go to the chosen moves.
 
 >>> from pdbq.graph.builder import GraphBuilder
 >>> from pdbq.language.nodes import FactorFunction
@@ -19,15 +23,24 @@ Either one asks for exact block moves, where the graph is small enough to cut in
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.config import MixingConfig
+from pdbq.inference.config import GibbsConfig, MixingConfig
+from pdbq.inference.gibbs import GibbsResult, run_gibbs
+from pdbq.inference.mixing import describe_moves, run_mixing
 from pdbq.language.nodes import FactorFunction
 
-__all__ = ["MoveDecision", "choose_moves", "STRONG_WEIGHT", "MAX_BLOCK_VARS", "TEMPERING_COPIES"]
+__all__ = ["MoveDecision", "choose_moves", "run_auto", "STRONG_WEIGHT", "MAX_BLOCK_VARS", "TEMPERING_COPIES",
+           "PILOT_SHARE"]
+
+PILOT_SHARE = 0.25
 
 STRONG_WEIGHT = 2.0
 MAX_BLOCK_VARS = 50_000
@@ -89,15 +102,58 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
     if not walls and not strong:
         return MoveDecision(MixingConfig(), f"single-site moves (no zero entries; largest |weight| {wmax:.3g}, "
                                             f"largest table spread {spread:.3g})")
+    what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})" if strong else ""
+    if walls:
+        what = "zero entries" + (" and " + what if what else "")
     if free > MAX_BLOCK_VARS:
-        why = "zero entries" if walls else "strong couplings"
-        return MoveDecision(MixingConfig(), f"single-site moves: {why}, but {free:,} free variables are too many "
-                                            f"to cut into exact blocks (limit {MAX_BLOCK_VARS:,})")
-    if strong:
-        what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})"
-        if walls:
-            what = "zero entries and " + what
-        return MoveDecision(MixingConfig(blocks="auto", block_table=block_table, tempering=TEMPERING_COPIES),
-                            f"exact block moves and replica exchange ({TEMPERING_COPIES} copies): {what}")
+        return MoveDecision(MixingConfig(tempering=TEMPERING_COPIES),
+                            f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
+                            f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})")
     return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
-                        "exact block moves: zero entries in the tables freeze single-site moves")
+                        f"exact block moves if plain chains do not mix: {what}")
+
+
+def run_auto(
+    graph: FactorGraph,
+    targets: np.ndarray,
+    config: GibbsConfig,
+    moves: MoveDecision,
+    *,
+    blocks: Callable[[MixingConfig], list] | None = None,
+    **kw,
+) -> tuple[GibbsResult, str]:
+    """AUTO's sampling run: plain chains, or a plain pilot then the moves of ``moves`` when the
+    pilot's R-hat flags non-mixing (module docstring). The budget (``time_limit``, else
+    ``steps``) is split, never exceeded. Returns the result and a sentence on what was done.
+    ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
+    if not moves.mixing.active:
+        return run_gibbs(graph, targets, config, **kw), moves.reason
+    if config.time_limit is not None:
+        pilot_cfg = dataclasses.replace(config, time_limit=PILOT_SHARE * config.time_limit, tolerance=None)
+    else:
+        total = config.steps if config.steps is not None else 10_000
+        pilot_cfg = dataclasses.replace(config, steps=max(1, math.ceil(PILOT_SHARE * total)), tolerance=None)
+    pilot = run_gibbs(graph, targets, pilot_cfg, **kw)
+    if config.time_limit is not None:
+        rest = dataclasses.replace(config, time_limit=max(config.time_limit - pilot.seconds, 1e-3))
+    else:
+        rest = dataclasses.replace(config, steps=max(1, (config.steps or 10_000) - pilot_cfg.steps))
+    rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
+    if pilot.converged and np.isfinite(rhat):
+        r = run_gibbs(graph, targets, rest, **kw)
+        return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+    mixing = moves.mixing
+    cached = None
+    if mixing.uses_blocks and blocks is not None:
+        try:
+            cached = blocks(mixing)
+        except InferenceError as e:
+            mixing = MixingConfig(tempering=TEMPERING_COPIES)
+            why = f"no exact blocks ({e}); replica exchange instead"
+        else:
+            why = ""
+    else:
+        why = ""
+    r = run_mixing(graph, targets, rest, mixing, blocks=cached, **kw)
+    return r, (f"{moves.reason}; a plain pilot did not mix (split R-hat {rhat:.3g}): "
+               + (why + "; " if why else "") + describe_moves(r))
