@@ -56,7 +56,7 @@ def test_auto_picks_blocks_for_strong_couplings_when_exact_is_off(db):
 
 def test_auto_keeps_plain_chains_when_the_pilot_mixes():
     with pdbq.connect() as d:
-        d.execute(MODEL.replace("WEIGHT 12", "WEIGHT 2.5"))  # strong, but single-site moves cross it
+        d.execute(MODEL.replace("WEIGHT 12", "WEIGHT 2"))  # strong, but single-site moves cross it
         r = d.execute("SELECT PROB(v) FROM a v USING AUTO WITH (max_table = 2, seed = 1, time_limit = 1)")
         assert "pilot mixed" in r.diagnostics["method_reason"]
 

@@ -34,13 +34,15 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import GibbsResult, run_gibbs
-from pdbq.inference.mixing import describe_moves, run_mixing
+from pdbq.inference.mixing import block_set, describe_moves, run_mixing
 from pdbq.language.nodes import FactorFunction
 
 __all__ = ["MoveDecision", "choose_moves", "run_auto", "STRONG_WEIGHT", "MAX_BLOCK_VARS", "TEMPERING_COPIES",
            "PILOT_SHARE"]
 
 PILOT_SHARE = 0.25
+BLOCK_SHARE = 0.9  # without walls, blocks are used when one holds this share of the free variables
+HOT_COPIES = 8
 
 STRONG_WEIGHT = 2.0
 MAX_BLOCK_VARS = 50_000
@@ -53,6 +55,8 @@ class MoveDecision:
 
     mixing: MixingConfig
     reason: str
+    walls: bool = False
+    strong: bool = False
 
 
 def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
@@ -108,9 +112,10 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
     if free > MAX_BLOCK_VARS:
         return MoveDecision(MixingConfig(tempering=TEMPERING_COPIES),
                             f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
-                            f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})")
+                            f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
+                            walls, strong)
     return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
-                        f"exact block moves if plain chains do not mix: {what}")
+                        f"exact block moves if plain chains do not mix: {what}", walls, strong)
 
 
 def run_auto(
@@ -144,16 +149,22 @@ def run_auto(
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     mixing = moves.mixing
     cached = None
-    if mixing.uses_blocks and blocks is not None:
+    why = ""
+    if mixing.uses_blocks:
         try:
-            cached = blocks(mixing)
+            cached = blocks(mixing) if blocks is not None else block_set(graph, mixing, targets)
         except InferenceError as e:
             mixing = MixingConfig(tempering=TEMPERING_COPIES)
             why = f"no exact blocks ({e}); replica exchange instead"
         else:
-            why = ""
-    else:
-        why = ""
+            free = max(int(np.count_nonzero(graph.evidence < 0)), 1)
+            largest = max((b.size for b in cached), default=0)
+            if not moves.walls and largest < BLOCK_SHARE * free:
+                # strong couplings across every block boundary (a dense bipartite core): blocks
+                # cannot flip a whole mode; hot copies can
+                mixing, cached = MixingConfig(tempering=HOT_COPIES), None
+                why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
+                       f"so replica exchange ({HOT_COPIES} copies) instead")
     r = run_mixing(graph, targets, rest, mixing, blocks=cached, **kw)
     return r, (f"{moves.reason}; a plain pilot did not mix (split R-hat {rhat:.3g}): "
                + (why + "; " if why else "") + describe_moves(r))
