@@ -113,15 +113,14 @@ def pack_blocks(blocks) -> BlockArrays:
                     arg_tstride.append(tstr[a_tab])
                 arg_off.append(len(arg_var))
             # children's messages: tables in the potential buffer, read like factors of this clique
-            for j in range(blk.size):
-                if int(blk.parent[j]) != i:
-                    continue
+            key_axis = {int(k): a for a, k in enumerate(keys.tolist())}
+            for j, _ in blk.children[i]:
                 f_table.append(-1 - j)  # patched to the message offset below
                 f_msg.append(1)
                 ckeys = blk.keys[j].tolist()
                 for a in range(1, len(ckeys)):
                     arg_var.append(-1)
-                    arg_axis.append(keys.tolist().index(ckeys[a]))
+                    arg_axis.append(key_axis[ckeys[a]])
                     arg_tstride.append(strides_of[j][a])
                 arg_off.append(len(arg_var))
             f_off.append(len(f_table))

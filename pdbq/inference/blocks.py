@@ -171,6 +171,10 @@ def build_blocks(
     if free.size == 0:
         return []
     nb = _neighbours(edges, n)
+    scopes_of: list[list[int]] = [[] for _ in range(n)]
+    for k, h in enumerate(edges):
+        for v in h.scope.tolist():
+            scopes_of[v].append(k)
     scopes = [h.scope for h in edges if h.scope.size]
     use_order = free.size <= global_order_limit
     if use_order:
@@ -209,7 +213,7 @@ def build_blocks(
                     u = parent[u]
                 return u
 
-        heap = [(-s, k, u) for k, (u, s) in enumerate(nb[seed].items())]
+        heap = [(-s, k, u) for k, (u, s) in enumerate(nb[seed].items()) if use_order or not covered[u]]
         heapq.heapify(heap)
         tick = len(heap)
         rejected: set[int] = set()
@@ -252,9 +256,13 @@ def build_blocks(
             members.append(u)
             in_b.add(u)
             for w, s in nb[u].items():
-                if w not in in_b and w not in rejected:
+                # beyond the global-order limit blocks do not overlap: growth stays linear
+                if w not in in_b and w not in rejected and (use_order or not covered[w]):
                     heapq.heappush(heap, (-s, tick, w))
                     tick += 1
+        if len(members) == 1:
+            covered[seed] = True  # a one-variable block is a single-site update: nothing to gain
+            continue
         fresh = int(np.count_nonzero(~covered[members]))
         if blocks and min_new > 0 and len(members) >= 16 and fresh < max(2, min_new * len(members)):
             # the same separator keeps being left out: another near-copy of an earlier block
@@ -263,14 +271,14 @@ def build_blocks(
             continue
         covered[members] = True
         order = info.order if use_order else None
-        blocks.append(_make_block(np.array(members, dtype=np.int64), edges, card, max_table, order))
+        blocks.append(_make_block(np.array(members, dtype=np.int64), edges, card, max_table, order, scopes_of))
     return blocks
 
 
-def _make_block(members: np.ndarray, edges, card, max_table: int, global_order) -> Block:
+def _make_block(members: np.ndarray, edges, card, max_table: int, global_order, scopes_of) -> Block:
     in_b = np.zeros(card.shape[0], dtype=bool)
     in_b[members] = True
-    touching = [h for h in edges if in_b[h.scope].any()]
+    touching = [edges[k] for k in sorted({k for v in members.tolist() for k in scopes_of[v]})]
     scopes = [h.scope[in_b[h.scope]] for h in touching]
     info = min_fill_order(scopes, card)
     order, cliques = info.order, info.cliques

@@ -10,7 +10,8 @@ Either one asks for exact block moves where the graph is small enough to cut int
 The moves cost throughput, and plain chains often mix anyway (zero entries that no chain ever
 needs to cross, couplings that are strong but few), so `run_auto` first spends
 `PILOT_SHARE` of the budget on plain chains and keeps them unless their split R-hat says they
-do not mix; only then does the rest of the budget go to the chosen moves.
+do not mix (above `PILOT_RHAT` = 1.5: a short pilot's R-hat is noisy near 1.1, stuck chains
+give thousands or infinity); only then does the rest of the budget go to the chosen moves.
 
 >>> from pdbq.graph.builder import GraphBuilder
 >>> from pdbq.language.nodes import FactorFunction
@@ -43,6 +44,9 @@ __all__ = ["MoveDecision", "choose_moves", "run_auto", "STRONG_WEIGHT", "MAX_BLO
 PILOT_SHARE = 0.25
 BLOCK_SHARE = 0.9  # without walls, blocks are used when one holds this share of the free variables
 HOT_COPIES = 8
+# A short pilot's R-hat is noisy: 1.1 flags mixing chains now and then, while chains stuck in
+# different modes give R-hat in the thousands or infinity.
+PILOT_RHAT = 1.5
 
 STRONG_WEIGHT = 2.0
 MAX_BLOCK_VARS = 50_000
@@ -144,7 +148,7 @@ def run_auto(
     else:
         rest = dataclasses.replace(config, steps=max(1, (config.steps or 10_000) - pilot_cfg.steps))
     rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
-    if pilot.converged and np.isfinite(rhat):
+    if np.isfinite(rhat) and rhat <= PILOT_RHAT:
         r = run_gibbs(graph, targets, rest, **kw)
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     mixing = moves.mixing
