@@ -13,13 +13,14 @@ import pytest
 from exact_graphs import random_graph
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
+from pdbq.inference.block_kernels import _fill, block_pass, pack_blocks
 from pdbq.inference.blocks import BlockSampler, block_edges, block_kernel, build_blocks
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact import exact_marginals
 from pdbq.inference.gibbs import run_gibbs
 from pdbq.inference.mixing import run_mixing
 from pdbq.inference.tempering import adapt_ladder, initial_ladder, swap_kernel, swap_probability
-from pdbq.inference.transition import Kernel, check_kernel, gibbs_kernel, log_joint
+from pdbq.inference.transition import check_kernel, gibbs_kernel, log_joint
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 
@@ -150,6 +151,36 @@ def test_block_moves_cross_a_wall_in_the_transition_matrix():
     sblock = k.run(start, 200)[-1]
     assert np.abs(sgibbs - pi).max() > 0.3
     assert np.abs(sblock - pi).max() < 1e-8
+
+
+@pytest.mark.parametrize("categorical,evidence", [(False, False), (True, True)])
+def test_numba_block_kernel_computes_the_reference_potentials(categorical, evidence):
+    """`block_kernels` (what the chains run) against `BlockSampler` (what the matrices check)."""
+    rng = np.random.default_rng(8)
+    for function in (F.TABLE, F.IMPLY, F.EQUAL):
+        g = random_graph(rng, function, S.LINEAR, categorical, evidence, n_vars=9, n_factors=10)
+        blocks = build_blocks(g, max_table=27, max_vars=5)
+        ba = pack_blocks(blocks)
+        values = rng.integers(0, g.cardinality).astype(np.uint8)
+        values[g.evidence >= 0] = g.evidence[g.evidence >= 0]
+        psi = np.zeros(int(ba.blk_psi.max()))
+        coords = np.zeros(16, dtype=np.int64)
+        for b, blk in enumerate(blocks):
+            _fill(ba, ba.blk_clique[b], ba.blk_clique[b + 1], values, psi, coords, 0.7)
+            ref = BlockSampler(blk).potentials(values, 0.7)
+            for i in range(blk.size):
+                c = ba.blk_clique[b] + i
+                assert np.allclose(psi[ba.c_psi[c] : ba.c_psi[c] + ba.c_size[c]], ref[i].ravel(), atol=1e-9)
+        # and its draws respect the walls a block holds
+    g = walled_pairs(3)
+    blocks = build_blocks(g, max_table=4, max_vars=2)
+    ba = pack_blocks(blocks)
+    values = np.array([0, 1, 1, 0, 0, 1], dtype=np.uint8)  # infeasible start
+    st = np.array([np.uint64(99)])
+    tix = np.full(g.n_vars, -1, dtype=np.int32)
+    block_pass(ba, np.arange(len(blocks)), values, np.zeros(int(ba.blk_psi.max())), np.zeros(4, dtype=np.int64),
+               np.zeros(2), st, 1.0, False, tix, np.zeros((1, 2)), np.zeros(1, dtype=np.int64))
+    assert values[0] == values[1] and values[2] == values[3] and values[4] == values[5]
 
 
 def test_a_perturbed_block_kernel_fails_the_check():

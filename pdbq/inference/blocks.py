@@ -15,8 +15,9 @@ for each block variable v, a clique inside ``C_v ∩ B`` (the filled graph of an
 is a subgraph of the filled graph), so Π card(C_v ∩ B) ≤ max_table for every v ∈ B is enough.
 Rejections are final (those products only grow). Graphs too large for a global order use forest
 blocks (induced width 1: union-find over the block's pairwise scopes). Seeds come from the query
-targets first, so blocks around x_q exist. A block adding almost no variables not yet in a block
-is dropped: separators every block must leave out are left to the single-site moves.
+targets first, so blocks around x_q exist. One-variable blocks and blocks adding almost no
+variables not yet in a block are not kept: what no block takes (separators every block must
+leave out) is left to the single-site moves. Forest blocks do not overlap (growth stays linear).
 
 *Sampling* (`BlockSampler`): each move slices the block's factor tables at the current values of
 the outside variables (zero entries clamped to −`HARD`, as in the Gibbs kernels, so an

@@ -138,10 +138,10 @@ def run_auto(
     if not moves.mixing.active:
         return run_gibbs(graph, targets, config, **kw), moves.reason
     if config.time_limit is not None:
-        pilot_cfg = dataclasses.replace(config, time_limit=PILOT_SHARE * config.time_limit, tolerance=None)
+        pilot_cfg = dataclasses.replace(config, time_limit=PILOT_SHARE * config.time_limit)
     else:
         total = config.steps if config.steps is not None else 10_000
-        pilot_cfg = dataclasses.replace(config, steps=max(1, math.ceil(PILOT_SHARE * total)), tolerance=None)
+        pilot_cfg = dataclasses.replace(config, steps=max(1, math.ceil(PILOT_SHARE * total)))
     pilot = run_gibbs(graph, targets, pilot_cfg, **kw)
     if config.time_limit is not None:
         rest = dataclasses.replace(config, time_limit=max(config.time_limit - pilot.seconds, 1e-3))
@@ -149,6 +149,9 @@ def run_auto(
         rest = dataclasses.replace(config, steps=max(1, (config.steps or 10_000) - pilot_cfg.steps))
     rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
     if np.isfinite(rhat) and rhat <= PILOT_RHAT:
+        if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
+            # the pilot mixed and already reached the tolerance: it is the answer
+            return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
         r = run_gibbs(graph, targets, rest, **kw)
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     mixing = moves.mixing
