@@ -140,7 +140,7 @@ class MixingConfig:
 
     tempering: copies per chain for replica exchange (1: off); estimates come from the β = 1 copy.
     beta_min: the initial ladder's lowest inverse temperature (geometric in between); the ladder
-        adapts to the swap rate during burn-in and is fixed afterwards.
+        adapts to the swap rate during burn-in (never below beta_min / 2) and is fixed afterwards.
     blocks: ``"off"``; ``"auto"`` (blocks as large as `block_table` allows); or an integer N
         (at most N variables per block). Each block is resampled exactly from its conditional.
     block_table: the largest clique table (entries) a block's elimination may need.

@@ -291,7 +291,7 @@ def run_mixing(
                     if in_burn:
                         with np.errstate(invalid="ignore"):
                             rates = np.where(r_att > 0, r_acc / np.maximum(r_att, 1), 0.3)
-                        betas = adapt_ladder(betas, rates)
+                        betas = adapt_ladder(betas, rates, floor=0.5 * mixing.beta_min)
                     else:
                         swap_acc += r_acc
                         swap_att += r_att

@@ -46,14 +46,20 @@ def initial_ladder(k: int, beta_min: float) -> np.ndarray:
     return np.exp(np.linspace(0.0, math.log(beta_min), k))
 
 
-def adapt_ladder(betas: np.ndarray, rates: np.ndarray, target: float = SWAP_TARGET, step: float = 0.5) -> np.ndarray:
-    """A new ladder: each gap in log β scaled by exp(step · (rate − target)); β_0 stays 1."""
+def adapt_ladder(betas: np.ndarray, rates: np.ndarray, target: float = SWAP_TARGET, step: float = 0.5,
+                 floor: float = MIN_BETA) -> np.ndarray:
+    """A new ladder: each gap in log β scaled by exp(step · (rate − target)); β_0 stays 1 and no β
+    goes below ``floor`` (easy swaps at the hot end would otherwise push it towards 0, where
+    copies only cost time)."""
     if betas.shape[0] < 2:
         return betas.copy()
     gaps = -np.diff(np.log(betas))
     gaps = gaps * np.exp(step * (np.asarray(rates, dtype=np.float64) - target))
+    low = math.log(max(floor, MIN_BETA))
+    if gaps.sum() > -low:
+        gaps = gaps * (-low / gaps.sum())  # same proportions, hottest copy at the floor
     logb = np.concatenate([[0.0], -np.cumsum(gaps)])
-    return np.maximum(np.exp(logb), MIN_BETA)
+    return np.exp(logb)
 
 
 def swap_probability(beta_a: float, beta_b: float, energy_a: float, energy_b: float) -> float:
