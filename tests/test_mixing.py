@@ -239,8 +239,10 @@ def test_tempering_reaches_the_exact_marginals_of_a_strong_ising_where_gibbs_sti
     assert np.all(r.swap_rates > 0.05)
     assert r.converged
     plain = run_gibbs(g, np.arange(g.n_vars), GibbsConfig(steps=60_000, seed=2))
-    ok_plain, err_plain = _within(plain, exact)
-    assert not ok_plain and err_plain > 0.1
+    # plain chains stick far from the answer; the driver's within-chain split R-hat and batch
+    # means make their error bars wide and flag them, so the check is the error and the flag
+    _, err_plain = _within(plain, exact)
+    assert err_plain > 0.1
     assert not plain.converged
 
 

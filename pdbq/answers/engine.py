@@ -319,10 +319,11 @@ def answer(
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
     if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
-        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, **run_kw)
+        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
         reason += "; " + why
     elif mixing.active:
-        r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None, **run_kw)
+        r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None,
+                       deadline=deadline, **run_kw)
         reason += "; " + describe_moves(r)
     else:
         r = run_gibbs(graph, query, config, deadline=deadline, **run_kw)

@@ -14,16 +14,20 @@ of neighbouring copies (`tempering`). Every piece leaves its copy's (or the prod
 distribution invariant, so their composition does too. The β = 1 copy's single-site
 conditionals and block draw probabilities are the Rao-Blackwellised sums.
 
-Cycles are grouped into rounds of about `_ROUND_SECONDS`, the unit of the batch-means
-estimates. ``steps`` counts updates of the β = 1 copy (a block move of m variables counts m).
-Single-site passes and block moves (`block_kernels.block_pass`) are nogil numba calls: chains
-run on ``threads`` threads as in `run_gibbs`; swaps are decided in Python between cycles.
+The cycle is the move step (`gibbs.Moves`) of `run_gibbs`'s own round loop, so rounds,
+deadlines, burn-in, Rao-Blackwellised estimates, batch-means errors, R-hat, ESS, the NaN rules
+and the warnings are exactly those of plain Gibbs; a cycle is the indivisible unit of a round.
+``steps`` counts updates of the β = 1 copy (a block move of m variables counts m). Single-site
+passes and block moves (`block_kernels.block_pass`) are nogil numba calls: chains run on
+``threads`` threads as in `run_gibbs`; each chain decides its own swaps between its cycles.
+The ladder adapts during burn-in only; a run the budget ends keeps `ADAPT_CYCLES` cycles of
+explicit burn-in for it (besides the share of the run that `run_gibbs` drops).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,29 +38,22 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.block_kernels import block_pass, pack_blocks
 from pdbq.inference.blocks import Block, block_edges, build_blocks
 from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, split_rhat
 from pdbq.inference.gibbs import (
+    ChainMoves,
     GibbsResult,
-    GibbsTrace,
+    MoveContext,
+    Moves,
     RoundInfo,
-    _diagnose,
-    _int_array,
-    _Pool,
-    _safe_div,
-    _threads,
-    check_sites,
-    initial_states,
-    make_schedule,
+    check_targets,
+    run_gibbs,
 )
 from pdbq.inference.kernels import (
-    Accum,
     Best,
     ChainState,
     KernelGraph,
     anneal_chain,
     group_sums_into,
     log_score_kernel,
-    prepare_kernel_graph,
     run_chain,
 )
 from pdbq.inference.rng import chain_generators, chain_states
@@ -64,10 +61,9 @@ from pdbq.inference.tempering import adapt_ladder, initial_ladder, swap_probabil
 
 __all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves"]
 
-_ROUND_SECONDS = 0.05
-_MIN_ROUNDS_FOR_TOLERANCE = 16
-_FIXED_ROUNDS = 64
 _MIN_CYCLE_UPDATES = 256
+ADAPT_CYCLES = 20  # cycles of burn-in for the ladder in a run the budget ends
+LOW_SWAP_RATE = 0.02
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +84,104 @@ def _copy_state(src: ChainState, values: np.ndarray, gsums: np.ndarray, rng: np.
     return ChainState(values, gsums, rng, np.zeros(1, dtype=np.int64))
 
 
+class _Cycle:
+    """The move step of `run_mixing`: per chain, K copies (copy 0 is `run_gibbs`'s chain), one
+    cycle = single-site passes and block moves of every copy, then neighbour swaps."""
+
+    def __init__(self, ctx: MoveContext, mixing: MixingConfig, packed, seq: np.ndarray, site_updates: int,
+                 per_cycle: int):
+        g, kg, states = ctx.graph, ctx.kernel, ctx.states
+        chains = len(states)
+        K = mixing.tempering
+        self.ctx, self.mixing, self.packed, self.seq = ctx, mixing, packed, seq
+        self.site_updates, self.per_cycle, self.K = site_updates, per_cycle, K
+        self.betas = initial_ladder(K, mixing.beta_min)
+        dtype = states[0].values.dtype
+        # copy k > 0 of chain c starts from chain c's state with its own random stream
+        extra_vals = np.empty((chains, max(K - 1, 0), g.n_vars), dtype=dtype)
+        extra_gs = np.zeros((chains, max(K - 1, 0), g.n_groups))
+        extra_rng = chain_states(ctx.seed + 1_000_003, max(chains * (K - 1), 1))
+        self.copies: list[list[ChainState]] = []
+        for c in range(chains):
+            row = [states[c]]
+            for k in range(1, K):
+                j = c * (K - 1) + k - 1
+                row.append(_copy_state(states[c], extra_vals[c, k - 1], extra_gs[c, k - 1], extra_rng[j : j + 1]))
+            self.copies.append(row)
+        self.bests = [[Best(np.array([0.0, np.inf]), np.zeros(g.n_vars, dtype=dtype), np.array([1.0 / self.betas[k]]))
+                       for k in range(K)] for _ in range(chains)]
+        self.unused = Best(np.zeros(2), np.zeros(0, dtype=dtype), np.ones(1))
+        self.gens = chain_generators(ctx.seed, chains, stream=2)
+        self.cycle_no = np.zeros(chains, dtype=np.int64)  # per chain: each chain on its own thread
+        if packed is not None:
+            self.psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
+            widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
+            self.coords = np.zeros((chains, widest), dtype=np.int64)
+            self.probs = np.zeros((chains, int(g.cardinality.max())))
+            self.block_rng = chain_states(ctx.seed + 2_000_029, chains)
+        # swap statistics of the current round (row per chain) and of all kept rounds
+        self.r_acc = np.zeros((chains, max(K - 1, 0)))
+        self.r_att = np.zeros((chains, max(K - 1, 0)))
+        self.swap_acc = np.zeros(max(K - 1, 0))
+        self.swap_att = np.zeros(max(K - 1, 0))
+
+    def moves(self) -> ChainMoves:
+        return ChainMoves(self.advance, self.end_round)
+
+    def advance(self, c: int, n: int, collect: bool) -> None:
+        for _ in range(n // self.per_cycle):
+            self._cycle(c, collect)
+
+    def _cycle(self, c: int, collect: bool) -> None:
+        g, kg, ctx = self.ctx.graph, self.ctx.kernel, self.ctx
+        acc = ctx.accs[c]
+        for k in range(self.K):
+            st = self.copies[c][k]
+            if g.n_groups:  # swaps exchange values, not group sums
+                group_sums_into(g, kg.tables, st.values, st.group_sums)
+            if k == 0:
+                run_chain(g, kg, st, ctx.sched, acc, self.unused, self.site_updates, collect)
+            else:
+                self.bests[c][k].temp[0] = 1.0 / self.betas[k]
+                anneal_chain(g, kg, st, ctx.sched, acc, self.bests[c][k], self.site_updates, 1.0, 1.0 / self.betas[k])
+            if self.packed is not None:
+                block_pass(self.packed, self.seq, st.values, self.psi_buf[c], self.coords[c], self.probs[c],
+                           self.block_rng[c : c + 1], float(self.betas[k]), collect and k == 0, acc.target_index,
+                           acc.sums, acc.counts)
+        if self.K > 1:
+            self._swaps(c)
+        self.cycle_no[c] += 1
+
+    def _swaps(self, c: int) -> None:
+        g, kg = self.ctx.graph, self.ctx.kernel
+        row = self.copies[c]
+        betas = self.betas
+        energies = [log_score_kernel(g, kg.tables, row[k].values) for k in range(self.K)]
+        rng = self.gens[c]
+        for k in range(int(self.cycle_no[c] % 2), self.K - 1, 2):
+            a = swap_probability(float(betas[k]), float(betas[k + 1]), energies[k], energies[k + 1])
+            self.r_att[c, k] += 1
+            self.r_acc[c, k] += a  # the expected acceptance: a lower-variance rate estimate
+            if rng.random() < a:
+                vk, vk1 = row[k].values, row[k + 1].values
+                tmp = vk.copy()
+                vk[:] = vk1
+                vk1[:] = tmp
+                energies[k], energies[k + 1] = energies[k + 1], energies[k]
+
+    def end_round(self, phase: str) -> None:
+        if self.K > 1:
+            acc, att = self.r_acc.sum(axis=0), self.r_att.sum(axis=0)
+            if phase == "burn_in":
+                rates = np.where(att > 0, acc / np.maximum(att, 1), 0.3)
+                self.betas = adapt_ladder(self.betas, rates, floor=0.5 * self.mixing.beta_min)
+            elif phase == "kept":
+                self.swap_acc += acc
+                self.swap_att += att
+        self.r_acc[:] = 0.0
+        self.r_att[:] = 0.0
+
+
 def run_mixing(
     graph: FactorGraph,
     targets: Sequence[int] | np.ndarray,
@@ -99,294 +193,74 @@ def run_mixing(
     on_round: Callable[[RoundInfo], None] | None = None,
     kernel: KernelGraph | None = None,
     blocks: list[Block] | None = None,
+    deadline: float | None = None,
 ) -> MixingResult:
     """Estimate the marginals of ``targets`` with Gibbs chains plus the moves of ``mixing``.
 
-    Arguments as in `run_gibbs`; ``blocks``: blocks built earlier for this graph
-    (`blocks.build_blocks`), else built here when ``mixing.blocks`` asks for them. Block moves
-    need every factor as a table (`potentials.hyperedges`); a graph whose factors are too large
-    raises `InferenceError` naming the factor.
+    Arguments as in `run_gibbs` (``deadline`` included); ``blocks``: blocks built earlier for
+    this graph (`blocks.build_blocks`), else built here when ``mixing.blocks`` asks for them.
+    Block moves need every factor as a table (`potentials.hyperedges`); a graph whose factors
+    are too large raises `InferenceError` naming the factor.
     """
     config = config.check()
     mixing = mixing.check()
     if kernel is None:
         validate(graph)
-    t0 = time.perf_counter()
-    tg = _int_array("targets", targets)
-    bad = (tg < 0) | (tg >= graph.n_vars)
-    if bad.any():
-        raise InferenceError(f"targets: variable id {int(tg[bad][0])} is out of range (graph has {graph.n_vars})")
-    sites_arr = check_sites(graph, sites)
-    uniq, inverse = np.unique(tg, return_inverse=True)
-    is_ev = graph.evidence[uniq] >= 0
-    live = uniq[~is_ev]
-    in_sites = np.zeros(graph.n_vars, dtype=bool)
-    in_sites[sites_arr] = True
-    missing = live[~in_sites[live]]
-    if missing.size:
-        raise InferenceError(f"target variable {int(missing[0])} is neither evidence nor among the sampled sites")
-    sched = make_schedule(sites_arr, config.scan, selection)
-    card_u = graph.cardinality[uniq].astype(np.int64)
-    kmax_t = int(card_u.max()) if uniq.size else 2
+    _, sites_arr, _, _, _, live = check_targets(graph, targets, sites)
     n_live = live.shape[0]
     n_sites = sites_arr.shape[0]
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites_arr] = True
 
     if mixing.uses_blocks and blocks is None and n_sites and n_live:
         max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
         blocks = build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=live,
                               edges=block_edges(graph))
     blocks = list(blocks or [])
-    if blocks:
-        # only variables among the sampled sites may move
-        for b in blocks:
-            if not in_sites[b.vars].all():
-                raise InferenceError(f"block variable {int(b.vars[~in_sites[b.vars]][0])} is not among the sampled sites")
+    for b in blocks:  # only variables among the sampled sites may move
+        if not in_sites[b.vars].all():
+            raise InferenceError(f"block variable {int(b.vars[~in_sites[b.vars]][0])} is not among the sampled sites")
     packed = pack_blocks(blocks) if blocks else None
-    tix_all = np.full(graph.n_vars, -1, dtype=np.int32)
-    tix_all[live] = np.arange(n_live, dtype=np.int32)
-    holds_target = [bool((tix_all[b.vars] >= 0).any()) for b in blocks]
+    tix = np.full(graph.n_vars, -1, dtype=np.int32)
+    tix[live] = np.arange(n_live, dtype=np.int32)
+    holds_target = [bool((tix[b.vars] >= 0).any()) for b in blocks]
     block_updates = sum(b.size for b in blocks) + mixing.query_passes * sum(
         b.size for b, h in zip(blocks, holds_target) if h)
     # single-site updates per copy and cycle: without blocks at least _MIN_CYCLE_UPDATES, so the
     # per-cycle overhead (a thread hand-off, the swap scores) stays small on small graphs
     site_updates = n_sites if blocks else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
-    per_cycle = site_updates + block_updates
+    per_cycle = max(site_updates + block_updates, 1)
+    seq = np.array(list(range(len(blocks))) + [i for i, h in enumerate(holds_target) if h] * mixing.query_passes,
+                   dtype=np.int64)
+    made: list[_Cycle] = []
 
-    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None
-    steps_target = config.steps
-    if steps_target is None and config.tolerance is None and config.time_limit is None:
-        steps_target = max(config.default_sweeps * per_cycle, 10_000)
-        fixed = True
-    if config.burn_in is not None:
-        burn_in = config.burn_in
-    elif steps_target is not None:
-        burn_in = steps_target // 10
-    else:
-        burn_in = 20 * per_cycle
-    if n_sites == 0 or n_live == 0:
-        steps_target, burn_in, fixed = 0, 0, True
+    def start(ctx: MoveContext) -> ChainMoves:
+        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle)
+        made.append(cyc)
+        return cyc.moves()
 
-    chains = config.chains
+    hook = Moves(unit=per_cycle, burn_in=ADAPT_CYCLES * per_cycle if mixing.tempering > 1 else 0, start=start)
+    r = run_gibbs(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=kernel,
+                  deadline=deadline, moves=hook)
     K = mixing.tempering
-    betas = initial_ladder(K, mixing.beta_min)
-    kg = (kernel if kernel is not None else prepare_kernel_graph(graph)) if n_sites else None
-    warnings: list[str] = []
-    est_live = np.zeros((n_live, kmax_t))
-    se_live = np.zeros((n_live, kmax_t))
-    rhat_live = np.ones(n_live)
-    ess_live = np.zeros(n_live)
-    trace_steps: list[int] = []
-    trace_est: list[np.ndarray] = []
-    trace_se: list[np.ndarray] = []
-    done = 0
-    burned = 0
-    swap_acc = np.zeros(max(K - 1, 0))
-    swap_att = np.zeros(max(K - 1, 0))
-
-    if n_sites and n_live:
-        states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed")
-        # copy k > 0 of chain c starts from chain c's state with its own random stream
-        copies: list[list[ChainState]] = []
-        extra_vals = np.empty((chains, max(K - 1, 0), graph.n_vars), dtype=states[0].values.dtype)
-        extra_gs = np.zeros((chains, max(K - 1, 0), graph.n_groups))
-        extra_rng = chain_states(config.seed + 1_000_003, max(chains * (K - 1), 1))
-        for c in range(chains):
-            row = [states[c]]
-            for k in range(1, K):
-                j = c * (K - 1) + k - 1
-                row.append(_copy_state(states[c], extra_vals[c, k - 1], extra_gs[c, k - 1], extra_rng[j : j + 1]))
-            copies.append(row)
-        bests = [[Best(np.array([0.0, np.inf]), np.zeros(graph.n_vars, dtype=states[0].values.dtype),
-                       np.array([1.0 / betas[k]])) for k in range(K)] for _ in range(chains)]
-        gens = chain_generators(config.seed, chains, stream=2)
-        tix = tix_all
-        rsums = np.zeros((chains, n_live, kmax_t))
-        rcounts = np.zeros((chains, n_live), dtype=np.int64)
-        accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
-        unused = Best(np.zeros(2), np.zeros(0, dtype=states[0].values.dtype), np.ones(1))
-        seq = np.array(list(range(len(blocks))) + [i for i, h in enumerate(holds_target) if h] * mixing.query_passes,
-                       dtype=np.int64)
-        if packed is not None:
-            psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
-            widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
-            coords = np.zeros((chains, widest), dtype=np.int64)
-            probs = np.zeros((chains, int(graph.cardinality.max())))
-            block_rng = chain_states(config.seed + 2_000_029, chains)
-        store = BatchStore(chains, n_live, kmax_t)
-        tot_sums = np.zeros((n_live, kmax_t))
-        tot_counts = np.zeros(n_live, dtype=np.int64)
-        trace_every = 1
-        rounds_done = 0
-        cycle_no = 0
-        pool = _Pool(_threads(config.threads, chains))
-        if fixed:
-            round_cycles = max(1, math.ceil(steps_target / _FIXED_ROUNDS / max(per_cycle, 1)))
-        else:
-            round_cycles = 1
-        warm_up = True
-        excluded = 0.0
-
-        def chain_cycle(c: int, collect: bool) -> None:
-            for k in range(K):
-                st = copies[c][k]
-                if graph.n_groups:
-                    group_sums_into(graph, kg.tables, st.values, st.group_sums)
-                if k == 0:
-                    run_chain(graph, kg, st, sched, accs[c], unused, site_updates, collect)
-                else:
-                    bests[c][k].temp[0] = 1.0 / betas[k]
-                    anneal_chain(graph, kg, st, sched, accs[c], bests[c][k], site_updates, 1.0, 1.0 / betas[k])
-                if packed is not None:
-                    block_pass(packed, seq, st.values, psi_buf[c], coords[c], probs[c], block_rng[c : c + 1],
-                               float(betas[k]), collect and k == 0, tix, rsums[c], rcounts[c])
-
-        def cycle(collect: bool, odd: bool, rate_acc: np.ndarray, rate_att: np.ndarray) -> None:
-            pool.map(chain_cycle, [(c, collect) for c in range(chains)])
-            for c in range(chains):
-                rng = gens[c]
-                if K > 1:
-                    energies = [log_score_kernel(graph, kg.tables, copies[c][k].values) for k in range(K)]
-                    for k in range(1 if odd else 0, K - 1, 2):
-                        a = swap_probability(float(betas[k]), float(betas[k + 1]), energies[k], energies[k + 1])
-                        rate_att[k] += 1
-                        rate_acc[k] += a  # the expected acceptance: a lower-variance rate estimate
-                        if rng.random() < a:
-                            vk, vk1 = copies[c][k].values, copies[c][k + 1].values
-                            tmp = vk.copy()
-                            vk[:] = vk1
-                            vk1[:] = tmp
-                            energies[k], energies[k + 1] = energies[k + 1], energies[k]
-
-        try:
-            while True:
-                in_burn = burned < burn_in
-                unit = per_cycle
-                if in_burn:
-                    budget = burn_in - burned
-                else:
-                    budget = None if steps_target is None else steps_target - done
-                    if budget is not None and budget <= 0:
-                        break
-                n_cyc = round_cycles
-                if budget is not None:
-                    n_cyc = max(1, min(n_cyc, math.ceil(budget / unit)))
-                if warm_up and not fixed:
-                    n_cyc = 1
-                rsums[:] = 0.0
-                rcounts[:] = 0
-                r_acc = np.zeros(max(K - 1, 0))
-                r_att = np.zeros(max(K - 1, 0))
-                tr = time.perf_counter()
-                for _ in range(n_cyc):
-                    cycle(not in_burn, bool(cycle_no % 2), r_acc, r_att)
-                    cycle_no += 1
-                dt = time.perf_counter() - tr
-                n = n_cyc * unit
-                if warm_up:
-                    warm_up = False
-                    excluded = dt
-                elif not fixed and dt > 0:
-                    round_cycles = int(max(1, min(n_cyc * _ROUND_SECONDS / dt, 1 << 20)))
-                if K > 1:
-                    if in_burn:
-                        with np.errstate(invalid="ignore"):
-                            rates = np.where(r_att > 0, r_acc / np.maximum(r_att, 1), 0.3)
-                        betas = adapt_ladder(betas, rates, floor=0.5 * mixing.beta_min)
-                    else:
-                        swap_acc += r_acc
-                        swap_att += r_att
-                elapsed = time.perf_counter() - t0 - excluded
-                max_se = float("nan")
-                if in_burn:
-                    burned += n
-                    if config.time_limit is not None and steps_target is None and elapsed > 0.2 * config.time_limit:
-                        burn_in = burned
-                else:
-                    done += n
-                    rounds_done += 1
-                    store.add_round(rsums, rcounts)
-                    tot_sums += rsums.sum(axis=0)
-                    tot_counts += rcounts.sum(axis=0)
-                    if rounds_done % trace_every == 0:
-                        trace_steps.append(done)
-                        trace_est.append(_safe_div(tot_sums, tot_counts))
-                        trace_se.append(batch_stderr(*store.batches()))
-                        if len(trace_steps) > config.trace_points:
-                            trace_steps, trace_est, trace_se = trace_steps[1::2], trace_est[1::2], trace_se[1::2]
-                            trace_every *= 2
-                    if config.tolerance is not None or on_round is not None:
-                        se = batch_stderr(*store.batches())
-                        max_se = float(np.max(se)) if se.size else 0.0
-                reached = (
-                    not in_burn
-                    and config.tolerance is not None
-                    and rounds_done >= _MIN_ROUNDS_FOR_TOLERANCE
-                    and 1.96 * max_se <= config.tolerance
-                )
-                if on_round is not None:
-                    on_round(RoundInfo(steps=burned + done, burn_in=in_burn, max_stderr=max_se, elapsed=elapsed))
-                if reached or (config.time_limit is not None and elapsed >= config.time_limit and done > 0):
-                    break
-        finally:
-            pool.close()
-
-        bs, bc = store.batches()
-        if done:
-            est_live = _safe_div(tot_sums, tot_counts)
-            se_live = batch_stderr(bs, bc)
-            rhat_live = split_rhat(bs, bc)
-            ess_live = effective_sample_size(est_live, se_live, tot_counts, graph.cardinality[live])
-            mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
-            se_live = np.where(mask, 0.0, se_live)
-        warnings += _diagnose(live, est_live, se_live, rhat_live, tot_counts, done, config)
-        if burned < (config.burn_in if config.burn_in is not None else 0):
-            warnings.append(f"stopped during burn-in after {burned} of {config.burn_in} updates per chain")
-        if K > 1 and swap_att.size and done:
-            low = np.flatnonzero(swap_acc / np.maximum(swap_att, 1) < 0.02)
-            if low.size:
-                warnings.append(
-                    f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under 2% "
-                    "of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
-                )
-
-    T = uniq.shape[0]
-    marg = np.zeros((T, kmax_t))
-    se = np.zeros((T, kmax_t))
-    rhat = np.ones(T)
-    ess = np.full(T, np.inf)
-    ev_rows = np.flatnonzero(is_ev)
-    marg[ev_rows, graph.evidence[uniq[ev_rows]]] = 1.0
-    live_rows = np.flatnonzero(~is_ev)
-    marg[live_rows] = est_live
-    se[live_rows] = se_live
-    rhat[live_rows] = rhat_live
-    ess[live_rows] = ess_live
-    if trace_steps:
-        tr_live = np.stack(trace_est)
-        trc = np.broadcast_to(marg, (len(trace_steps), T, kmax_t)).copy()
-        trc[:, live_rows] = tr_live
-        tse = np.zeros_like(trc)
-        beyond = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
-        tse[:, live_rows] = np.where(beyond[None], 0.0, np.stack(trace_se))
-    else:
-        trc = np.zeros((0, T, kmax_t))
-        tse = np.zeros_like(trc)
-    trace = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), trc[:, inverse], tse[:, inverse])
+    betas = made[0].betas if made else initial_ladder(K, mixing.beta_min)
+    swap_acc = made[0].swap_acc if made else np.zeros(max(K - 1, 0))
+    swap_att = made[0].swap_att if made else np.zeros(max(K - 1, 0))
+    rates = swap_acc / np.maximum(swap_att, 1)
+    warnings = list(r.warnings)
+    if K > 1 and rates.size and r.steps > 0:
+        low = np.flatnonzero(rates < LOW_SWAP_RATE)
+        if low.size:
+            warnings.append(
+                f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under "
+                f"{LOW_SWAP_RATE:.0%} of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
+            )
+    base = {f.name: getattr(r, f.name) for f in dataclasses.fields(GibbsResult)}
+    base["warnings"] = tuple(warnings)
     return MixingResult(
-        targets=tg,
-        cardinality=graph.cardinality[tg].astype(np.int64),
-        marginals=marg[inverse],
-        stderr=se[inverse],
-        rhat=rhat[inverse],
-        ess=ess[inverse],
-        steps=int(done),
-        burn_in=int(burned),
-        chains=chains,
-        seconds=time.perf_counter() - t0,
-        warnings=tuple(warnings),
-        trace=trace,
+        **base,
         betas=np.asarray(betas, dtype=np.float64),
-        swap_rates=swap_acc / np.maximum(swap_att, 1),
+        swap_rates=rates,
         n_blocks=len(blocks),
         largest_block=max((b.size for b in blocks), default=0),
         largest_block_table=max((b.max_table for b in blocks), default=0),

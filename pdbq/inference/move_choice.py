@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -129,30 +130,38 @@ def run_auto(
     moves: MoveDecision,
     *,
     blocks: Callable[[MixingConfig], list] | None = None,
+    deadline: float | None = None,
     **kw,
 ) -> tuple[GibbsResult, str]:
     """AUTO's sampling run: plain chains, or a plain pilot then the moves of ``moves`` when the
-    pilot's R-hat flags non-mixing (module docstring). The budget (``time_limit``, else
-    ``steps``) is split, never exceeded. Returns the result and a sentence on what was done.
-    ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
+    pilot's R-hat flags non-mixing (module docstring). The budget (``time_limit`` and the
+    ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
+    gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
+    sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
     if not moves.mixing.active:
-        return run_gibbs(graph, targets, config, **kw), moves.reason
+        return run_gibbs(graph, targets, config, deadline=deadline, **kw), moves.reason
+    pilot_cfg, pilot_deadline = config, None
     if config.time_limit is not None:
-        pilot_cfg = dataclasses.replace(config, time_limit=PILOT_SHARE * config.time_limit)
-    else:
-        total = config.steps if config.steps is not None else 10_000
-        pilot_cfg = dataclasses.replace(config, steps=max(1, math.ceil(PILOT_SHARE * total)))
-    pilot = run_gibbs(graph, targets, pilot_cfg, **kw)
+        pilot_cfg = dataclasses.replace(pilot_cfg, time_limit=PILOT_SHARE * config.time_limit)
+    if deadline is not None:
+        now = time.perf_counter()
+        pilot_deadline = now + PILOT_SHARE * max(deadline - now, 0.0)
+    timed = config.time_limit is not None or deadline is not None
+    total = config.steps if config.steps is not None else 10_000
+    if config.steps is not None or not timed:
+        pilot_cfg = dataclasses.replace(pilot_cfg, steps=max(1, math.ceil(PILOT_SHARE * total)))
+    pilot = run_gibbs(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
+    rest = config
     if config.time_limit is not None:
-        rest = dataclasses.replace(config, time_limit=max(config.time_limit - pilot.seconds, 1e-3))
-    else:
-        rest = dataclasses.replace(config, steps=max(1, (config.steps or 10_000) - pilot_cfg.steps))
+        rest = dataclasses.replace(rest, time_limit=max(config.time_limit - pilot.seconds, 1e-3))
+    if config.steps is not None or not timed:
+        rest = dataclasses.replace(rest, steps=max(1, total - pilot_cfg.steps))
     rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
     if np.isfinite(rhat) and rhat <= PILOT_RHAT:
         if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
             # the pilot mixed and already reached the tolerance: it is the answer
             return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
-        r = run_gibbs(graph, targets, rest, **kw)
+        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     mixing = moves.mixing
     cached = None
@@ -172,6 +181,8 @@ def run_auto(
                 mixing, cached = MixingConfig(tempering=HOT_COPIES), None
                 why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
                        f"so replica exchange ({HOT_COPIES} copies) instead")
-    r = run_mixing(graph, targets, rest, mixing, blocks=cached, **kw)
-    return r, (f"{moves.reason}; a plain pilot did not mix (split R-hat {rhat:.3g}): "
+    r = run_mixing(graph, targets, rest, mixing, blocks=cached, deadline=deadline, **kw)
+    verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
+               else "gave no split R-hat (too few updates in its share of the budget)")
+    return r, (f"{moves.reason}; a plain pilot {verdict}: "
                + (why + "; " if why else "") + describe_moves(r))
