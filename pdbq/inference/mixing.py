@@ -54,6 +54,7 @@ from pdbq.inference.kernels import (
     anneal_chain,
     group_sums_into,
     log_score_kernel,
+    prepare_kernel_graph,
     run_chain,
 )
 from pdbq.inference.rng import chain_generators, chain_states
@@ -209,6 +210,8 @@ def run_mixing(
     _, sites_arr, _, _, _, live = check_targets(graph, targets, sites)
     n_live = live.shape[0]
     n_sites = sites_arr.shape[0]
+    if kernel is None and n_sites:
+        kernel = prepare_kernel_graph(graph)  # validated above: run_gibbs need not validate again
     in_sites = np.zeros(graph.n_vars, dtype=bool)
     in_sites[sites_arr] = True
 
