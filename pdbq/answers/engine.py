@@ -33,11 +33,13 @@ from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.auto import AutoConfig, Decision, choose_method, exact_hint
-from pdbq.inference.config import GibbsConfig
+from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.influence import edge_influence
 from pdbq.inference.kernels import prepare_kernel_graph
+from pdbq.inference.mixing import block_set, describe_moves, run_mixing
+from pdbq.inference.move_choice import choose_moves, run_auto
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
 
@@ -308,8 +310,23 @@ def answer(
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
     t_sample = time.perf_counter()
-    r = run_gibbs(graph, query, config, sites=sites, selection=sel, on_round=round_cb, kernel=kernel,
-                  deadline=deadline)
+    mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table).check()
+
+    def blocks_for(m: MixingConfig):
+        return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
+                         lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
+
+    run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
+    if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
+        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
+        reason += "; " + why
+    elif mixing.active:
+        r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None,
+                       deadline=deadline, **run_kw)
+        reason += "; " + describe_moves(r)
+    else:
+        r = run_gibbs(graph, query, config, deadline=deadline, **run_kw)
     live = graph.evidence[query] < 0
     rhat = r.rhat[live]
     ess = r.ess[live]

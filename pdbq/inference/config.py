@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pdbq.errors import OptionError
 
-__all__ = ["GibbsConfig", "AnnealConfig", "SCANS", "INITS", "MAX_CHAINS", "MAX_THREADS", "MAX_COUNT"]
+__all__ = ["GibbsConfig", "AnnealConfig", "MixingConfig", "SCANS", "INITS", "BLOCK_MODES", "MAX_CHAINS", "MAX_THREADS", "MAX_COUNT"]
 
 SCANS = ("sweep", "random")
 INITS = ("dispersed", "random")
@@ -152,4 +152,52 @@ class AnnealConfig:
         _positive_int("default_sweeps", self.default_sweeps)
         if self.scan not in SCANS:
             raise OptionError(f"option 'scan' must be one of {', '.join(SCANS)}; got {self.scan!r}")
+        return self
+
+
+BLOCK_MODES = ("auto", "off")
+
+
+@dataclass(frozen=True)
+class MixingConfig:
+    """Moves that cross modes, added to Gibbs chains (pdbq/inference/mixing.py, docs/inference.md).
+
+    tempering: copies per chain for replica exchange (1: off); estimates come from the β = 1 copy.
+    beta_min: the initial ladder's lowest inverse temperature (geometric in between); the ladder
+        adapts to the swap rate during burn-in (never below beta_min / 2) and is fixed afterwards.
+    blocks: ``"off"``; ``"auto"`` (blocks as large as `block_table` allows); or an integer N
+        (at most N variables per block). Each block is resampled exactly from its conditional.
+    block_table: the largest clique table (entries) a block's elimination may need.
+    query_passes: extra moves per round of every block holding a query target.
+    """
+
+    tempering: int = 1
+    beta_min: float = 0.1
+    blocks: str | int = "off"
+    block_table: int = 2**10
+    query_passes: int = 1
+
+    @property
+    def uses_blocks(self) -> bool:
+        return self.blocks != "off"
+
+    @property
+    def active(self) -> bool:
+        return self.tempering > 1 or self.uses_blocks
+
+    def check(self) -> MixingConfig:
+        _positive_int("tempering", self.tempering)
+        if isinstance(self.beta_min, bool) or not isinstance(self.beta_min, (int, float)) or not 0 < self.beta_min < 1:
+            raise OptionError(f"option 'beta_min' must lie in (0, 1), got {self.beta_min!r}")
+        if isinstance(self.blocks, str):
+            if self.blocks not in BLOCK_MODES:
+                raise OptionError(f"option 'blocks' must be 'auto', 'off' or a number of variables; got {self.blocks!r}")
+        else:
+            _positive_int("blocks", self.blocks)
+            if self.blocks < 2:
+                raise OptionError(f"option 'blocks' must be at least 2 variables per block, got {self.blocks!r}")
+        _positive_int("block_table", self.block_table)
+        if self.block_table < 2:
+            raise OptionError(f"option 'block_table' must be at least 2 entries, got {self.block_table!r}")
+        _positive_int("query_passes", self.query_passes, allow_zero=True)
         return self

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,6 +62,10 @@ __all__ = [
     "check_sites",
     "make_schedule",
     "initial_states",
+    "Moves",
+    "MoveContext",
+    "ChainMoves",
+    "check_targets",
 ]
 
 _FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
@@ -128,6 +133,55 @@ class RoundInfo:
     elapsed: float  # seconds since the run started
 
 
+class MoveContext(NamedTuple):
+    """What `run_gibbs` hands a `Moves.start`: the chains it made (rows of ``values``/``gsums``
+    back ``states``; ``accs[c]`` collects chain c's Rao-Blackwellised sums and counts)."""
+
+    graph: FactorGraph
+    kernel: KernelGraph
+    sched: Schedule
+    states: list  # list[ChainState], one per chain
+    accs: list  # list[Accum], one per chain
+    seed: int
+
+
+class ChainMoves(NamedTuple):
+    """One round's work, as `run_gibbs`'s round loop calls it.
+
+    ``advance(c, n, collect)`` makes ``n`` updates (a multiple of `Moves.unit`) of chain ``c``,
+    adding conditionals to ``accs[c]`` when ``collect``; chains run on separate threads, so it
+    touches chain c's state only. ``end_round(phase)`` runs between rounds on the driver's
+    thread: phase "burn_in" (a burn-in round), "kept" (its sums went into the estimates) or
+    "cut" (the deadline cut it short; discarded)."""
+
+    advance: Callable[[int, int, bool], None]
+    end_round: Callable[[str], None] | None = None
+
+
+class Moves(NamedTuple):
+    """The move step of `run_gibbs`'s chains; the default is the single-site Gibbs kernel.
+
+    ``unit``: updates per chain of one indivisible step (round and chunk lengths are multiples
+    of it; also the "sweep" of the default run length when larger than the sites).
+    ``burn_in``: updates per chain of explicit burn-in the moves need before any sum is kept
+    when the run is budget-governed (e.g. tempering's ladder adapts in burn-in only).
+    ``start(ctx)``: builds the `ChainMoves` once the chains exist."""
+
+    unit: int = 1
+    burn_in: int = 0
+    start: Callable[[MoveContext], ChainMoves] | None = None
+
+
+def _single_site(ctx: MoveContext) -> ChainMoves:
+    unused = Best(np.zeros(2), np.zeros(0, dtype=ctx.states[0].values.dtype), np.ones(1))
+    g, kg, sched, states, accs = ctx.graph, ctx.kernel, ctx.sched, ctx.states, ctx.accs
+
+    def advance(c: int, n: int, collect: bool) -> None:
+        run_chain(g, kg, states[c], sched, accs[c], unused, n, collect)
+
+    return ChainMoves(advance)
+
+
 # ---------------------------------------------------------------------------------------------
 # input checks shared with annealing
 
@@ -157,6 +211,33 @@ def check_sites(graph: FactorGraph, sites: object | None) -> np.ndarray:
     if (seen > 1).any():
         raise InferenceError(f"sites: variable {int(np.flatnonzero(seen > 1)[0])} is listed twice")
     return s.astype(np.int32)
+
+
+class CheckedTargets(NamedTuple):
+    targets: np.ndarray  # int64, as given
+    sites: np.ndarray  # int32
+    uniq: np.ndarray  # distinct targets, sorted
+    inverse: np.ndarray  # targets = uniq[inverse]
+    is_ev: np.ndarray  # bool per uniq
+    live: np.ndarray  # non-evidence distinct targets
+
+
+def check_targets(graph: FactorGraph, targets: object, sites: object | None) -> CheckedTargets:
+    """Targets in range; every non-evidence target among the (checked) sites."""
+    tg = _int_array("targets", targets)
+    bad = (tg < 0) | (tg >= graph.n_vars)
+    if bad.any():
+        raise InferenceError(f"targets: variable id {int(tg[bad][0])} is out of range (graph has {graph.n_vars})")
+    sites_arr = check_sites(graph, sites)
+    uniq, inverse = np.unique(tg, return_inverse=True)
+    is_ev = graph.evidence[uniq] >= 0
+    live = uniq[~is_ev]
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites_arr] = True
+    missing = live[~in_sites[live]]
+    if missing.size:
+        raise InferenceError(f"target variable {int(missing[0])} is neither evidence nor among the sampled sites")
+    return CheckedTargets(tg, sites_arr, uniq, inverse, is_ev, live)
 
 
 def make_schedule(sites: np.ndarray, scan: str, selection: tuple[np.ndarray, np.ndarray] | None) -> Schedule:
@@ -258,6 +339,7 @@ def run_gibbs(
     on_round: Callable[[RoundInfo], None] | None = None,
     kernel: KernelGraph | None = None,
     deadline: float | None = None,
+    moves: Moves = Moves(),
 ) -> GibbsResult:
     """Estimate the marginals of ``targets`` by single-site Gibbs sampling.
 
@@ -269,25 +351,17 @@ def run_gibbs(
     them with a cached graph); the graph was validated when they were made. ``deadline``: a
     `time.perf_counter()` instant the whole run (burn-in included) must end by, like
     ``config.time_limit`` but set by a caller that already spent part of the budget.
+    ``moves``: what one step of a chain is (`Moves`; default single-site Gibbs updates);
+    `mixing.run_mixing` passes block moves and replica exchange here, so rounds, stopping,
+    estimates and warnings are the same for every move.
     """
     config = config.check()
     if kernel is None:
         validate(graph)
     t0 = time.perf_counter()
-    tg = _int_array("targets", targets)
-    bad = (tg < 0) | (tg >= graph.n_vars)
-    if bad.any():
-        raise InferenceError(f"targets: variable id {int(tg[bad][0])} is out of range (graph has {graph.n_vars})")
-    sites_arr = check_sites(graph, sites)
-    uniq, inverse = np.unique(tg, return_inverse=True)
-    is_ev = graph.evidence[uniq] >= 0
-    live = uniq[~is_ev]
-    in_sites = np.zeros(graph.n_vars, dtype=bool)
-    in_sites[sites_arr] = True
-    missing = live[~in_sites[live]]
-    if missing.size:
-        raise InferenceError(f"target variable {int(missing[0])} is neither evidence nor among the sampled sites")
+    tg, sites_arr, uniq, inverse, is_ev, live = check_targets(graph, targets, sites)
     sched = make_schedule(sites_arr, config.scan, selection)
+    unit = max(int(moves.unit), 1)
 
     card_u = graph.cardinality[uniq].astype(np.int64)
     kmax_t = int(card_u.max()) if uniq.size else 2
@@ -298,7 +372,7 @@ def run_gibbs(
     fixed = config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
     steps_target = config.steps
     if steps_target is None and config.tolerance is None and config.time_limit is None and deadline is None:
-        steps_target = max(config.default_sweeps * n_sites, 10_000)
+        steps_target = max(config.default_sweeps * max(n_sites, unit), 10_000)
         fixed = True
     # Burn-in: an explicit count, steps/10 of a fixed run, or else (a run the budget ends) the
     # leading `BURN_IN_SHARE` of whatever was run, dropped at the end in whole batches.
@@ -308,7 +382,7 @@ def run_gibbs(
     elif fixed:
         burn_in = steps_target // 10
     else:
-        burn_in, share = 0, BURN_IN_SHARE
+        burn_in, share = int(moves.burn_in), BURN_IN_SHARE
     if n_sites == 0 or n_live == 0:
         steps_target, burn_in, fixed, share = 0, 0, True, 0.0
     stop_at = None
@@ -340,7 +414,7 @@ def run_gibbs(
         rsums = np.zeros((chains, n_live, kmax_t))
         rcounts = np.zeros((chains, n_live), dtype=np.int64)
         accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
-        unused = Best(np.zeros(2), np.zeros(0, dtype=states[0].values.dtype), np.ones(1))
+        step = (moves.start or _single_site)(MoveContext(graph, kg, sched, states, accs, config.seed))
         store = BatchStore(chains, n_live, kmax_t)
         keep_trace = n_live <= TRACE_MAX_TARGETS
         trace_every = 1
@@ -350,8 +424,8 @@ def run_gibbs(
         # The round schedule depends on the graph and the options alone, never on the clock, so
         # the sample sequence is a function of the seed; the clock only decides after which
         # round a run stops (a round cut short by the deadline is discarded).
-        round_len = _round_length(fixed, steps_target, n_sites, n_live, 2 * store.slots)
-        chunk = min(round_len, _FIRST_CHUNK) if stop_at is not None else round_len
+        round_len = _whole(_round_length(fixed, steps_target, n_sites, n_live, 2 * store.slots), unit)
+        chunk = _whole(min(round_len, _FIRST_CHUNK), unit) if stop_at is not None else round_len
         max_se = float("nan")
 
         def run_round(n: int, collect: bool) -> bool:
@@ -367,26 +441,28 @@ def run_gibbs(
             while left > 0:
                 m = min(left, chunk)
                 tr = time.perf_counter()
-                pool.map(run_chain, [(graph, kg, states[c], sched, accs[c], unused, m, collect) for c in range(chains)])
+                pool.map(step.advance, [(c, m, collect) for c in range(chains)])
                 now = time.perf_counter()
                 left -= m
                 if stop_at is not None:
                     dt = now - tr
                     # chunks (not rounds) follow the clock, to check the deadline every ~50 ms
-                    chunk = int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), round_len))
+                    chunk = min(_whole(int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), round_len)), unit), round_len)
                     if now >= stop_at and left > 0:
                         return False
             return True
 
         try:
             while burned < burn_in:
-                n = min(round_len, burn_in - burned)
+                n = _whole(min(round_len, burn_in - burned), unit)
                 if stop_at is not None and time.perf_counter() >= stop_at:
                     stopped_by = "time"
                     break
                 if not run_round(n, False):
+                    _end_round(step, "cut")
                     stopped_by = "time"
                     break
+                _end_round(step, "burn_in")
                 burned += n
                 if on_round is not None:
                     on_round(RoundInfo(steps=burned, burn_in=True, max_stderr=float("nan"), elapsed=time.perf_counter() - t0))
@@ -394,7 +470,7 @@ def run_gibbs(
                     stopped_by = "time"
                     break
             while not stopped_by:
-                n = round_len if steps_target is None else min(round_len, steps_target - done)
+                n = round_len if steps_target is None else _whole(min(round_len, steps_target - done), unit)
                 if n <= 0:
                     stopped_by = "steps"
                     break
@@ -402,8 +478,10 @@ def run_gibbs(
                     stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
                     break
                 if not run_round(n, True):
+                    _end_round(step, "cut")
                     stopped_by = "time"
                     break
+                _end_round(step, "kept")
                 done += n
                 rounds_done += 1
                 store.add_round(rsums, rcounts)
@@ -493,6 +571,16 @@ def run_gibbs(
         warnings=tuple(warnings),
         trace=trace,
     )
+
+
+def _whole(n: int, unit: int) -> int:
+    """n rounded up to a positive multiple of unit (0 stays 0: nothing left to do)."""
+    return 0 if n <= 0 else -(-n // unit) * unit
+
+
+def _end_round(step: ChainMoves, phase: str) -> None:
+    if step.end_round is not None:
+        step.end_round(phase)
 
 
 def _round_length(fixed: bool, steps: int | None, n_sites: int, n_live: int, batches: int) -> int:

@@ -24,6 +24,7 @@ from pdbq.answers.engine import auto_decision, run_length_text
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
 from pdbq.errors import PdbqError
 from pdbq.inference.influence import trail_scores
+from pdbq.inference.move_choice import choose_moves
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method, ProbQuery
 
@@ -80,6 +81,8 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         rows.append(("induced width", "unknown (too large to order)" if decision.width < 0 else str(decision.width)))
         rows.append(("largest exact table", "n/a" if decision.table_size < 0 else f"{decision.table_size:,} entries"))
         rows.append(("estimated exact seconds", _fmt(decision.estimated_seconds)))
+    if free_q.size and method is not Method.EXACT and method is not Method.ANNEAL:
+        rows.append(("moves", _moves_row(graph, method, opts, plan.explicit, decision)))
     sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
     samples = free_q.size and (method in (Method.GIBBS, Method.QAM) or (method is Method.AUTO and decision.method != "EXACT"))
     if samples:
@@ -112,6 +115,21 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
     for note in plan.notes:
         rows.append(("note", note))
     return rows
+
+
+def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
+    """Which MCMC moves the chains would use and why (issue 18)."""
+    if method is Method.AUTO and decision is not None and decision.method == "EXACT":
+        return "none: exact elimination"
+    if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
+        return "AUTO: " + choose_moves(graph, block_table=opts.block_table).reason
+    parts = []
+    if opts.blocks != "off":
+        size = "as large as the table budget allows" if opts.blocks == "auto" else f"at most {opts.blocks} variables"
+        parts.append(f"exact block moves (blocks {size}, clique tables <= {opts.block_table:,} entries)")
+    if opts.tempering > 1:
+        parts.append(f"replica exchange with {opts.tempering} copies per chain")
+    return "; ".join(parts) if parts else "single-site moves"
 
 
 def _analysis_rows(db, plan: Plan) -> list[tuple[str, str]]:

@@ -51,6 +51,9 @@ class QueryOptions:
     exact_budget: float = DEFAULT_EXACT_BUDGET  # AUTO: exact whenever its estimated time is at most this (s)
     temperature: float = 2.0  # ANNEAL: start temperature
     cooling: float | None = None  # ANNEAL: geometric factor per sweep (None: reach 0.01 at the end)
+    tempering: int = 1  # GIBBS/QAM: copies per chain for replica exchange (1: off)
+    blocks: str | int = "off"  # GIBBS/QAM: exact block moves: 'off' | 'auto' | max variables per block
+    block_table: int = 2**10  # GIBBS/QAM: largest clique table of a block (entries)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, Any]], defaults: Mapping[str, Any] | None = None) -> "QueryOptions":
@@ -92,6 +95,9 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "exact_budget": ("float", 0, True, "AUTO: seconds of exact inference accepted (default 5)"),
     "temperature": ("float", 0, False, "ANNEAL start temperature"),
     "cooling": ("float", 0, False, "ANNEAL temperature factor per sweep (< 1)"),
+    "tempering": ("int", 1, True, "GIBBS/QAM: tempered copies per chain, replica exchange (1: off)"),
+    "blocks": ("blocks", None, True, "GIBBS/QAM: exact block moves: 'auto' | 'off' | max variables per block"),
+    "block_table": ("int", 2, True, "GIBBS/QAM: largest clique table of a block move (entries)"),
 }
 
 OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
@@ -100,9 +106,16 @@ OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
 def _coerce(name: str, value: Any) -> Any:
     kind, low, inclusive, _ = _SPECS[name]
     if value is None:
-        if name in ("chains", "selection", "epsilon", "power", "max_table", "exact_budget", "temperature"):
+        if name in ("chains", "selection", "epsilon", "power", "max_table", "exact_budget", "temperature", "tempering", "blocks",
+                    "block_table"):
             raise OptionError(f"option '{name}' cannot be NULL")
         return None
+    if kind == "blocks":
+        if isinstance(value, str) and value.lower() in ("auto", "off"):
+            return value.lower()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()) or value < 2:
+            raise OptionError(f"option 'blocks' must be 'auto', 'off' or a whole number of variables >= 2, got {value!r}")
+        return int(value)
     if kind == "choice":
         if not isinstance(value, str) or value.lower() not in SELECTIONS:
             raise OptionError(

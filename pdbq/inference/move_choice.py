@@ -1,0 +1,188 @@
+"""AUTO's choice of MCMC moves once exact elimination is out: single-site, blocks, tempering.
+
+Read from the graph's arrays alone (no tables built, so a million-variable graph pays
+microseconds): *walls* are zero entries in TABLE factors (single-site moves cannot cross them);
+*strong couplings* are factor weights of magnitude at least `STRONG_WEIGHT` (a ±1-valued factor
+then moves the log-odds of a flip by 2·|w| ≥ 4, enough to freeze single-site chains in clusters).
+Either one asks for exact block moves where the graph is small enough to cut into blocks
+(`MAX_BLOCK_VARS` free variables), else for replica exchange with `TEMPERING_COPIES` copies.
+
+The moves cost throughput, and plain chains often mix anyway (zero entries that no chain ever
+needs to cross, couplings that are strong but few), so `run_auto` first spends
+`PILOT_SHARE` of the budget on plain chains and keeps them unless their split R-hat says they
+do not mix (above `PILOT_RHAT` = 1.5: a short pilot's R-hat is noisy near 1.1, stuck chains
+give thousands or infinity); only then does the rest of the budget go to the chosen moves.
+
+>>> from pdbq.graph.builder import GraphBuilder
+>>> from pdbq.language.nodes import FactorFunction
+>>> b = GraphBuilder(); x, y = b.add_variables(2)
+>>> _ = b.add_factor(FactorFunction.TABLE, [x, y], table=[0.0, float("-inf"), float("-inf"), 0.0])
+>>> d = choose_moves(b.build())
+>>> d.mixing.blocks, d.mixing.tempering
+('auto', 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdbq.errors import InferenceError
+from pdbq.graph.layout import FactorGraph
+from pdbq.inference.config import GibbsConfig, MixingConfig
+from pdbq.inference.gibbs import GibbsResult, run_gibbs
+from pdbq.inference.mixing import block_set, describe_moves, run_mixing
+from pdbq.language.nodes import FactorFunction
+
+__all__ = ["MoveDecision", "choose_moves", "run_auto", "STRONG_WEIGHT", "MAX_BLOCK_VARS", "TEMPERING_COPIES",
+           "PILOT_SHARE"]
+
+PILOT_SHARE = 0.25
+BLOCK_SHARE = 0.9  # without walls, blocks are used when one holds this share of the free variables
+HOT_COPIES = 8
+# A short pilot's R-hat is noisy: 1.1 flags mixing chains now and then, while chains stuck in
+# different modes give R-hat in the thousands or infinity.
+PILOT_RHAT = 1.5
+
+STRONG_WEIGHT = 2.0
+MAX_BLOCK_VARS = 50_000
+TEMPERING_COPIES = 4
+
+
+@dataclass(frozen=True)
+class MoveDecision:
+    """The moves AUTO adds to its chains and why."""
+
+    mixing: MixingConfig
+    reason: str
+    walls: bool = False
+    strong: bool = False
+
+
+def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
+    """(any zero entry, largest spread max − min of one TABLE factor's finite log-entries)."""
+    # a one-variable table is a bias, not a coupling
+    is_table = (graph.function == int(FactorFunction.TABLE)) & (np.diff(graph.factor_offsets) >= 2)
+    if not is_table.any():
+        return False, 0.0
+    f = np.flatnonzero(is_table)
+    sizes = np.ones(f.shape[0], dtype=np.int64)
+    arity = np.diff(graph.factor_offsets)[f]
+    starts = graph.factor_offsets[f]
+    card = graph.cardinality.astype(np.int64)
+    for k in range(int(arity.max()) if arity.size else 0):
+        has = arity > k
+        sizes[has] *= card[graph.factor_vars[starts[has] + k]]
+    t = np.where(np.isfinite(graph.tables), graph.tables, np.nan)
+    offs = graph.table_offset[f]
+    if t.size == 0:
+        return walls, 0.0
+    idx = np.repeat(offs, sizes) + (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+    seg = np.repeat(np.arange(f.shape[0]), sizes)
+    walls = bool(np.isneginf(graph.tables[idx]).any())
+    vals = t[idx]
+    ok = ~np.isnan(vals)
+    if not ok.any():
+        return walls, 0.0
+    hi = np.full(f.shape[0], -np.inf)
+    lo = np.full(f.shape[0], np.inf)
+    np.maximum.at(hi, seg[ok], vals[ok])
+    np.minimum.at(lo, seg[ok], vals[ok])
+    spread = hi - lo
+    spread = spread[np.isfinite(spread)]
+    return walls, float(spread.max()) if spread.size else 0.0
+
+
+def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecision:
+    """Moves for AUTO's chains on ``graph`` (see the module docstring)."""
+    free = int(np.count_nonzero(graph.evidence < 0))
+    walls, spread = _table_spread(graph)
+    used = np.zeros(graph.weights.shape[0], dtype=bool)
+    not_table = graph.function != int(FactorFunction.TABLE)
+    used[graph.weight[not_table]] = True
+    used[graph.group_weight] = True
+    wmax = float(np.abs(graph.weights[used]).max()) if used.any() else 0.0
+    strong = wmax >= STRONG_WEIGHT or spread >= 2 * STRONG_WEIGHT
+    if not walls and not strong:
+        return MoveDecision(MixingConfig(), f"single-site moves (no zero entries; largest |weight| {wmax:.3g}, "
+                                            f"largest table spread {spread:.3g})")
+    what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})" if strong else ""
+    if walls:
+        what = "zero entries" + (" and " + what if what else "")
+    if free > MAX_BLOCK_VARS:
+        return MoveDecision(MixingConfig(tempering=TEMPERING_COPIES),
+                            f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
+                            f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
+                            walls, strong)
+    return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
+                        f"exact block moves if plain chains do not mix: {what}", walls, strong)
+
+
+def run_auto(
+    graph: FactorGraph,
+    targets: np.ndarray,
+    config: GibbsConfig,
+    moves: MoveDecision,
+    *,
+    blocks: Callable[[MixingConfig], list] | None = None,
+    deadline: float | None = None,
+    **kw,
+) -> tuple[GibbsResult, str]:
+    """AUTO's sampling run: plain chains, or a plain pilot then the moves of ``moves`` when the
+    pilot's R-hat flags non-mixing (module docstring). The budget (``time_limit`` and the
+    ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
+    gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
+    sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
+    if not moves.mixing.active:
+        return run_gibbs(graph, targets, config, deadline=deadline, **kw), moves.reason
+    pilot_cfg, pilot_deadline = config, None
+    if config.time_limit is not None:
+        pilot_cfg = dataclasses.replace(pilot_cfg, time_limit=PILOT_SHARE * config.time_limit)
+    if deadline is not None:
+        now = time.perf_counter()
+        pilot_deadline = now + PILOT_SHARE * max(deadline - now, 0.0)
+    timed = config.time_limit is not None or deadline is not None
+    total = config.steps if config.steps is not None else 10_000
+    if config.steps is not None or not timed:
+        pilot_cfg = dataclasses.replace(pilot_cfg, steps=max(1, math.ceil(PILOT_SHARE * total)))
+    pilot = run_gibbs(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
+    rest = config
+    if config.time_limit is not None:
+        rest = dataclasses.replace(rest, time_limit=max(config.time_limit - pilot.seconds, 1e-3))
+    if config.steps is not None or not timed:
+        rest = dataclasses.replace(rest, steps=max(1, total - pilot_cfg.steps))
+    rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
+    if np.isfinite(rhat) and rhat <= PILOT_RHAT:
+        if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
+            # the pilot mixed and already reached the tolerance: it is the answer
+            return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
+        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
+        return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+    mixing = moves.mixing
+    cached = None
+    why = ""
+    if mixing.uses_blocks:
+        try:
+            cached = blocks(mixing) if blocks is not None else block_set(graph, mixing, targets)
+        except InferenceError as e:
+            mixing = MixingConfig(tempering=TEMPERING_COPIES)
+            why = f"no exact blocks ({e}); replica exchange instead"
+        else:
+            free = max(int(np.count_nonzero(graph.evidence < 0)), 1)
+            largest = max((b.size for b in cached), default=0)
+            if not moves.walls and largest < BLOCK_SHARE * free:
+                # strong couplings across every block boundary (a dense bipartite core): blocks
+                # cannot flip a whole mode; hot copies can
+                mixing, cached = MixingConfig(tempering=HOT_COPIES), None
+                why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
+                       f"so replica exchange ({HOT_COPIES} copies) instead")
+    r = run_mixing(graph, targets, rest, mixing, blocks=cached, deadline=deadline, **kw)
+    verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
+               else "gave no split R-hat (too few updates in its share of the budget)")
+    return r, (f"{moves.reason}; a plain pilot {verdict}: "
+               + (why + "; " if why else "") + describe_moves(r))
