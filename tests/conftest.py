@@ -63,6 +63,17 @@ CREATE TABLE tokens AS SELECT * FROM range(4) t(id);
 CREATE TABLE words AS SELECT * FROM (VALUES (0, 'Bart'), (1, 'Simpson'), (2, 'in'), (3, 'Springfield')) t(token, word);
 """
 
+# Five names, two near-duplicate pairs: a DOMAIN CLUSTER relation whose MAP clustering is
+# {1, 2}, {3, 4}, {5} (cluster queries, subsampling, distributed rounds).
+NAMES_CLUSTER_SQL = """
+CREATE TABLE r AS SELECT * FROM (VALUES (1, 'anna smith'), (2, 'anna smyth'), (3, 'bob jones'),
+    (4, 'bob jonas'), (5, 'carl')) t(id, name);
+CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
+    FROM r a JOIN r b ON a.id < b.id;
+CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
+CREATE RULE aff WEIGHT = 10 * (sim - 0.85) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
+"""
+
 
 @pytest.fixture
 def movies_db():

@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import NAMES_CLUSTER_SQL
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -170,14 +171,7 @@ def test_sql_map_query_runs_distributed_rounds():
     import pdbq
 
     db = pdbq.connect()
-    db.execute("""
-        CREATE TABLE r AS SELECT * FROM (VALUES (1, 'anna smith'), (2, 'anna smyth'), (3, 'bob jones'),
-            (4, 'bob jonas'), (5, 'carl')) t(id, name);
-        CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
-            FROM r a JOIN r b ON a.id < b.id;
-        CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
-        CREATE RULE aff WEIGHT = 10 * (sim - 0.85) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
-    """)
+    db.execute(NAMES_CLUSTER_SQL)
     q = "SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4)"
     first = db.execute(q).fetchall()
     assert first == db.execute(q).fetchall() == [(1, 1), (2, 1), (3, 3), (4, 3), (5, 5)]

@@ -98,9 +98,9 @@ def test_auto_splits_a_deadline_between_pilot_and_moves():
     g = _walled()
     cfg = GibbsConfig(seed=2, tolerance=1e-9, steps=10**9)  # only the deadline can end these runs
     t = time.perf_counter()
-    r, why = run_auto(g, np.array([0, 1]), cfg, choose_moves(g), deadline=t + 1.0)
+    r, why = run_auto(g, np.array([0, 1]), cfg, choose_moves(g), deadline=t + 3.0)
     assert "did not mix" in why and "exact block" in why
     # the moves got what the pilot left (a deadline overrun is at most a ~50 ms chunk; slack for load)
-    assert r.steps > 0 and time.perf_counter() - t < 1.0 + 1.0
+    assert r.steps > 0 and time.perf_counter() - t < 3.0 + 1.0
     exact = exact_marginals(g).marginals[[0, 1]]
     assert np.all(np.abs(r.marginals - exact) <= 4 * r.stderr + 0.01)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import NAMES_CLUSTER_SQL
 
 from pdbq.coref.layout import pair_graph
 from pdbq.errors import OptionError
@@ -253,14 +254,7 @@ def test_sql_cluster_query_takes_the_subsample_options():
     from pdbq.errors import OptionError as _OptionError
 
     db = pdbq.connect()
-    db.execute("""
-        CREATE TABLE r AS SELECT * FROM (VALUES (1, 'anna smith'), (2, 'anna smyth'), (3, 'bob jones'),
-            (4, 'bob jonas'), (5, 'carl')) t(id, name);
-        CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
-            FROM r a JOIN r b ON a.id < b.id;
-        CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
-        CREATE RULE aff WEIGHT = 10 * (sim - 0.85) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
-    """)
+    db.execute(NAMES_CLUSTER_SQL)
     exact = db.execute("SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id")
     for opts, label in [("subsample = 0.5", "p=0.5"), ("subsample = 'confidence', interval = 2", "i=2")]:
         r = db.execute(f"SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH ({opts})")

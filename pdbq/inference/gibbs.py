@@ -513,10 +513,11 @@ def run_gibbs(
             pool.close()
 
         ks, kc, dropped_rounds = store.kept(share)
-        _check_hard(graph, states)
         dropped = dropped_rounds * round_len
         counts = kc.sum(axis=(0, 1))
         if done - dropped > 0:
+            # only a chain that ran can be blamed for its state (no kept sample: NaN and a warning)
+            _check_hard(graph, states)
             est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
             ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
             # beyond a target's cardinality there is nothing to estimate
