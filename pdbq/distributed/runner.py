@@ -154,9 +154,15 @@ def _run_round(client: Any, g: PairGraph, graph_future: Any, tasks: list[RoundTa
     ``retries`` times. Errors of the tasks' own code propagate unchanged."""
     attempt = 0
     while True:
+        # one partition per worker, round-robin: left to itself Dask may queue two partitions on
+        # one single-threaded worker and run them one after the other. allow_other_workers keeps
+        # the pin a preference, so a partition whose worker died runs elsewhere.
+        addresses = sorted(client.scheduler_info()["workers"])
         futures = [
             client.submit(run_partition, graph_future, task, key=f"{key}-p{task.partition}-a{attempt}",
-                          retries=retries, pure=False)
+                          retries=retries, pure=False,
+                          workers=[addresses[task.partition % len(addresses)]] if addresses else None,
+                          allow_other_workers=True)
             for task in tasks
         ]
         try:
