@@ -262,6 +262,11 @@ def make_schedule(sites: np.ndarray, scan: str, selection: tuple[np.ndarray, np.
     return Schedule(sites, mode, np.zeros(0), np.zeros(0, dtype=np.int32))
 
 
+class ImpossibleStateError(InferenceError):
+    """A chain ended in a world a hard constraint forbids (see `_check_hard`): its samples are no
+    answer. AUTO's pilot catches it and moves on to block moves that cross such walls."""
+
+
 def _check_hard(graph: FactorGraph, states) -> None:
     """A chain whose last state still breaks a hard constraint never reached a world of positive
     probability (its hard penalty outweighs every soft weight, so once there it stays): its
@@ -269,7 +274,7 @@ def _check_hard(graph: FactorGraph, states) -> None:
     for c, st in enumerate(states):
         f = violated_table_factor(graph, st.values)
         if f >= 0:
-            raise InferenceError(
+            raise ImpossibleStateError(
                 f"chain {c} found no world of positive probability: its last state still violates the hard "
                 f"constraint of factor {f} (a 0 entry of an imported table); the evidence may be impossible. "
                 "Use EXACT to decide, or start more chains"

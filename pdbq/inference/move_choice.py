@@ -35,7 +35,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.gibbs import GibbsResult, run_gibbs
+from pdbq.inference.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
 from pdbq.language.nodes import FactorFunction
 
@@ -150,13 +150,21 @@ def run_auto(
     total = config.steps if config.steps is not None else 10_000
     if config.steps is not None or not timed:
         pilot_cfg = dataclasses.replace(pilot_cfg, steps=max(1, math.ceil(PILOT_SHARE * total)))
-    pilot = run_gibbs(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
+    t_pilot = time.perf_counter()
+    try:
+        pilot = run_gibbs(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
+    except ImpossibleStateError:
+        pilot = None  # a plain chain stuck behind a zero-probability wall: the moves must cross it
+    pilot_seconds = pilot.seconds if pilot is not None else time.perf_counter() - t_pilot
     rest = config
     if config.time_limit is not None:
-        rest = dataclasses.replace(rest, time_limit=max(config.time_limit - pilot.seconds, 1e-3))
+        rest = dataclasses.replace(rest, time_limit=max(config.time_limit - pilot_seconds, 1e-3))
     if config.steps is not None or not timed:
         rest = dataclasses.replace(rest, steps=max(1, total - pilot_cfg.steps))
-    rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
+    if pilot is None:
+        rhat = float("inf")
+    else:
+        rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
     if np.isfinite(rhat) and rhat <= PILOT_RHAT:
         if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
             # the pilot mixed and already reached the tolerance: it is the answer
@@ -182,7 +190,11 @@ def run_auto(
                 why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
                        f"so replica exchange ({HOT_COPIES} copies) instead")
     r = run_mixing(graph, targets, rest, mixing, blocks=cached, deadline=deadline, **kw)
-    verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
-               else "gave no split R-hat (too few updates in its share of the budget)")
+    if pilot is None:
+        verdict = "ended in a world a hard constraint forbids (a zero-probability wall)"
+    elif not np.isnan(rhat):
+        verdict = f"did not mix (split R-hat {rhat:.3g})"
+    else:
+        verdict = "gave no split R-hat (too few updates in its share of the budget)"
     return r, (f"{moves.reason}; a plain pilot {verdict}: "
                + (why + "; " if why else "") + describe_moves(r))
