@@ -31,7 +31,7 @@ from numba import njit
 
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 
-__all__ = ["subgraph", "within", "contract", "dense_groups", "affine_groups"]
+__all__ = ["subgraph", "within", "contract", "dense_groups", "affine_groups", "find_root"]
 
 
 def _rows(g: PairGraph) -> np.ndarray:
@@ -97,7 +97,8 @@ def contract(g: PairGraph, groups: np.ndarray, shift: float = 0.0) -> tuple[Pair
 
 
 @njit(cache=True)
-def _find(parent, x):
+def find_root(parent, x):
+    """The root of x in a union-find forest (path halving)."""
     while parent[x] != x:
         parent[x] = parent[parent[x]]
         x = parent[x]
@@ -111,12 +112,12 @@ def _affine_union(indptr, nbr, score, ent, shift, parent):
         for e in range(indptr[m], indptr[m + 1]):
             j = nbr[e]
             if j > m and ent[j] != ent[m] and score[e] + shift > 0.0:
-                a = _find(parent, ent[m])
-                b = _find(parent, ent[j])
+                a = find_root(parent, ent[m])
+                b = find_root(parent, ent[j])
                 if a != b:
                     parent[max(a, b)] = min(a, b)
     for x in range(parent.shape[0]):
-        parent[x] = _find(parent, x)
+        parent[x] = find_root(parent, x)
 
 
 def affine_groups(g: PairGraph, labels: np.ndarray, shift: float, max_size: int | None = None) -> tuple[np.ndarray, int]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from pdbq.coref.contract import find_root as _find
 from pdbq.coref.layout import PairGraph, validate_pair_graph
 from pdbq.errors import InferenceError, OptionError
 from pdbq.inference.entity_moves import (
@@ -161,14 +162,6 @@ def _stable(label):
             first[e] = m
         out[m] = first[e]
     return out
-
-
-@njit(cache=True)
-def _find(parent, x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
 
 
 @njit(cache=True)

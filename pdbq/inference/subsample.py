@@ -171,21 +171,29 @@ def exact_sum(score, edges, signs, k):
     return total
 
 
+@njit(cache=True, inline="always")
+def _draw(score, edges, signs, k, r, rng):
+    """(rng, signed score) of a factor drawn uniformly from positions r..k-1, swapped into
+    position r (one step of a partial Fisher–Yates shuffle: sampling without replacement)."""
+    rng = next_state(rng)
+    q = r + bounded(rng, k - r)
+    e = edges[q]
+    edges[q] = edges[r]
+    edges[r] = e
+    s = signs[q]
+    signs[q] = signs[r]
+    signs[r] = s
+    return rng, s * score[e]
+
+
 @njit(cache=True)
 def uniform_sum(score, edges, signs, k, m, rng):
     """(rng, k/m · Σ over m factors drawn without replacement): a partial Fisher–Yates shuffle
     of edges/signs[:k] in place, so the sampled factors end up in positions 0..m-1."""
     total = 0.0
     for r in range(m):
-        rng = next_state(rng)
-        q = r + bounded(rng, k - r)
-        e = edges[q]
-        edges[q] = edges[r]
-        edges[r] = e
-        s = signs[q]
-        signs[q] = signs[r]
-        signs[r] = s
-        total += s * score[e]
+        rng, x = _draw(score, edges, signs, k, r, rng)
+        total += x
     return rng, total * (k / m)
 
 
@@ -199,15 +207,7 @@ def sequential_sum(score, edges, signs, k, rng, interval, decide, mu0):
     m2 = 0.0
     c = 0
     for r in range(k):
-        rng = next_state(rng)
-        q = r + bounded(rng, k - r)
-        e = edges[q]
-        edges[q] = edges[r]
-        edges[r] = e
-        s = signs[q]
-        signs[q] = signs[r]
-        signs[r] = s
-        x = s * score[e]
+        rng, x = _draw(score, edges, signs, k, r, rng)
         c = r + 1
         d = x - mean
         mean += d / c
