@@ -137,6 +137,10 @@ def _gold_source(text: str) -> exp.Expression:
         raise OptionError(f"option 'gold' is neither a query nor a table name: {e}") from None
 
 
+def _key(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def _gold_labels(con, v: CreateVariable, text: str, keys: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Dense gold entity per mention (keys in mention order); LearningError for missing mentions."""
     key = v.columns[0]
@@ -165,14 +169,14 @@ def _gold_labels(con, v: CreateVariable, text: str, keys: np.ndarray) -> tuple[n
     if vid.size != keys.size:
         dup = np.flatnonzero(np.bincount(vid, minlength=keys.size) > 1)
         raise LearningError(
-            f"the gold clustering gives mention {keys[dup[0]]!r} of '{v.name}' more than one row; "
+            f"the gold clustering gives mention {_key(keys[dup[0]])!r} of '{v.name}' more than one row; "
             "give one gold entity per mention"
         )
     if missing.any():
         which = vid[missing]
         raise LearningError(
             f"the gold clustering has no entity for {int(missing.sum())} of {keys.size} mentions of '{v.name}' "
-            f"(e.g. key {keys[which[0]]!r}); every mention needs a gold entity"
+            f"(e.g. key {_key(keys[which[0]])!r}); every mention needs a gold entity"
         )
     labels = np.empty(keys.size, dtype=object)
     labels[vid] = np.ma.filled(ent, None)
