@@ -166,3 +166,17 @@ def test_cluster_rule_without_groundings(db):
     db.execute("CREATE RULE empty WEIGHT ? * s FUNCTION EQUAL AS entity(a) = entity(b) :- nopairs(a, b, s)")
     with pytest.raises(LearningError, match="no groundings"):
         db.execute(f"LEARN WEIGHTS FOR empty USING SAMPLERANK WITH ({GOLD})")
+
+
+def test_plain_learn_weights_skips_cluster_rules(db):
+    """Without FOR and gold, LEARN WEIGHTS learns the ordinary rules (SGD) and leaves the cluster
+    rules alone; with gold it learns the cluster rules; each is its own version."""
+    db.duckdb.execute("CREATE TABLE flags AS SELECT id, id % 3 = 0 AS f FROM mentions")
+    db.execute("CREATE VARIABLE flag(id BIGINT) DOMAIN BOOLEAN FROM (SELECT id FROM flags) EVIDENCE (SELECT id, f FROM flags)")
+    db.execute("CREATE RULE flagw WEIGHT ? AS flag(i) :- flags(i, _)")
+    row = db.execute("LEARN WEIGHTS WITH (epochs = 5)").arrow().to_pylist()[0]
+    assert row["rules"] == "flagw" and row["method"] == "SGD"
+    assert set(_weights(db)) == {("flagw", None)}
+    row = db.execute(f"LEARN WEIGHTS USING SAMPLERANK WITH ({GOLD}, epochs = 5)").arrow().to_pylist()[0]
+    assert row["rules"] == "bias, noisew, simw" and row["version"] == 2
+    assert {k[0]: v[1] for k, v in _weights(db).items()} == {"flagw": 1, "bias": 2, "noisew": 2, "simw": 2}
