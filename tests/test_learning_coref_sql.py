@@ -125,6 +125,10 @@ def test_cancel_and_time_limit_keep_weights(db):
     assert row["interrupted"] and row["epochs"] < 400
     assert any("stopped after" in x for x in r.diagnostics["warnings"])
     assert _weights(db)[("simw", None)][0] > 0  # stored and used
+    r = db.execute(f"LEARN WEIGHTS USING SAMPLERANK WITH ({GOLD}, epochs = 400, time_limit = 0.001, seed = 1)")
+    row = r.arrow().to_pylist()[0]
+    assert row["interrupted"] and row["epochs"] < 400 and row["version"] == 2
+    assert any("time_limit reached" in x for x in r.diagnostics["warnings"])
 
 
 def _unchanged(db, sql: str, error, match: str) -> None:
