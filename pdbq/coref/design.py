@@ -160,7 +160,11 @@ def cluster_design(
             x = np.asarray(res["x"], dtype=np.float64)
             if x.size and not np.all(np.isfinite(x)):
                 raise GroundingError(f"rule '{rule.name}': the weight's feature is not finite for some pair")
-            ties = [None if (t is None or t is np.ma.masked) else str(t) for t in np.ma.asarray(res["tie"], dtype=object).tolist()]
+            if c.tie_columns:  # a JSON text per grounding, never NULL (a NULL value is written null)
+                distinct, inverse = np.unique(np.asarray(res["tie"], dtype=object).astype(str), return_inverse=True)
+                ties = ([str(t) for t in distinct], inverse.reshape(-1).astype(np.int64))
+            else:
+                ties = ([None], np.zeros(x.size, np.int64))
             learn.append((normalize(rule.name), rule, np.asarray(res["a"], np.int64), np.asarray(res["b"], np.int64),
                           ties, x, np.asarray(res["k"], np.int64)))
         else:
@@ -199,16 +203,13 @@ def cluster_design(
     gp, gk, gx = [], [], []
     for name, rule, la, lb, ties, x, k in learn:
         learned = latest_values(con, name, definition_hash(rule))
-        distinct = sorted(set(ties), key=lambda t: (t is not None, t or ""))
-        if rule.weight.kind is WeightKind.LEARNABLE and not distinct:
-            distinct = [None]  # a rule without groundings still has its one weight
+        distinct, inverse = ties  # a LEARNABLE rule has its one weight even without groundings
         base = len(weights)
-        index = {t: base + i for i, t in enumerate(distinct)}
         for t in distinct:
             weights.append((name, t))
             values.append(learned.get(t, float(rule.weight.value)))
-        ks = np.array([index[t] for t in ties], dtype=np.int64)
-        groundings.extend(np.bincount(ks - base, weights=k, minlength=len(distinct)).astype(np.int64).tolist())
+        ks = base + inverse
+        groundings.extend(np.bincount(inverse, weights=k, minlength=len(distinct)).astype(np.int64).tolist())
         gp.append(np.searchsorted(pkey, la * n + lb))
         gk.append(ks)
         gx.append(x)
