@@ -104,8 +104,11 @@ def test_definition_errors(db):
         db.execute("CREATE VARIABLE e2(a BIGINT, b BIGINT) DOMAIN CLUSTER FROM (SELECT id, id FROM records)")
     with pytest.raises(CatalogError, match="only as"):
         db.execute("CREATE RULE r2 WEIGHT 1.0 AS entity(^a) = 1 :- records(a, n)")
-    with pytest.raises(CatalogError, match="learnable"):
-        db.execute("CREATE RULE r3 WEIGHT ? FUNCTION EQUAL AS entity(a) = entity(b) :- pairs(a, b, s)")
+    with pytest.raises(CatalogError, match="supported on DOMAIN CLUSTER pair rules only"):
+        db.execute("CREATE VARIABLE flag(id BIGINT) DOMAIN BOOLEAN FROM (SELECT id FROM records)")
+        db.execute("CREATE RULE r3 WEIGHT ? * n AS flag(a) :- records(a, n)")
+    with pytest.raises(CatalogError, match="r4.*numeric"):
+        db.execute("CREATE RULE r4 WEIGHT ? * 'x' FUNCTION EQUAL AS entity(a) = entity(b) :- pairs(a, b, s)")
     with pytest.raises(pdbq.ParseError, match="CLUSTER"):
         db.execute("CREATE VARIABLE e3(id BIGINT) DOMAIN CLUSTERS FROM (SELECT id FROM records)")
 

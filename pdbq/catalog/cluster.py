@@ -5,7 +5,9 @@ stored evidence, and enters rules only as the two sides of an EQUAL head over ca
 
     CREATE RULE affinity WEIGHT = <expr> FUNCTION EQUAL AS entity(a) = entity(b) :- pairs(a, b, ...)
 
-with a constant or per-pair (`= expr`) weight and observed body atoms only.
+with a constant, per-pair (`= expr`) or learnable (`?`, `?(syms)`, either optionally `* feature`)
+weight and observed body atoms only. A learnable weight times a feature is a cluster-rule form
+(coreference SampleRank learns it, docs/learning.md); ordinary rules refuse it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def check_cluster_rule(node: CreateRule, variables: Mapping[str, CreateVariable]
     atoms = list(node.head.atoms) + list(node.body)
     cluster = [a for a in atoms if normalize(a.relation) in variables and is_cluster(variables[normalize(a.relation)])]
     if not cluster:
+        if node.weight.kind in (WeightKind.LEARNABLE, WeightKind.TIED) and node.weight.expression is not None:
+            raise CatalogError(
+                f"{what}: a learnable weight times a feature (WEIGHT ? * expr) is supported on DOMAIN CLUSTER pair "
+                "rules only; write WEIGHT ? or WEIGHT ?(symbols) here"
+            )
         return
     shape = "FUNCTION EQUAL AS entity(a) = entity(b) :- pairs(a, b, ...)"
     if node.head.kind is not HeadKind.EQUAL or node.function is not FactorFunction.EQUAL:
@@ -49,5 +56,3 @@ def check_cluster_rule(node: CreateRule, variables: Mapping[str, CreateVariable]
     random_body = [a for a in node.body if normalize(a.relation) in variables]
     if random_body:
         raise CatalogError(f"{what}: a cluster rule's body must be observed tables only (the candidate pairs), not '{random_body[0].relation}'")
-    if node.weight.kind not in (WeightKind.CONSTANT, WeightKind.EXPRESSION):
-        raise CatalogError(f"{what}: cluster rules take a constant or per-pair (= expr) weight; learnable weights are not supported yet")

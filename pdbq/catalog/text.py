@@ -68,10 +68,11 @@ def rule_sql(rule: CreateRule) -> str:
 
 
 def weight_sql(weight: Weight) -> str:
+    feature = f" * {weight.expression}" if weight.expression is not None else ""
     if weight.kind is WeightKind.LEARNABLE:
-        return "?"
+        return "?" + feature
     if weight.kind is WeightKind.TIED:
-        return f"?({', '.join(weight.symbols)})"
+        return f"?({', '.join(weight.symbols)})" + feature
     if weight.kind is WeightKind.EXPRESSION:
         return f"= {weight.expression}"
     return repr(float(weight.value))

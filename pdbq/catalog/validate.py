@@ -26,7 +26,7 @@ from pdbq.catalog.names import (
     relation_columns,
     table_expr,
 )
-from pdbq.catalog.text import atom_sql
+from pdbq.catalog.text import atom_sql, weight_sql
 from pdbq.catalog.cluster import check_cluster_rule, check_cluster_variable
 from pdbq.errors import CatalogError, EvidenceError, suggest
 from pdbq.language.nodes import (
@@ -576,6 +576,11 @@ def check_rule(scope: Scope, node: CreateRule, *, check_name: bool = True) -> tu
             raise CatalogError(f"{what}: WEIGHT ?() names no symbols")
         weight_symbols = [s.lower() for s in weight.symbols]
         _require_bound(weight_symbols, bound, f"{what}: WEIGHT ?({', '.join(weight.symbols)})")
+    if weight.kind in (WeightKind.LEARNABLE, WeightKind.TIED) and weight.expression is not None:
+        label = f"{what}: WEIGHT {weight_sql(weight)}"
+        tree, feature_symbols = _expression_symbols(weight.expression, label)
+        _require_bound(feature_symbols, bound, label)
+        checks.append((label, tree, "weight"))
     elif weight.kind is WeightKind.EXPRESSION:
         label = f"{what}: WEIGHT = {weight.expression}"
         tree, weight_symbols = _expression_symbols(weight.expression or "", label)

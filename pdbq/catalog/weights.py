@@ -26,6 +26,7 @@ __all__ = [
     "record_version",
     "show_weights",
     "show_calibration",
+    "latest_values",
 ]
 
 LEARNING_TABLES = ("pdbq_weight_versions", "pdbq_learned_weights", "pdbq_calibration")
@@ -143,3 +144,20 @@ def show_calibration(con: duckdb.DuckDBPyConnection) -> pa.Table:
         """
     ).fetchall()
     return _table(_CALIBRATION_FIELDS, rows)
+
+
+def latest_values(con: duckdb.DuckDBPyConnection, rule: str, rule_hash: str) -> dict[str | None, float]:
+    """Tie (NULL for ``?``) -> the latest learned value of rule ``rule`` while its definition hash
+    is ``rule_hash`` (empty when never learned). Cluster rules read their weights from here (they
+    have no factor-store rows)."""
+    if not has_learning_schema(con):
+        return {}
+    rows = con.execute(
+        """
+        SELECT l.tie, l.value FROM pdbq_learned_weights l
+        WHERE l.rule = ? AND l.rule_hash = ?
+          AND l.version = (SELECT max(version) FROM pdbq_learned_weights m WHERE m.rule = l.rule AND m.rule_hash = l.rule_hash)
+        """,
+        [rule, rule_hash],
+    ).fetchall()
+    return {t: float(v) for t, v in rows}

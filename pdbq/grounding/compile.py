@@ -266,7 +266,11 @@ def compile_rule(
     if w.kind is WeightKind.EXPRESSION:
         expr = _substitute(name, w.expression or "", bindings, "weight expression")
         projections.append(exp.Cast(this=expr, to=exp.DataType.build("DOUBLE")).as_(ident("w")))
-    elif w.kind is WeightKind.TIED:
+    if w.kind in (WeightKind.LEARNABLE, WeightKind.TIED) and w.expression is not None:
+        # the feature a learnable weight multiplies (cluster rules, pdbq.coref.design)
+        expr = _substitute(name, w.expression, bindings, "weight feature")
+        projections.append(exp.Cast(this=expr, to=exp.DataType.build("DOUBLE")).as_(ident("f")))
+    if w.kind is WeightKind.TIED:
         for s in w.symbols:
             s = s.lower()
             if s not in bindings:

@@ -618,8 +618,8 @@ class PdbqDialect(DuckDB):
                     self._advance()
                     syms = self._pdbq_parse_list(lambda: self._pdbq_name("a symbol in WEIGHT ?(...)"))
                     self._pdbq_expect(TokenType.R_PAREN, "expected ')' after the tied symbols")
-                    return self.expression(PdbqWeight(this="TIED", expressions=syms))
-                return self.expression(PdbqWeight(this="LEARNABLE"))
+                    return self.expression(PdbqWeight(this="TIED", expressions=syms, expression=self._pdbq_parse_feature()))
+                return self.expression(PdbqWeight(this="LEARNABLE", expression=self._pdbq_parse_feature()))
             if tok.token_type == TokenType.EQ:
                 self._advance()
                 start = self._curr
@@ -632,6 +632,18 @@ class PdbqDialect(DuckDB):
             if value is None or not (value.is_number or isinstance(value, exp.Neg)):
                 self.raise_error("expected a number, ?, ?(symbols) or = expression after WEIGHT", tok)
             return self.expression(PdbqWeight(this="CONSTANT", expression=value))
+
+        def _pdbq_parse_feature(self) -> exp.Expr | None:
+            """``* expr`` after ``?`` / ``?(syms)``: the learnable weight multiplies this
+            per-grounding feature (the whole expression up to the next clause)."""
+            if not self._match(TokenType.STAR):
+                return None
+            start = self._curr
+            expr = self._parse_disjunction()
+            if expr is None:
+                self.raise_error("expected a feature expression after WEIGHT ? *", start or self._prev)
+            self._pdbq_reject_in_rule(expr, start)
+            return expr
 
         def _pdbq_parse_head(self) -> exp.Expr:
             first = self._pdbq_parse_atom(head=True)

@@ -105,7 +105,9 @@ class Weight:
     kind: WeightKind
     value: float = 1.0  # CONSTANT: the weight; LEARNABLE/TIED: the initial value
     symbols: tuple[str, ...] = ()  # TIED
-    expression: str | None = None  # EXPRESSION: DuckDB SQL over symbols
+    # EXPRESSION: DuckDB SQL over symbols; LEARNABLE/TIED: the feature the learnable weight
+    # multiplies (`WEIGHT ? * expr`, `WEIGHT ?(sym) * expr`; None: 1), cluster rules only
+    expression: str | None = None
 
 
 # ----------------------------------------------------------------------------- statements

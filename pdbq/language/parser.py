@@ -457,10 +457,13 @@ def _create_rule(tree: px.PdbqCreateRule, chunk: Chunk, text: str) -> CreateRule
         if not math.isfinite(value):
             raise _weight_range_error(tree.this.name, chunk, text)
         weight = Weight(WeightKind.CONSTANT, value)
-    elif weight_node.this == "LEARNABLE":
-        weight = Weight(WeightKind.LEARNABLE, 0.0)
-    elif weight_node.this == "TIED":
-        weight = Weight(WeightKind.TIED, 0.0, symbols=tuple(s.name.lower() for s in weight_node.expressions))
+    elif weight_node.this in ("LEARNABLE", "TIED"):
+        feature = weight_node.args.get("expression")
+        weight = Weight(
+            WeightKind(weight_node.this.lower()), 0.0,
+            symbols=tuple(s.name.lower() for s in weight_node.expressions or ()),
+            expression=None if feature is None else _sql(_lower_columns(feature)),
+        )
     else:
         weight = Weight(WeightKind.EXPRESSION, 1.0, expression=_sql(_lower_columns(weight_node.expression)))
 

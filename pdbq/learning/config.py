@@ -55,6 +55,12 @@ class LearnConfig:
         the walk follows the model or the objective. SampleRank's ``learning_rate`` defaults to
         1 (its updates are not per grounding) and ``epochs`` counts proposals per labelled
         variable.
+    gold, objective: cluster rules only (`pdbq.learning.coref_statement`): the table or query
+        giving each mention's gold entity (first column the mention key, second the entity), and
+        the ranking objective against it, ``'b3'`` (B³ F1, default) or ``'pairwise'`` (pairwise F1).
+        There ``epochs`` counts proposals per training mention, ``holdout`` a fraction of the gold
+        entities (or a query of mention keys), and ``optimizer``, ``learning_rate`` default to
+        ``'perceptron'`` and 0.01 (measured on Cora and Fodors–Zagats, docs/learning.md).
     """
 
     epochs: int = 100
@@ -76,6 +82,8 @@ class LearnConfig:
     optimizer: str = "adagrad"
     averaged: bool = True
     walk: str = "model"
+    gold: str | None = None
+    objective: str = "b3"
 
     def check(self) -> LearnConfig:
         def pos_int(name: str, allow_none: bool = False) -> None:
@@ -124,6 +132,10 @@ class LearnConfig:
             raise OptionError(f"option 'walk' must be 'model' or 'objective', got {self.walk!r}")
         if not isinstance(self.averaged, bool):
             raise OptionError(f"option 'averaged' must be TRUE or FALSE, got {self.averaged!r}")
+        if self.gold is not None and (not isinstance(self.gold, str) or not self.gold.strip()):
+            raise OptionError(f"option 'gold' must be a table name or a query (text), got {self.gold!r}")
+        if self.objective not in ("b3", "pairwise"):
+            raise OptionError(f"option 'objective' must be 'b3' or 'pairwise', got {self.objective!r}")
         if self.holdout_relation is not None and not isinstance(self.holdout_relation, str):
             raise OptionError(f"option 'holdout_relation' must be a relation name, got {self.holdout_relation!r}")
         return self
@@ -141,7 +153,7 @@ class LearnConfig:
                 value = float(value)
             if key == "holdout" and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
-            if key in ("regularization", "optimizer", "walk") and isinstance(value, str):
+            if key in ("regularization", "optimizer", "walk", "objective") and isinstance(value, str):
                 value = value.lower()
             values[key] = value
         return cls(**values).check()  # type: ignore[arg-type]

@@ -99,6 +99,7 @@ class SampleRankResult:
     accepted: int
     objective_gain: float  # Σ F changes of the accepted jumps: F(final) − F(start)
     seconds: float
+    interrupted: bool = False  # stopped by KeyboardInterrupt (the steps done so far are kept)
 
 
 def samplerank(
@@ -126,12 +127,39 @@ def samplerank(
     lazy = np.zeros(k)  # Σ_t t · update_t: the mean of Θ over T steps is Θ_T − lazy / T
     g2 = np.zeros(k)
     rng = np.random.default_rng(np.random.SeedSequence(config.seed))
-    updates = accepted = 0
-    gain = 0.0
+    counts = np.zeros(4)  # updates, accepted, objective gain, steps completed
     t0 = time.perf_counter()
-    step = 0
     if on_weights is not None:
         on_weights(theta)
+    interrupted = False
+    try:
+        step = _loop(problem, config, theta, mask, lazy, g2, rng, t0, on_progress, on_weights, weights_every, counts)
+    except _Interrupted as stop:  # Ctrl-C: keep the steps done so far
+        step, interrupted = stop.step, True
+    updates, accepted, gain = counts[0], counts[1], counts[2]
+    if step == 0:
+        raise LearningError("learning was interrupted before its first step; the previous weights are kept")
+    avg = theta - lazy / step if config.averaged else theta.copy()
+    avg[~mask] = theta[~mask]
+    return SampleRankResult(avg, theta, step, int(updates), int(accepted), float(gain), time.perf_counter() - t0, interrupted)
+
+
+class _Interrupted(Exception):
+    def __init__(self, step: int):
+        self.step = step
+
+
+def _loop(problem, config, theta, mask, lazy, g2, rng, t0, on_progress, on_weights, weights_every, counts) -> int:
+    """Algorithm 1's steps; updates theta, lazy, g2 and counts (updates, accepted, gain) in place
+    and returns the steps done; a KeyboardInterrupt becomes `_Interrupted` (steps done so far)."""
+    try:
+        return _steps(problem, config, theta, mask, lazy, g2, rng, t0, on_progress, on_weights, weights_every, counts)
+    except KeyboardInterrupt:
+        raise _Interrupted(int(counts[3])) from None
+
+
+def _steps(problem, config, theta, mask, lazy, g2, rng, t0, on_progress, on_weights, weights_every, counts) -> int:
+    step = 0
     for step in range(1, config.steps + 1):
         if on_weights is not None and step % weights_every == 0:
             on_weights(theta)
@@ -149,7 +177,7 @@ def samplerank(
                 u = config.learning_rate * u
                 theta[idx] += u
                 lazy[idx] += step * u
-                updates += 1
+                counts[0] += 1
                 d_score = float(theta[idx] @ val)
         if config.walk == "objective":
             take = d_f >= 0.0
@@ -158,16 +186,15 @@ def samplerank(
             take = a >= 0.0 or rng.random() < math.exp(a)
         if take:
             problem.accept(move)
-            accepted += 1
-            gain += d_f
+            counts[1] += 1
+            counts[2] += d_f
+        counts[3] = step  # a step is complete: Θ and the lazy sums agree
         if step % 10_000 == 0:
             if on_progress is not None and on_progress(step):
                 break
             if config.time_limit is not None and time.perf_counter() - t0 >= config.time_limit:
                 break
-    avg = theta - lazy / step if config.averaged else theta.copy()
-    avg[~mask] = theta[~mask]
-    return SampleRankResult(avg, theta, step, updates, accepted, gain, time.perf_counter() - t0)
+    return step
 
 
 # ---------------------------------------------------------------------------------------------

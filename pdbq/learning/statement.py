@@ -27,6 +27,7 @@ from pdbq.grounding.fingerprint import definition_hash
 from pdbq.grounding.variables import keys_to_vids, relation_info
 from pdbq.language.nodes import LearnMethod, LearnWeights, Show, WeightKind
 from pdbq.learning.config import LearnConfig
+from pdbq.learning.coref_statement import cluster_relation, execute_coref_learn, wants_cluster_learning
 from pdbq.learning.holdout import HoldoutReport, choose_holdout, evaluate_holdout, plot_calibration
 from pdbq.learning.features import grounding_counts
 from pdbq.learning.samplerank import GraphRanking, SampleRankConfig, samplerank
@@ -45,13 +46,21 @@ class LearnOutcome:
     result: SGDResult
     holdout: HoldoutReport | None
     warnings: tuple[str, ...]
+    coref_holdout: dict | None = None  # cluster rules: held-out B³ / pairwise scores
 
 
 def _learnable_rules(catalog: Catalog, names: tuple[str, ...]) -> list[str]:
     rules = catalog.rules()
-    learnable = sorted(n for n, r in rules.items() if r.weight.kind in (WeightKind.LEARNABLE, WeightKind.TIED))
+    variables = catalog.variables()
+    learnable = sorted(n for n, r in rules.items() if r.weight.kind in (WeightKind.LEARNABLE, WeightKind.TIED)
+                       and cluster_relation(r, variables) is None)
     if not names:
         if not learnable:
+            if any(r.weight.kind in (WeightKind.LEARNABLE, WeightKind.TIED) for r in rules.values()):
+                raise LearningError(
+                    "the learnable weights are on DOMAIN CLUSTER rules: learn them USING SAMPLERANK "
+                    "WITH (gold = '<table or query giving mention key, gold entity>')"
+                )
             raise LearningError("no rule has a learnable weight: declare one with WEIGHT ? or WEIGHT ?(symbols)")
         return learnable
     chosen = []
@@ -111,6 +120,8 @@ def run_statement(
                    "weight_history": out.result.history}
     if out.holdout is not None:
         diagnostics["holdout"] = out.holdout
+    if out.coref_holdout is not None:
+        diagnostics["holdout"] = out.coref_holdout
     return out.table, diagnostics
 
 
@@ -128,6 +139,11 @@ def execute_learn(
         config = dataclasses.replace(config, learning_rate=1.0)
     if catalog.is_read_only():
         raise PdbqError("cannot LEARN WEIGHTS: the database is open read-only")
+    if wants_cluster_learning(catalog, stmt, config):
+        out = execute_coref_learn(con, catalog, stmt, config, on_epoch=on_epoch)
+        return LearnOutcome(out.table, out.version, out.result, None, out.warnings, out.holdout)
+    if config.gold is not None or "objective" in {k.lower() for k, _ in stmt.options}:
+        raise OptionError("options 'gold' and 'objective' are for DOMAIN CLUSTER rules; FOR names none")
     names = _learnable_rules(catalog, stmt.rules)
     graph, _vids, stats = full_graph(con, catalog.variables(), catalog.rules())
     spans = {name: (w0, w1) for name, w0, w1 in stats.weight_rules}
