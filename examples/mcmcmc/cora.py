@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cora_model as cm  # noqa: E402
 
 from pdbq.inference.entity_moves import new_scratch, new_state, run_moves  # noqa: E402
+from pdbq.inference.member_moves import members_of, run_witness_moves  # noqa: E402
 from pdbq.inference.rng import chain_states  # noqa: E402
 from pdbq.inference.subsample import SubsampleConfig, subsample_seeds, subsample_state  # noqa: E402
 
@@ -37,10 +38,11 @@ CONFIGS = [SubsampleConfig()] + [SubsampleConfig("uniform", rate=p) for p in (0.
 ] + [SubsampleConfig("confidence", interval=0.0, decide=True), SubsampleConfig("confidence", interval=1.0, decide=True)]
 
 
-def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1):
+def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1, proposal="neighbour"):
     """One annealed chain from singletons: (cumulative evaluations, kernel seconds, B³ F1) per pass."""
     n = g.n_mentions
     st = new_state(n)
+    mb = members_of(st) if proposal == "witness" else None
     sc = new_scratch(g, subsample_state(cfg, subsample_seeds(seed, 1)[0]))
     rng = chain_states(seed, 1)
     counters = np.zeros(4, np.int64)
@@ -51,7 +53,10 @@ def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1):
     spent = 0.0
     for _ in range(sweeps):
         a = time.perf_counter()
-        run_moves(g, st, sc, rng, n, temp, p_new, 0.0, counters, log)
+        if mb is None:
+            run_moves(g, st, sc, rng, n, temp, p_new, 0.0, counters, log)
+        else:
+            run_witness_moves(g, st, mb, sc, rng, n, temp, p_new, 0.0, counters, log)
         spent += time.perf_counter() - a
         evals.append(int(counters[0]))
         secs.append(spent)
