@@ -10,13 +10,31 @@ import math
 import numpy as np
 import pytest
 from numba import njit
-from test_coref_moves import COMPLETE5, SPARSE6, _exact, _freq_check, _partitions, _scores
+from test_coref_moves import (
+    COMPLETE5,
+    SPARSE6,
+    _exact,
+    _freq_check,
+    _partitions,
+    _scores,
+)
 
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 from pdbq.errors import OptionError
 from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
-from pdbq.inference.entity_moves import C_ACCEPTED, C_EVALS, check_state, new_scratch, new_state, partition_score, state_from_labels
-from pdbq.inference.entity_moves import _accept, _link, _pop_free, _unlink
+from pdbq.inference.entity_moves import (
+    C_ACCEPTED,
+    C_EVALS,
+    _accept,
+    _link,
+    _pop_free,
+    _unlink,
+    check_state,
+    new_scratch,
+    new_state,
+    partition_score,
+    state_from_labels,
+)
 from pdbq.inference.member_moves import (
     _estimate,
     _mb_add,
@@ -125,7 +143,7 @@ def _broken_move(g, st, mb, sc, rng, temp, p_new, counters, log_score):
         return rng
     ns = st.size[s] - 1
     nt = 0 if to_new else st.size[t]
-    delta, used = _estimate(g, st, mb, sc.sub, m, s, t, ns, ns + nt, rng, temp, 0.0)
+    delta, _ = _estimate(g, st, mb, sc.sub, m, s, t, ns, ns + nt, rng, temp, 0.0)
     rng, ok = _accept(rng, delta, 0.0, temp, to_new)
     if ok:
         _mb_remove(st, mb, m)
@@ -323,3 +341,29 @@ def test_witness_pair_posterior_matches_exact():
     truth = np.array([sum(pp for pp, part in zip(p, parts) if part[i] == part[j]) for i, j in zip(qa, qb)])
     post = sample_pairs(g, qa, qb, CorefConfig(sweeps=4000, burn_in=50, chains=4, seed=1, proposal="witness"))
     assert np.all(np.abs(post.prob - truth) < 5 * np.maximum(post.stderr, 0.005)), (post.prob, truth, post.stderr)
+
+
+def test_witness_through_the_cluster_query():
+    import pdbq
+    from test_coref_sql import NAMES, _exact_same
+
+    d = pdbq.connect()
+    try:
+        rows = ", ".join(f"({i}, '{n}')" for i, n in NAMES)
+        d.execute(f"CREATE TABLE records AS SELECT * FROM (VALUES {rows}) t(id, name)")
+        d.execute("CREATE TABLE pairs AS SELECT l.id AS a, r.id AS b, jaro_winkler_similarity(l.name, r.name) AS sim "
+                  "FROM records l JOIN records r ON l.id < r.id")
+        d.execute("CREATE VARIABLE entity(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM records)")
+        d.execute("CREATE RULE affinity WEIGHT = 10 * (sim - 0.9) FUNCTION EQUAL AS entity(a) = entity(b) :- pairs(a, b, sim)")
+        r = d.execute("SELECT e.id, MAP(e) AS cluster FROM entity AS e ORDER BY e.id WITH (proposal = 'witness')")
+        assert r.arrow().column("cluster").to_pylist() == [1, 1, 3, 3, 5]
+        r = d.execute("SELECT e.id, PROB(e = 1) AS p, STDERR(e) AS se FROM entity AS e WHERE e.id = 2 "
+                      "WITH (sweeps = 3000, chains = 4, seed = 3, proposal = 'witness')")
+        got, se = r.arrow().column("p").to_pylist()[0], r.arrow().column("se").to_pylist()[0]
+        assert abs(got - _exact_same(d, 1, 2)) <= 5 * se + 2e-3
+        with pytest.raises(OptionError, match="proposal"):
+            d.execute("SELECT e.id, MAP(e) FROM entity AS e WITH (proposal = 'witness', workers = 2)")
+        with pytest.raises(OptionError, match="proposal"):
+            d.execute("SELECT e.id, MAP(e) FROM entity AS e WITH (proposal = 'nearest')")
+    finally:
+        d.close()

@@ -67,7 +67,7 @@ from pdbq.inference.entity_moves import (
 from pdbq.inference.rng import bounded, next_state, uniform
 from pdbq.inference.subsample import decision_mean, stop_now, uniform_count
 
-__all__ = ["Members", "members_of", "check_members", "check_sorted_rows", "witness_move", "run_witness_moves", "pair_position"]
+__all__ = ["Members", "check_members", "check_sorted_rows", "members_of", "pair_position", "run_witness_moves", "witness_move"]
 
 _EXACT, _UNIFORM = 0.0, 1.0
 

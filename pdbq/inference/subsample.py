@@ -238,7 +238,7 @@ def stop_now(c, k, mean, m2, interval, decide, mu0):
 def uniform_count(rate, k):
     """⌈rate·k⌉ factors, at least one (the float guard keeps rate·k = integer exact)."""
     m = int(np.ceil(rate * k * (1.0 - 1e-12)))
-    return m if m >= 1 else 1
+    return max(m, 1)
 
 
 @njit(cache=True, inline="always")
