@@ -20,6 +20,7 @@ from test_coref_moves import (
 )
 
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
+from pdbq.coref.tokens import empty_token_model
 from pdbq.errors import OptionError
 from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
 from pdbq.inference.entity_moves import (
@@ -48,12 +49,15 @@ from pdbq.inference.rng import bounded, chain_states, next_state, uniform
 from pdbq.inference.subsample import SubsampleConfig, subsample_state
 
 
+TM0 = empty_token_model()  # no fields: the graph's stored pair scores
+
+
 @njit(cache=True)
 def _trace(g, st, mb, sc, rng, thin, p_new, psm, counters, log, codes):
     n = st.label.shape[0]
     canon = np.empty(n, np.int64)
     for t in range(codes.shape[0]):
-        run_witness_moves(g, st, mb, sc, rng, thin, 1.0, p_new, psm, counters, log)
+        run_witness_moves(g, TM0, st, mb, sc, rng, thin, 1.0, p_new, psm, counters, log)
         canon[:] = -1
         nxt = 0
         code = 0
@@ -143,7 +147,7 @@ def _broken_move(g, st, mb, sc, rng, temp, p_new, counters, log_score):
         return rng
     ns = st.size[s] - 1
     nt = 0 if to_new else st.size[t]
-    delta, _ = _estimate(g, st, mb, sc.sub, m, s, t, ns, ns + nt, rng, temp, 0.0)
+    delta, _ = _estimate(g, TM0, st, mb, sc.sub, m, s, t, ns, ns + nt, rng, temp, 0.0)
     rng, ok = _accept(rng, delta, 0.0, temp, to_new)
     if ok:
         _mb_remove(st, mb, m)
@@ -203,7 +207,7 @@ def test_member_blocks_stay_consistent_through_growth_and_compaction():
     compactions = 0
     for k in range(60):
         top = mb.meta[0]
-        run_witness_moves(g, st, mb, sc, rng, n, 0.3 if k < 40 else 2.0, 0.1, 0.2, counters, log)
+        run_witness_moves(g, TM0, st, mb, sc, rng, n, 0.3 if k < 40 else 2.0, 0.1, 0.2, counters, log)
         compactions += int(mb.meta[0] < top)
         check_state(st)
         check_members(st, mb)
@@ -279,15 +283,15 @@ def test_witness_uniform_estimate_is_unbiased_and_a_biased_draw_fails(rate):
     g, st, mb, m, s, t, ns, nt, exact = _members_case()
     k = ns + nt
     sub = subsample_state(SubsampleConfig("uniform", rate=rate), 9)
-    full, used = _estimate(g, st, mb, subsample_state(), m, s, t, ns, k, np.uint64(1), 1.0, 0.0)
+    full, used = _estimate(g, TM0, st, mb, subsample_state(), m, s, t, ns, k, np.uint64(1), 1.0, 0.0)
     assert used == k and full == pytest.approx(exact, abs=1e-9)
-    draws = np.array([_estimate(g, st, mb, sub, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)[0] for _ in range(20_000)])
+    draws = np.array([_estimate(g, TM0, st, mb, sub, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)[0] for _ in range(20_000)])
     se = draws.std(ddof=1) / math.sqrt(draws.size)
     assert abs(draws.mean() - exact) < 4 * se, (draws.mean(), exact, se)
     # a draw that never reaches the last member pair (an off-by-one) is biased: the test sees it
-    last = _estimate(g, st, mb, subsample_state(), m, s, t, ns, k, np.uint64(1), 1.0, 0.0)[0] - \
-        _estimate(g, st, mb, subsample_state(), m, s, t, ns, k - 1, np.uint64(1), 1.0, 0.0)[0]
-    biased = np.array([_estimate(g, st, mb, sub, m, s, t, ns, k - 1, np.uint64(1), 1.0, 0.0)[0] for _ in range(20_000)])
+    last = _estimate(g, TM0, st, mb, subsample_state(), m, s, t, ns, k, np.uint64(1), 1.0, 0.0)[0] - \
+        _estimate(g, TM0, st, mb, subsample_state(), m, s, t, ns, k - 1, np.uint64(1), 1.0, 0.0)[0]
+    biased = np.array([_estimate(g, TM0, st, mb, sub, m, s, t, ns, k - 1, np.uint64(1), 1.0, 0.0)[0] for _ in range(20_000)])
     biased = biased * k / (k - 1)
     assert abs(biased.mean() - exact) > 4 * biased.std(ddof=1) / math.sqrt(biased.size), last
 
@@ -300,9 +304,9 @@ def test_witness_draws_without_replacement():
     # pair scaled by k/(k−1); with replacement some pair would repeat and others be missed
     from pdbq.inference.member_moves import _factor
 
-    vals = np.array([_factor(g, st, mb, m, s, t, ns, r) for r in range(k)])
+    vals = np.array([_factor(g, TM0, st, mb, m, s, t, ns, r) for r in range(k)])
     for _ in range(200):
-        est, used = _estimate(g, st, mb, sub, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)
+        est, used = _estimate(g, TM0, st, mb, sub, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)
         left_out = exact - est * (k - 1) / k
         assert used == k - 1
         assert np.min(np.abs(vals - left_out)) < 1e-9
@@ -313,8 +317,8 @@ def test_confidence_rule_on_members_stops_early_and_late():
     k = ns + nt
     wide = subsample_state(SubsampleConfig("confidence", interval=50.0), 3)
     narrow = subsample_state(SubsampleConfig("confidence", interval=1e-6), 3)
-    assert _estimate(g, st, mb, wide, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)[1] == 2
-    est, used = _estimate(g, st, mb, narrow, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)
+    assert _estimate(g, TM0, st, mb, wide, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)[1] == 2
+    est, used = _estimate(g, TM0, st, mb, narrow, m, s, t, ns, k, np.uint64(1), 1.0, 0.0)
     assert used == k and est == pytest.approx(exact, abs=1e-9)
 
 

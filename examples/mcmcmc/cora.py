@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cora_model as cm  # noqa: E402
 
+from pdbq.coref.tokens import empty_token_model  # noqa: E402
 from pdbq.inference.entity_moves import new_scratch, new_state, run_moves  # noqa: E402
 from pdbq.inference.member_moves import members_of, run_witness_moves  # noqa: E402
 from pdbq.inference.rng import chain_states  # noqa: E402
@@ -38,11 +39,13 @@ CONFIGS = [SubsampleConfig()] + [SubsampleConfig("uniform", rate=p) for p in (0.
 ] + [SubsampleConfig("confidence", interval=0.0, decide=True), SubsampleConfig("confidence", interval=1.0, decide=True)]
 
 
-def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1, proposal="neighbour"):
-    """One annealed chain from singletons: (cumulative evaluations, kernel seconds, B³ F1) per pass."""
+def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1, proposal="neighbour", tokens=None):
+    """One annealed chain from singletons: (cumulative evaluations, kernel seconds, B³ F1) per pass.
+    `tokens`: score every member pair on demand (witness moves)."""
     n = g.n_mentions
     st = new_state(n)
     mb = members_of(st) if proposal == "witness" else None
+    tm = tokens if tokens is not None else empty_token_model()
     sc = new_scratch(g, subsample_state(cfg, subsample_seeds(seed, 1)[0]))
     rng = chain_states(seed, 1)
     counters = np.zeros(4, np.int64)
@@ -56,7 +59,7 @@ def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1, proposal="
         if mb is None:
             run_moves(g, st, sc, rng, n, temp, p_new, 0.0, counters, log)
         else:
-            run_witness_moves(g, st, mb, sc, rng, n, temp, p_new, 0.0, counters, log)
+            run_witness_moves(g, tm, st, mb, sc, rng, n, temp, p_new, 0.0, counters, log)
         spent += time.perf_counter() - a
         evals.append(int(counters[0]))
         secs.append(spent)
@@ -78,8 +81,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="2 seeds, 40 sweeps, 4 methods")
     ap.add_argument("--proposal", choices=("neighbour", "witness"), default="neighbour",
                     help="the mention move (CorefConfig.proposal); witness runs a subset of the methods")
+    ap.add_argument("--model", choices=("stored", "tokens"), default="stored",
+                    help="stored pair scores, or every within-entity pair scored on demand from token sets "
+                         "(cora_model.cora_tokens; implies --proposal witness)")
     a = ap.parse_args()
+    if a.model == "tokens":
+        a.proposal = "witness"
     configs = CONFIGS if a.proposal == "neighbour" else [CONFIGS[i] for i in (0, 1, 2, 4, 10, 12, 13, 15)]
+    if a.model == "tokens":
+        configs = [CONFIGS[i] for i in (0, 2, 4, 5, 10, 11, 12, 13, 14, 15, 16)]
     if a.quick:
         a.seeds, a.sweeps = 2, 40
         configs = [CONFIGS[0], CONFIGS[5], CONFIGS[-2], CONFIGS[10]]
@@ -88,21 +98,23 @@ def main() -> None:
     g, npairs = cm.cora_graph(recs)
     prep = time.perf_counter() - t
     print(f"Cora: {len(recs)} records, {len(set(gold))} papers, {npairs:,} candidate pairs; model built in {prep:.1f} s")
-    tag = "cora" if a.proposal == "neighbour" else "cora_witness"
-    table(g, gold, configs, a.seeds, a.sweeps, a.target, tag, f"Cora ({len(recs)} records), {a.proposal} moves",
-          proposal=a.proposal)
+    tokens = cm.cora_tokens(recs) if a.model == "tokens" else None
+    tag = "cora" if a.proposal == "neighbour" else ("cora_witness" if tokens is None else "cora_tokens")
+    what = f"{a.proposal} moves" + (", factors on demand" if tokens is not None else "")
+    table(g, gold, configs, a.seeds, a.sweeps, a.target, tag, f"Cora ({len(recs)} records), {what}",
+          proposal=a.proposal, tokens=tokens)
 
 
-def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02, proposal="neighbour"):
+def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02, proposal="neighbour", tokens=None):
     """Run every config on the same seeds, print the Table-1 rows, save the two plots."""
     # compile / cache-load outside the timings
     for warm in (SubsampleConfig("uniform", rate=0.5), SubsampleConfig("confidence", interval=1.0, decide=True),
                  SubsampleConfig()):
-        run_chain(g, gold, warm, 99, 1, proposal=proposal)
+        run_chain(g, gold, warm, 99, 1, proposal=proposal, tokens=tokens)
     traces = {cfg.label(): [] for cfg in configs}
     for s in range(seeds):  # seed-major, so drifts in the shared machine's load hit every method
         for cfg in configs:
-            traces[cfg.label()].append(run_chain(g, gold, cfg, s, sweeps, t0, t1, proposal=proposal))
+            traces[cfg.label()].append(run_chain(g, gold, cfg, s, sweeps, t0, t1, proposal=proposal, tokens=tokens))
     base = traces["exact"]
     reach = float(np.median([f[-1] for _, _, f in base]))
     if reach < target:  # the exact chain never gets there: measure at 95% of what it reaches

@@ -26,7 +26,8 @@ import numpy as np
 from numba import njit
 
 from pdbq.coref.contract import find_root as _find
-from pdbq.coref.layout import PairGraph, validate_pair_graph
+from pdbq.coref.layout import CorefInputError, PairGraph, validate_pair_graph
+from pdbq.coref.tokens import TokenModel, empty_token_model, token_partition_score
 from pdbq.errors import InferenceError, OptionError
 from pdbq.inference.entity_moves import (
     C_ACCEPTED,
@@ -49,10 +50,12 @@ __all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resol
 
 class _Mover:
     """The chain's move kernel for ``config.proposal``: `run_moves`, or `run_witness_moves` with
-    the member blocks of the chain's state (rebuilt by `reset` when the state is replaced)."""
+    the member blocks of the chain's state (rebuilt by `reset` when the state is replaced) and
+    the pair scores of the graph or of a token model (`tokens`)."""
 
-    def __init__(self, g, config, st):
+    def __init__(self, g, config, st, tokens=None):
         self.g, self.config = g, config
+        self.tm = tokens if tokens is not None else empty_token_model()
         self.reset(st)
 
     def reset(self, st):
@@ -64,14 +67,31 @@ class _Mover:
         if self.mb is None:
             run_moves(self.g, self.st, sc, rng, steps, temp, c.p_new, c.p_split_merge, counters, log)
         else:
-            run_witness_moves(self.g, self.st, self.mb, sc, rng, steps, temp, c.p_new, c.p_split_merge, counters, log)
+            run_witness_moves(self.g, self.tm, self.st, self.mb, sc, rng, steps, temp, c.p_new, c.p_split_merge,
+                              counters, log)
 
 
-def _graph_for(g, config):
+def _scorer(g, tokens):
+    """ψ of a labelling: the graph's stored pairs, or every within-entity pair of a token model."""
+    if tokens is None:
+        return lambda label: float(partition_score(g, label))
+    return lambda label: float(token_partition_score(tokens, label))
+
+
+def _graph_for(g, config, tokens=None):
     validate_pair_graph(g)
     config.check()
     if config.proposal == "witness":
         check_sorted_rows(g)
+    if tokens is not None:
+        if not isinstance(tokens, TokenModel) or tokens.n_fields == 0:
+            raise OptionError("tokens must be a TokenModel with at least one field (pdbq.coref.tokens.token_model)")
+        if tokens.n_mentions != g.indptr.shape[0] - 1:
+            raise CorefInputError(f"the token model has {tokens.n_mentions} mentions, the pair graph "
+                                  f"{g.indptr.shape[0] - 1}")
+        if config.proposal != "witness" or config.p_split_merge != 0.0:
+            raise OptionError("a token model (factors computed on demand) needs proposal = 'witness' and "
+                              "p_split_merge = 0: the other moves read stored pair scores")
     return g
 
 
@@ -261,9 +281,14 @@ def stable_labels(label: np.ndarray) -> np.ndarray:
     return _stable(dense.reshape(-1).astype(np.int64))
 
 
-def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapResult:
-    """Annealed MAP clustering (module docstring)."""
-    _graph_for(g, config)
+def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None) -> CorefMapResult:
+    """Annealed MAP clustering (module docstring). With `tokens` (a `pdbq.coref.tokens.TokenModel`)
+    every within-entity pair is scored on demand from the token sets and `g` only supplies the
+    proposals' candidate neighbours; then a subsampled chain is scored exactly only at its end
+    (re-scoring every pass would cost Σ|e|² pair evaluations) and entities are not split into
+    candidate components (every pair scores)."""
+    _graph_for(g, config, tokens)
+    psi = _scorer(g, tokens)
     n = g.indptr.shape[0] - 1
     t0 = time.perf_counter()
     if n == 0:
@@ -277,10 +302,10 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
     best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
     stopped = False
     start = _initial(g, config)
-    start_score = float(partition_score(g, start.label))
+    start_score = psi(start.label)
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
-        move = _Mover(g, config, st)
+        move = _Mover(g, config, st, tokens)
         log = np.array([start_score])
         rng = rngs[c : c + 1]
         sc.sub.rng[0] = sub_seeds[c]
@@ -292,19 +317,22 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
                 break
             move(sc, rng, n, temp, counters, log)
             if not config.subsample.is_exact:  # the running sum adds estimates: re-score exactly
-                log[0] = partition_score(g, st.label)
-            if log[0] > chain_best:
+                if tokens is not None:
+                    log[0] = -math.inf  # see the docstring: the annealed chain's last state is kept
+                else:
+                    log[0] = psi(st.label)
+            if log[0] > chain_best or (tokens is not None and not config.subsample.is_exact):
                 chain_best, chain_lab = float(log[0]), st.label.copy()
             temp = max(temp * cooling, config.min_temperature)
         st = state_from_labels(chain_lab)
         move.reset(st)
-        log[0] = chain_best
+        log[0] = chain_best if math.isfinite(chain_best) else psi(st.label)
         for _ in range(config.greedy_sweeps):
             before = counters[C_ACCEPTED]
             move(sc, rng, n, 0.0, counters, log)
             if counters[C_ACCEPTED] == before:
                 break
-        score = float(partition_score(g, st.label))
+        score = psi(st.label)
         chain_scores[c] = score
         if score > best_score:
             best_score, best_labels = score, st.label.copy()
@@ -317,7 +345,7 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
         )
         chain_scores = chain_scores[: c + 1]
     return CorefMapResult(
-        stable_labels(_within_components(g, best_labels)), best_score, chain_scores, int(counters[C_EVALS]),
+        stable_labels(best_labels if tokens is not None else _within_components(g, best_labels)), best_score, chain_scores, int(counters[C_EVALS]),
         int(counters[C_PROPOSALS]), int(counters[C_ACCEPTED]), time.perf_counter() - t0, tuple(warnings),
     )
 
@@ -329,9 +357,11 @@ def _count_same(label, qa, qb, hits):
             hits[k] += 1
 
 
-def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig()) -> PairPosterior:
-    """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling."""
-    _graph_for(g, config)
+def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig(),
+                 tokens: TokenModel | None = None) -> PairPosterior:
+    """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling
+    (`tokens`: as in `resolve_map`)."""
+    _graph_for(g, config, tokens)
     n = g.indptr.shape[0] - 1
     qa = np.asarray(qa, dtype=np.int64)
     qb = np.asarray(qb, dtype=np.int64)
@@ -353,8 +383,8 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
         )
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
-        move = _Mover(g, config, st)
-        log = np.array([partition_score(g, st.label)])
+        move = _Mover(g, config, st, tokens)
+        log = np.array([_scorer(g, tokens)(st.label)])
         rng = rngs[c : c + 1]
         sc.sub.rng[0] = sub_seeds[c]
         move(sc, rng, n * config.burn_in, 1.0, counters, log)

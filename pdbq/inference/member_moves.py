@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit
 
 from pdbq.coref.layout import CorefInputError, PairGraph
+from pdbq.coref.tokens import pair_score
 from pdbq.inference.entity_moves import (
     C_ACCEPTED,
     C_EVALS,
@@ -205,8 +206,10 @@ def pair_position(g, m, x):
 
 
 @njit(cache=True, inline="always")
-def _factor(g, st, mb, m, s, t, ns, r):
-    """Signed score of the r-th changed member pair: r < ns are s∖{m} (−), the rest t (+)."""
+def _factor(g, tm, st, mb, m, s, t, ns, r):
+    """Signed score of the r-th changed member pair: r < ns are s∖{m} (−), the rest t (+).
+    With a token model (tm has fields) the pair is scored now from the token sets, else its
+    stored score is looked up (0 for a non-candidate pair)."""
     if r < ns:
         p = r if r < mb.idx[m] else r + 1
         x = mb.pool[mb.off[s] + p]
@@ -214,6 +217,8 @@ def _factor(g, st, mb, m, s, t, ns, r):
     else:
         x = mb.pool[mb.off[t] + r - ns]
         sign = 1.0
+    if tm.weight.shape[0] > 0:
+        return sign * pair_score(tm, m, x)
     e = pair_position(g, m, x)
     return sign * g.score[e] if e >= 0 else 0.0
 
@@ -233,14 +238,14 @@ def _sparse_draw(mb, k, r, srng):
 
 
 @njit(cache=True)
-def _estimate(g, st, mb, sub, m, s, t, ns, k, rng, temp, lqr):
+def _estimate(g, tm, st, mb, sub, m, s, t, ns, k, rng, temp, lqr):
     """(estimated Δ, member pairs scored) — the rules of `subsample.estimate_delta` over the k
     member pairs of a witness move."""
     mode = sub.params[0]
     if mode == _EXACT or k <= 1:
         total = 0.0
         for r in range(k):
-            total += _factor(g, st, mb, m, s, t, ns, r)
+            total += _factor(g, tm, st, mb, m, s, t, ns, r)
         return total, k
     mb.meta[1] += 1
     srng = sub.rng[0]
@@ -249,12 +254,12 @@ def _estimate(g, st, mb, sub, m, s, t, ns, k, rng, temp, lqr):
         if c >= k:
             total = 0.0
             for r in range(k):
-                total += _factor(g, st, mb, m, s, t, ns, r)
+                total += _factor(g, tm, st, mb, m, s, t, ns, r)
             return total, k
         total = 0.0
         for r in range(c):
             srng, q = _sparse_draw(mb, k, r, srng)
-            total += _factor(g, st, mb, m, s, t, ns, q)
+            total += _factor(g, tm, st, mb, m, s, t, ns, q)
         sub.rng[0] = srng
         return total * (k / c), c
     decide = sub.params[3] != 0.0
@@ -264,7 +269,7 @@ def _estimate(g, st, mb, sub, m, s, t, ns, k, rng, temp, lqr):
     c = 0
     for r in range(k):
         srng, q = _sparse_draw(mb, k, r, srng)
-        x = _factor(g, st, mb, m, s, t, ns, q)
+        x = _factor(g, tm, st, mb, m, s, t, ns, q)
         c = r + 1
         d = x - mean
         mean += d / c
@@ -276,7 +281,7 @@ def _estimate(g, st, mb, sub, m, s, t, ns, k, rng, temp, lqr):
 
 
 @njit(cache=True, inline="always")
-def witness_move(g, st, mb, sc, rng, temp, p_new, counters, log_score):
+def witness_move(g, tm, st, mb, sc, rng, temp, p_new, counters, log_score):
     """One witness mention move (module docstring). Returns the advanced move stream."""
     n = st.label.shape[0]
     rng = next_state(rng)
@@ -315,7 +320,7 @@ def witness_move(g, st, mb, sc, rng, temp, p_new, counters, log_score):
     else:
         nt = st.size[t]
         log_q -= np.log((1.0 - pn) / deg) + np.log(nt)
-    delta, used = _estimate(g, st, mb, sc.sub, m, s, t, ns, ns + nt, rng, temp, log_q)
+    delta, used = _estimate(g, tm, st, mb, sc.sub, m, s, t, ns, ns + nt, rng, temp, log_q)
     counters[C_EVALS] += used
     rng, ok = _accept(rng, delta, log_q, temp, to_new)
     if ok:
@@ -331,9 +336,12 @@ def witness_move(g, st, mb, sc, rng, temp, p_new, counters, log_score):
 
 
 @njit(cache=True, nogil=True)
-def run_witness_moves(g, st, mb, sc, rng_state, n_steps, temp, p_new, p_split_merge, counters, log_score):
+def run_witness_moves(g, tm, st, mb, sc, rng_state, n_steps, temp, p_new, p_split_merge, counters, log_score):
     """`n_steps` MH steps: a split/merge move (`entity_moves.split_merge_move`) with probability
-    p_split_merge, else a witness mention move; rng_state uint64[1] advanced in place."""
+    p_split_merge, else a witness mention move; rng_state uint64[1] advanced in place. `tm` is a
+    `pdbq.coref.tokens.TokenModel` scoring every member pair on demand, or one without fields
+    (`empty_token_model()`) for the graph's stored scores; split/merge steps score the graph's
+    stored pairs, so callers run them (p_split_merge > 0) only without a token model."""
     rng = rng_state[0]
     n = st.label.shape[0]
     for _ in range(n_steps):
@@ -360,7 +368,7 @@ def run_witness_moves(g, st, mb, sc, rng_state, n_steps, temp, p_new, p_split_me
                         j = g.nbr[lo + bounded(next_state(r1), deg)]
                         _rebuild(st, mb, st.label[j])
                 continue
-        rng = witness_move(g, st, mb, sc, rng, temp, p_new, counters, log_score)
+        rng = witness_move(g, tm, st, mb, sc, rng, temp, p_new, counters, log_score)
     rng_state[0] = rng
 
 
