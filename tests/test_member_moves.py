@@ -53,11 +53,11 @@ TM0 = empty_token_model()  # no fields: the graph's stored pair scores
 
 
 @njit(cache=True)
-def _trace(g, st, mb, sc, rng, thin, p_new, psm, counters, log, codes):
+def _trace(g, tm, st, mb, sc, rng, thin, p_new, psm, counters, log, codes):
     n = st.label.shape[0]
     canon = np.empty(n, np.int64)
     for t in range(codes.shape[0]):
-        run_witness_moves(g, TM0, st, mb, sc, rng, thin, 1.0, p_new, psm, counters, log)
+        run_witness_moves(g, tm, st, mb, sc, rng, thin, 1.0, p_new, psm, counters, log)
         canon[:] = -1
         nxt = 0
         code = 0
@@ -81,7 +81,7 @@ def _run(n, a, b, w, psm, samples, thin, seed=3, p_new=0.2, ratio_bug=False):
     counters = np.zeros(4, np.int64)
     log = np.zeros(1)
     codes = np.empty(samples, np.int64)
-    _trace(g, st, mb, sc, rng, thin, p_new, psm, counters, log, codes)
+    _trace(g, TM0, st, mb, sc, rng, thin, p_new, psm, counters, log, codes)
     check_state(st)
     check_members(st, mb)
     assert log[0] == pytest.approx(partition_score(g, st.label), abs=1e-9)
