@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--model", choices=("stored", "tokens"), default="stored",
                     help="stored pair scores, or every within-entity pair scored on demand from token sets "
                          "(cora_model.cora_tokens; implies --proposal witness)")
+    ap.add_argument("--api-only", action="store_true", help="only check that resolve_map runs the benchmark's chain")
     a = ap.parse_args()
     if a.model == "tokens":
         a.proposal = "witness"
@@ -101,8 +102,25 @@ def main() -> None:
     tokens = cm.cora_tokens(recs) if a.model == "tokens" else None
     tag = "cora" if a.proposal == "neighbour" else ("cora_witness" if tokens is None else "cora_tokens")
     what = f"{a.proposal} moves" + (", factors on demand" if tokens is not None else "")
-    table(g, gold, configs, a.seeds, a.sweeps, a.target, tag, f"Cora ({len(recs)} records), {what}",
-          proposal=a.proposal, tokens=tokens)
+    if not a.api_only:
+        table(g, gold, configs, a.seeds, a.sweeps, a.target, tag, f"Cora ({len(recs)} records), {what}",
+              proposal=a.proposal, tokens=tokens)
+    if a.proposal == "witness":
+        api_check(g, gold, a.sweeps, tokens)
+
+
+def api_check(g, gold, sweeps, tokens, seed=0):
+    """The benchmark's chain is the one a user gets: `resolve_map` with the matching CorefConfig
+    (one chain, no greedy passes) evaluates the same factors as `run_chain` for the same seed."""
+    from pdbq.inference.coref import CorefConfig, resolve_map
+
+    for cfg in (SubsampleConfig(), SubsampleConfig("confidence", interval=0.0, decide=True)):
+        e, _, f = run_chain(g, gold, cfg, seed, sweeps, proposal="witness", tokens=tokens)
+        conf = CorefConfig(sweeps=sweeps, chains=1, seed=seed, temperature=2.0, min_temperature=0.02, greedy_sweeps=0,
+                           p_new=0.1, p_split_merge=0.0, proposal="witness", subsample=cfg)
+        res = resolve_map(g, conf, tokens=tokens)
+        print(f"resolve_map({cfg.label()}): {res.factor_evaluations:,} factor evaluations (benchmark chain "
+              f"{int(e[-1]):,}), B3 F1 {cm.b3_f1(res.labels, gold):.3f} (benchmark {f[-1]:.3f}), {res.seconds:.2f} s")
 
 
 def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02, proposal="neighbour", tokens=None):

@@ -21,9 +21,11 @@ bookkeeping is O(1) (sizes, one binary search for w in m's sorted row); the scor
 
     Δ = Σ_{x ∈ t} w(m, x) − Σ_{x ∈ s∖{m}} w(m, x),   w(m, x) = 0 for a non-candidate pair,
 
-a sum over K = |s| − 1 + |t| member pairs, each found by binary search in m's row. Every member
-pair scored counts as one factor evaluation (a non-candidate pair is looked up and scores 0;
-the witness lookup is part of the proposal and not counted). `SubsampleConfig` applies as in
+a sum over K = |s| − 1 + |t| member pairs, each found by binary search in m's row — or, with a
+`pdbq.coref.tokens.TokenModel`, computed on demand for *every* member pair (the paper's model:
+all pairs inside an entity are factors; the candidate graph then only shapes the proposals).
+Every member pair scored counts as one factor evaluation (on stored scores a non-candidate pair
+is looked up and scores 0; the witness lookup is part of the proposal and not counted). `SubsampleConfig` applies as in
 `pdbq.inference.subsample`: exact (all K, in member order), uniform ⌈p·K⌉ or sequential to the
 confidence rule, drawn without replacement by a sparse Fisher–Yates shuffle over 0..K−1 that
 never touches the K positions it does not draw — so a subsampled step costs O(|S| log deg).
