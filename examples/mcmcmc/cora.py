@@ -176,7 +176,7 @@ def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02, 
         ax.set_xscale("log")
         ax.set_xlabel(xlabel + " (median over seeds)")
         ax.set_ylabel("B³ F1")
-        ax.set_title(f"{title}: annealed mention moves, seed 000")
+        ax.set_title(f"{title}: annealed mention moves, seed 000", fontsize=9)
         ax.legend(fontsize=8, ncol=2)
         fig.tight_layout()
         out = IMG / f"mcmcmc_{tag}_{name}.png"
