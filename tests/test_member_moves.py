@@ -48,7 +48,6 @@ from pdbq.inference.member_moves import (
 from pdbq.inference.rng import bounded, chain_states, next_state, uniform
 from pdbq.inference.subsample import SubsampleConfig, subsample_state
 
-
 TM0 = empty_token_model()  # no fields: the graph's stored pair scores
 
 
@@ -348,8 +347,9 @@ def test_witness_pair_posterior_matches_exact():
 
 
 def test_witness_through_the_cluster_query():
-    import pdbq
     from test_coref_sql import NAMES, _exact_same
+
+    import pdbq
 
     d = pdbq.connect()
     try:

@@ -30,7 +30,7 @@ from numba import njit
 
 from pdbq.coref.layout import CorefInputError
 
-__all__ = ["TokenModel", "token_model", "pair_score", "empty_token_model", "token_partition_score"]
+__all__ = ["TokenModel", "empty_token_model", "pair_score", "token_model", "token_partition_score"]
 
 
 class TokenModel(NamedTuple):
