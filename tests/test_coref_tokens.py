@@ -170,3 +170,18 @@ def test_token_option_errors():
         resolve_map(g, CorefConfig(proposal="witness", p_split_merge=0.0), tokens=small)
     with pytest.raises(OptionError, match="TokenModel"):
         sample_pairs(g, np.array([0]), np.array([1]), CorefConfig(proposal="witness", p_split_merge=0.0), tokens="x")
+
+
+def test_sample_pairs_with_tokens_matches_exact():
+    n = 5
+    fields, weights, bias, tm = _model5()
+    g = pair_graph(n, np.array([a for a, _ in COMPLETE5]), np.array([b for _, b in COMPLETE5]), np.full(10, 9.0))
+    index, p = _exact_tokens(fields, weights, bias, n)
+    parts = _partitions(n)
+    qa, qb = np.array([0, 1, 2]), np.array([1, 3, 4])
+    truth = np.array([sum(p[index[_code(pp, n)]] for pp in parts if pp[i] == pp[j]) for i, j in zip(qa, qb)])
+    post = sample_pairs(g, qa, qb, CorefConfig(sweeps=4000, burn_in=50, chains=4, seed=1, proposal="witness",
+                                               p_split_merge=0.0), tokens=tm)
+    assert np.all(np.abs(post.prob - truth) < 5 * np.maximum(post.stderr, 0.005)), (post.prob, truth, post.stderr)
+    # the stored scores (9 per pair) would put every pair together almost surely
+    assert np.all(truth < 0.9)
