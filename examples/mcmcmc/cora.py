@@ -26,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cora_model as cm  # noqa: E402
 
+from pdbq.coref.tokens import empty_token_model  # noqa: E402
 from pdbq.inference.entity_moves import new_scratch, new_state, run_moves  # noqa: E402
+from pdbq.inference.member_moves import members_of, run_witness_moves  # noqa: E402
 from pdbq.inference.rng import chain_states  # noqa: E402
 from pdbq.inference.subsample import SubsampleConfig, subsample_seeds, subsample_state  # noqa: E402
 
@@ -37,10 +39,13 @@ CONFIGS = [SubsampleConfig()] + [SubsampleConfig("uniform", rate=p) for p in (0.
 ] + [SubsampleConfig("confidence", interval=0.0, decide=True), SubsampleConfig("confidence", interval=1.0, decide=True)]
 
 
-def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1):
-    """One annealed chain from singletons: (cumulative evaluations, kernel seconds, B³ F1) per pass."""
+def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1, proposal="neighbour", tokens=None):
+    """One annealed chain from singletons: (cumulative evaluations, kernel seconds, B³ F1) per pass.
+    `tokens`: score every member pair on demand (witness moves)."""
     n = g.n_mentions
     st = new_state(n)
+    mb = members_of(st) if proposal == "witness" else None
+    tm = tokens if tokens is not None else empty_token_model()
     sc = new_scratch(g, subsample_state(cfg, subsample_seeds(seed, 1)[0]))
     rng = chain_states(seed, 1)
     counters = np.zeros(4, np.int64)
@@ -51,7 +56,10 @@ def run_chain(g, gold, cfg, seed, sweeps, t0=2.0, t1=0.02, p_new=0.1):
     spent = 0.0
     for _ in range(sweeps):
         a = time.perf_counter()
-        run_moves(g, st, sc, rng, n, temp, p_new, 0.0, counters, log)
+        if mb is None:
+            run_moves(g, st, sc, rng, n, temp, p_new, 0.0, counters, log)
+        else:
+            run_witness_moves(g, tm, st, mb, sc, rng, n, temp, p_new, 0.0, counters, log)
         spent += time.perf_counter() - a
         evals.append(int(counters[0]))
         secs.append(spent)
@@ -71,8 +79,18 @@ def main() -> None:
     ap.add_argument("--sweeps", type=int, default=150)
     ap.add_argument("--target", type=float, default=0.90)
     ap.add_argument("--quick", action="store_true", help="2 seeds, 40 sweeps, 4 methods")
+    ap.add_argument("--proposal", choices=("neighbour", "witness"), default="neighbour",
+                    help="the mention move (CorefConfig.proposal); witness runs a subset of the methods")
+    ap.add_argument("--model", choices=("stored", "tokens"), default="stored",
+                    help="stored pair scores, or every within-entity pair scored on demand from token sets "
+                         "(cora_model.cora_tokens; implies --proposal witness)")
+    ap.add_argument("--api-only", action="store_true", help="only check that resolve_map runs the benchmark's chain")
     a = ap.parse_args()
-    configs = CONFIGS
+    if a.model == "tokens":
+        a.proposal = "witness"
+    configs = CONFIGS if a.proposal == "neighbour" else [CONFIGS[i] for i in (0, 1, 2, 4, 10, 12, 13, 15)]
+    if a.model == "tokens":
+        configs = [CONFIGS[i] for i in (0, 2, 4, 5, 10, 11, 12, 13, 14, 15, 16)]
     if a.quick:
         a.seeds, a.sweeps = 2, 40
         configs = [CONFIGS[0], CONFIGS[5], CONFIGS[-2], CONFIGS[10]]
@@ -81,19 +99,40 @@ def main() -> None:
     g, npairs = cm.cora_graph(recs)
     prep = time.perf_counter() - t
     print(f"Cora: {len(recs)} records, {len(set(gold))} papers, {npairs:,} candidate pairs; model built in {prep:.1f} s")
-    table(g, gold, configs, a.seeds, a.sweeps, a.target, "cora", f"Cora ({len(recs)} records)")
+    tokens = cm.cora_tokens(recs) if a.model == "tokens" else None
+    tag = "cora" if a.proposal == "neighbour" else ("cora_witness" if tokens is None else "cora_tokens")
+    what = f"{a.proposal} moves" + (", factors on demand" if tokens is not None else "")
+    if not a.api_only:
+        table(g, gold, configs, a.seeds, a.sweeps, a.target, tag, f"Cora ({len(recs)} records), {what}",
+              proposal=a.proposal, tokens=tokens)
+    if a.proposal == "witness":
+        api_check(g, gold, a.sweeps, tokens)
 
 
-def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02):
+def api_check(g, gold, sweeps, tokens, seed=0):
+    """The benchmark's chain is the one a user gets: `resolve_map` with the matching CorefConfig
+    (one chain, no greedy passes) evaluates the same factors as `run_chain` for the same seed."""
+    from pdbq.inference.coref import CorefConfig, resolve_map
+
+    for cfg in (SubsampleConfig(), SubsampleConfig("confidence", interval=0.0, decide=True)):
+        e, _, f = run_chain(g, gold, cfg, seed, sweeps, proposal="witness", tokens=tokens)
+        conf = CorefConfig(sweeps=sweeps, chains=1, seed=seed, temperature=2.0, min_temperature=0.02, greedy_sweeps=0,
+                           p_new=0.1, p_split_merge=0.0, proposal="witness", subsample=cfg)
+        res = resolve_map(g, conf, tokens=tokens)
+        print(f"resolve_map({cfg.label()}): {res.factor_evaluations:,} factor evaluations (benchmark chain "
+              f"{int(e[-1]):,}), B3 F1 {cm.b3_f1(res.labels, gold):.3f} (benchmark {f[-1]:.3f}), {res.seconds:.2f} s")
+
+
+def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02, proposal="neighbour", tokens=None):
     """Run every config on the same seeds, print the Table-1 rows, save the two plots."""
     # compile / cache-load outside the timings
-    run_chain(g, gold, SubsampleConfig("uniform", rate=0.5), 99, 1)
-    run_chain(g, gold, SubsampleConfig("confidence", interval=1.0, decide=True), 99, 1)
-    run_chain(g, gold, SubsampleConfig(), 99, 1)
+    for warm in (SubsampleConfig("uniform", rate=0.5), SubsampleConfig("confidence", interval=1.0, decide=True),
+                 SubsampleConfig()):
+        run_chain(g, gold, warm, 99, 1, proposal=proposal, tokens=tokens)
     traces = {cfg.label(): [] for cfg in configs}
     for s in range(seeds):  # seed-major, so drifts in the shared machine's load hit every method
         for cfg in configs:
-            traces[cfg.label()].append(run_chain(g, gold, cfg, s, sweeps, t0, t1))
+            traces[cfg.label()].append(run_chain(g, gold, cfg, s, sweeps, t0, t1, proposal=proposal, tokens=tokens))
     base = traces["exact"]
     reach = float(np.median([f[-1] for _, _, f in base]))
     if reach < target:  # the exact chain never gets there: measure at 95% of what it reaches
@@ -127,7 +166,7 @@ def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02):
     for xi, name, xlabel in ((0, "factors", "factors evaluated"), (1, "seconds", "seconds in the move kernel")):
         fig, ax = plt.subplots(figsize=(7.5, 4.6))
         for label, tr in traces.items():
-            if label not in ("exact", "p=0.5", "p=0.2", "p=0.1", "i=0.1", "i=1", "i=20", "i=0 +decide", "i=1 +decide"):
+            if label not in ("exact", "p=0.5", "p=0.2", "p=0.1", "i=0.1", "i=1", "i=5", "i=20", "i=0 +decide", "i=1 +decide"):
                 continue
             x = np.median(np.array([t[xi] for t in tr]), axis=0)
             y = np.median(np.array([t[2] for t in tr]), axis=0)
@@ -137,7 +176,7 @@ def table(g, gold, configs, seeds, sweeps, target, tag, title, t0=2.0, t1=0.02):
         ax.set_xscale("log")
         ax.set_xlabel(xlabel + " (median over seeds)")
         ax.set_ylabel("B³ F1")
-        ax.set_title(f"{title}: annealed mention moves, seed 000")
+        ax.set_title(f"{title}: annealed mention moves, seed 000", fontsize=9)
         ax.legend(fontsize=8, ncol=2)
         fig.tight_layout()
         out = IMG / f"mcmcmc_{tag}_{name}.png"

@@ -110,6 +110,19 @@ def cora_graph(recs: list[dict], word_terms: bool = True) -> tuple[PairGraph, in
     return g, int(rows["a"].size)
 
 
+def cora_tokens(recs: list[dict]):
+    """The on-demand model (`pdbq.coref.tokens`): every pair inside an entity scores
+    6·J(title words) + 20·J(citation words of ≥ 3 letters) + 2·J(author-name words) + 1·[same year] − 15
+    (J: Jaccard), the stored model's weights with the authors' Jaro–Winkler replaced by a Jaccard,
+    computed when a move looks at the pair; blocking (`cora_graph`) only shapes the proposals."""
+    from pdbq.coref.tokens import token_model
+
+    return token_model(
+        [[r["title"].split() for r in recs], [sorted(citation_words(r)) for r in recs],
+         [r["authors"].split() for r in recs], [[r["year"]] if r["year"] else [] for r in recs]],
+        [W_TOKENS, W_FULL, W_AUTHOR, W_YEAR], BIAS)
+
+
 def title_words(r: dict) -> set[str]:
     """The word set DuckDB's list_distinct(string_split(title, ' ')) gives."""
     return set(r["title"].split(" "))

@@ -26,7 +26,8 @@ import numpy as np
 from numba import njit
 
 from pdbq.coref.contract import find_root as _find
-from pdbq.coref.layout import PairGraph, validate_pair_graph
+from pdbq.coref.layout import CorefInputError, PairGraph, validate_pair_graph
+from pdbq.coref.tokens import TokenModel, empty_token_model, token_partition_score
 from pdbq.errors import InferenceError, OptionError
 from pdbq.inference.entity_moves import (
     C_ACCEPTED,
@@ -38,10 +39,60 @@ from pdbq.inference.entity_moves import (
     run_moves,
     state_from_labels,
 )
+from pdbq.inference.member_moves import check_sorted_rows, members_of, run_witness_moves
 from pdbq.inference.rng import chain_states
 from pdbq.inference.subsample import SubsampleConfig, subsample_seeds, subsample_state
 
-__all__ = ["CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels"]
+PROPOSALS = ("neighbour", "witness")
+
+__all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels"]
+
+
+class _Mover:
+    """The chain's move kernel for ``config.proposal``: `run_moves`, or `run_witness_moves` with
+    the member blocks of the chain's state (rebuilt by `reset` when the state is replaced) and
+    the pair scores of the graph or of a token model (`tokens`)."""
+
+    def __init__(self, g, config, st, tokens=None):
+        self.g, self.config = g, config
+        self.tm = tokens if tokens is not None else empty_token_model()
+        self.reset(st)
+
+    def reset(self, st):
+        self.st = st
+        self.mb = members_of(st) if self.config.proposal == "witness" else None
+
+    def __call__(self, sc, rng, steps, temp, counters, log):
+        c = self.config
+        if self.mb is None:
+            run_moves(self.g, self.st, sc, rng, steps, temp, c.p_new, c.p_split_merge, counters, log)
+        else:
+            run_witness_moves(self.g, self.tm, self.st, self.mb, sc, rng, steps, temp, c.p_new, c.p_split_merge,
+                              counters, log)
+
+
+def _scorer(g, tokens):
+    """ψ of a labelling: the graph's stored pairs, or every within-entity pair of a token model."""
+    if tokens is None:
+        return lambda label: float(partition_score(g, label))
+    return lambda label: float(token_partition_score(tokens, label))
+
+
+def _graph_for(g, config, tokens=None):
+    validate_pair_graph(g)
+    config.check()
+    if config.proposal == "witness":
+        check_sorted_rows(g)
+    if tokens is not None:
+        if not isinstance(tokens, TokenModel) or tokens.n_fields == 0:
+            raise OptionError("tokens must be a TokenModel with at least one field (pdbq.coref.tokens.token_model)")
+        if tokens.n_mentions != g.indptr.shape[0] - 1:
+            raise CorefInputError(f"the token model has {tokens.n_mentions} mentions, the pair graph "
+                                  f"{g.indptr.shape[0] - 1}")
+        if config.proposal != "witness" or config.p_split_merge != 0.0:
+            raise OptionError("a token model (factors computed on demand) needs proposal = 'witness' and "
+                              "p_split_merge = 0: the other moves read stored pair scores")
+    return g
 
 
 def _pos_int(name: str, v: object, zero: bool = False) -> None:
@@ -75,6 +126,11 @@ class CorefConfig:
     subsample: how each move's changed pair factors are scored (`SubsampleConfig`: exact, a
         uniform fraction, or sequential to a confidence interval; seed 000). When not exact, MAP
         re-scores the state exactly at pass boundaries to keep the best one.
+    proposal: the mention move. "neighbour" (`entity_moves.mention_move`): its ratio counts m's
+        neighbours in the source and target, a scan of m's candidate row per step. "witness"
+        (`member_moves.witness_move`): same targets, a ratio from entity sizes and one random
+        reverse witness, and a score change summed (or subsampled) over entity members — a
+        step costs what it scores, which is what makes `subsample` pay in wall time.
     """
 
     sweeps: int = 60
@@ -90,6 +146,7 @@ class CorefConfig:
     init: str = "singletons"
     init_threshold: float = 0.0
     subsample: SubsampleConfig = SubsampleConfig()
+    proposal: str = "neighbour"
 
     def check(self) -> CorefConfig:
         _pos_int("sweeps", self.sweeps)
@@ -118,6 +175,8 @@ class CorefConfig:
         if not isinstance(self.subsample, SubsampleConfig):
             raise OptionError(f"option 'subsample' must be a SubsampleConfig, got {self.subsample!r}")
         self.subsample.check()
+        if self.proposal not in PROPOSALS:
+            raise OptionError(f"option 'proposal' must be one of {', '.join(PROPOSALS)}, got {self.proposal!r}")
         return self
 
 
@@ -222,10 +281,14 @@ def stable_labels(label: np.ndarray) -> np.ndarray:
     return _stable(dense.reshape(-1).astype(np.int64))
 
 
-def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapResult:
-    """Annealed MAP clustering (module docstring)."""
-    validate_pair_graph(g)
-    config.check()
+def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None) -> CorefMapResult:
+    """Annealed MAP clustering (module docstring). With `tokens` (a `pdbq.coref.tokens.TokenModel`)
+    every within-entity pair is scored on demand from the token sets and `g` only supplies the
+    proposals' candidate neighbours; then a subsampled chain is scored exactly only at its end
+    (re-scoring every pass would cost Σ|e|² pair evaluations) and entities are not split into
+    candidate components (every pair scores)."""
+    _graph_for(g, config, tokens)
+    psi = _scorer(g, tokens)
     n = g.indptr.shape[0] - 1
     t0 = time.perf_counter()
     if n == 0:
@@ -239,9 +302,10 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
     best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
     stopped = False
     start = _initial(g, config)
-    start_score = float(partition_score(g, start.label))
+    start_score = psi(start.label)
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
+        move = _Mover(g, config, st, tokens)
         log = np.array([start_score])
         rng = rngs[c : c + 1]
         sc.sub.rng[0] = sub_seeds[c]
@@ -251,20 +315,24 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
             if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
                 stopped = True
                 break
-            run_moves(g, st, sc, rng, n, temp, config.p_new, config.p_split_merge, counters, log)
+            move(sc, rng, n, temp, counters, log)
             if not config.subsample.is_exact:  # the running sum adds estimates: re-score exactly
-                log[0] = partition_score(g, st.label)
-            if log[0] > chain_best:
+                if tokens is not None:
+                    log[0] = -math.inf  # see the docstring: the annealed chain's last state is kept
+                else:
+                    log[0] = psi(st.label)
+            if log[0] > chain_best or (tokens is not None and not config.subsample.is_exact):
                 chain_best, chain_lab = float(log[0]), st.label.copy()
             temp = max(temp * cooling, config.min_temperature)
         st = state_from_labels(chain_lab)
-        log[0] = chain_best
+        move.reset(st)
+        log[0] = chain_best if math.isfinite(chain_best) else psi(st.label)
         for _ in range(config.greedy_sweeps):
             before = counters[C_ACCEPTED]
-            run_moves(g, st, sc, rng, n, 0.0, config.p_new, config.p_split_merge, counters, log)
+            move(sc, rng, n, 0.0, counters, log)
             if counters[C_ACCEPTED] == before:
                 break
-        score = float(partition_score(g, st.label))
+        score = psi(st.label)
         chain_scores[c] = score
         if score > best_score:
             best_score, best_labels = score, st.label.copy()
@@ -277,7 +345,7 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig()) -> CorefMapRe
         )
         chain_scores = chain_scores[: c + 1]
     return CorefMapResult(
-        stable_labels(_within_components(g, best_labels)), best_score, chain_scores, int(counters[C_EVALS]),
+        stable_labels(best_labels if tokens is not None else _within_components(g, best_labels)), best_score, chain_scores, int(counters[C_EVALS]),
         int(counters[C_PROPOSALS]), int(counters[C_ACCEPTED]), time.perf_counter() - t0, tuple(warnings),
     )
 
@@ -289,10 +357,11 @@ def _count_same(label, qa, qb, hits):
             hits[k] += 1
 
 
-def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig()) -> PairPosterior:
-    """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling."""
-    validate_pair_graph(g)
-    config.check()
+def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig(),
+                 tokens: TokenModel | None = None) -> PairPosterior:
+    """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling
+    (`tokens`: as in `resolve_map`)."""
+    _graph_for(g, config, tokens)
     n = g.indptr.shape[0] - 1
     qa = np.asarray(qa, dtype=np.int64)
     qb = np.asarray(qb, dtype=np.int64)
@@ -314,17 +383,18 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
         )
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
-        log = np.array([partition_score(g, st.label)])
+        move = _Mover(g, config, st, tokens)
+        log = np.array([_scorer(g, tokens)(st.label)])
         rng = rngs[c : c + 1]
         sc.sub.rng[0] = sub_seeds[c]
-        run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
+        move(sc, rng, n * config.burn_in, 1.0, counters, log)
         hits = np.zeros(qa.size, np.int64)
         done = 0
         for _ in range(config.sweeps):
             if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit and done:
                 warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {done} samples")
                 break
-            run_moves(g, st, sc, rng, n, 1.0, config.p_new, config.p_split_merge, counters, log)
+            move(sc, rng, n, 1.0, counters, log)
             _count_same(st.label, qa, qb, hits)
             done += 1
         per_chain[c] = hits / max(done, 1)
@@ -348,8 +418,7 @@ def _count_sizes(label, size, cap, counts):
 def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
     """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
     Averaged over chains and the passes after burn-in (τ = 1)."""
-    validate_pair_graph(g)
-    config.check()
+    _graph_for(g, config)
     n = g.indptr.shape[0] - 1
     if n * (cap + 1) > 50_000_000:
         raise InferenceError(f"a size distribution for {n:,} mentions up to size {cap} needs too much memory; ask for fewer sizes")
@@ -361,11 +430,12 @@ def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
     done = 0
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
+        move = _Mover(g, config, st)
         log = np.array([partition_score(g, st.label)])
         rng = rngs[c : c + 1]
-        run_moves(g, st, sc, rng, n * config.burn_in, 1.0, config.p_new, config.p_split_merge, counters, log)
+        move(sc, rng, n * config.burn_in, 1.0, counters, log)
         for _ in range(config.sweeps):
-            run_moves(g, st, sc, rng, n, 1.0, config.p_new, config.p_split_merge, counters, log)
+            move(sc, rng, n, 1.0, counters, log)
             _count_sizes(st.label, st.size, cap, counts)
             done += 1
     return counts / max(done, 1)

@@ -55,6 +55,9 @@ __all__ = [
     "exact_sum",
     "uniform_sum",
     "sequential_sum",
+    "stop_now",
+    "uniform_count",
+    "decision_mean",
     "MODES",
     "Z95",
 ]
@@ -212,14 +215,40 @@ def sequential_sum(score, edges, signs, k, rng, interval, decide, mu0):
         d = x - mean
         mean += d / c
         m2 += d * (x - mean)
-        if c >= 2 and c < k:
-            var = m2 / (c - 1)
-            half = Z95 * np.sqrt(var / c) * np.sqrt((k - c) / (k - 1.0))
-            if 2.0 * half <= interval:
-                break
-            if decide and abs(mean - mu0) > half:
-                break
+        if stop_now(c, k, mean, m2, interval, decide, mu0):
+            break
     return rng, mean * k, c
+
+
+@njit(cache=True, inline="always")
+def stop_now(c, k, mean, m2, interval, decide, mu0):
+    """The confidence rule after c of k factors (running mean and Welford m2): the fpc-corrected
+    95% interval width (eq. 9) is <= interval, or — `decide` — its half-width no longer reaches
+    the threshold mean mu0. Never before 2 factors, never at c = k (nothing left to stop)."""
+    if c < 2 or c >= k:
+        return False
+    var = m2 / (c - 1)
+    half = Z95 * np.sqrt(var / c) * np.sqrt((k - c) / (k - 1.0))
+    if 2.0 * half <= interval:
+        return True
+    return decide and abs(mean - mu0) > half
+
+
+@njit(cache=True, inline="always")
+def uniform_count(rate, k):
+    """⌈rate·k⌉ factors, at least one (the float guard keeps rate·k = integer exact)."""
+    m = int(np.ceil(rate * k * (1.0 - 1e-12)))
+    return max(m, 1)
+
+
+@njit(cache=True, inline="always")
+def decision_mean(rng, temp, log_q_ratio, k):
+    """The mean factor score at which an MH test over k factors flips: the test accepts iff
+    Δ > τ(log u − log q-ratio), with u the move stream's next uniform (read, not advanced)."""
+    if temp <= 0.0:
+        return 0.0
+    u = uniform(next_state(rng))
+    return temp * (np.log(u) - log_q_ratio) / k if u > 0.0 else -np.inf
 
 
 @njit(cache=True)
@@ -232,19 +261,14 @@ def estimate_delta(score, edges, signs, k, sub, rng, temp, log_q_ratio):
     if mode == _EXACT or k <= 1:
         return exact_sum(score, edges, signs, k), k
     if mode == _UNIFORM:
-        m = int(np.ceil(sub.params[1] * k * (1.0 - 1e-12)))
-        if m < 1:
-            m = 1
+        m = uniform_count(sub.params[1], k)
         if m >= k:
             return exact_sum(score, edges, signs, k), k
         s, est = uniform_sum(score, edges, signs, k, m, sub.rng[0])
         sub.rng[0] = s
         return est, m
     decide = sub.params[3] != 0.0
-    mu0 = 0.0
-    if decide and temp > 0.0:
-        u = uniform(next_state(rng))
-        mu0 = temp * (np.log(u) - log_q_ratio) / k if u > 0.0 else -np.inf
+    mu0 = decision_mean(rng, temp, log_q_ratio, k) if decide else 0.0
     s, est, c = sequential_sum(score, edges, signs, k, sub.rng[0], sub.params[2], decide, mu0)
     sub.rng[0] = s
     return est, c

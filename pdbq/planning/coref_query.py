@@ -9,7 +9,7 @@ MAP is the annealed MAP clustering (`pdbq.inference.coref.resolve_map`); each ro
 entity's smallest key, so labels are stable across runs that agree. PROB/STDERR/DIST sample
 the clustering at τ = 1 with several chains (standard errors across chains). Options (WITH):
 the fields of `CorefConfig` (sweeps, burn_in, chains, seed, temperature, min_temperature,
-greedy_sweeps, p_new, p_split_merge, time_limit, init, init_threshold) and max_pairs.
+greedy_sweeps, p_new, p_split_merge, time_limit, init, init_threshold, subsample, proposal) and max_pairs.
 Diagnostics carry factor evaluations, proposals, acceptances, pairs and seconds.
 
 `pdbq.planning.execute.execute_query` calls `is_cluster_query` / `execute_cluster_query` in one
@@ -102,6 +102,9 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
     dist = _distributed(dict(stmt.options))
     if dist is None:
         return resolve_map(graph, config)
+    if config.proposal != "neighbour":
+        raise OptionError(f"option 'proposal' = {config.proposal!r} is not available with workers/scheduler "
+                          "(distributed rounds run the neighbour mention moves)")
     from pdbq.distributed import DistributedConfig, resolve_distributed  # noqa: PLC0415 - Dask only when asked
 
     workers = dist.get("workers", 2)
