@@ -14,7 +14,7 @@ import pytest
 
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.cluster_kernels import cluster_pass, make_scratch
+from pdbq.inference.cluster_kernels import cluster_pass, make_scratch, pair_tables
 from pdbq.inference.clusters import bond_terms, check_cluster_inputs, cluster_coverage, cluster_kernel, prepare_clusters
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact import exact_marginals
@@ -148,8 +148,10 @@ def test_broken_cluster_passes_fail_the_check():
     with pytest.raises(InferenceError):
         check_kernel(cluster_kernel(g, no_field), pi)
     # a residual that forgets to take the bond term out (the coupling counted twice)
+    _, twice, inv = pair_tables(g.function, g.factor_offsets, g.table_offset, g.factor_vars, g.factor_literals,
+                                g.cardinality, cg.tables, cg.fweight, g.group, np.zeros_like(cg.res_w), cg.res_anti)
     with pytest.raises(InferenceError):
-        check_kernel(cluster_kernel(g, cg._replace(res_w=np.zeros_like(cg.res_w))), pi)
+        check_kernel(cluster_kernel(g, cg._replace(pair_tab=twice, shift_inv=inv)), pi)
 
 
 def test_evidence_pins_its_cluster_and_the_pass_keeps_bonds():

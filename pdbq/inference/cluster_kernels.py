@@ -13,6 +13,11 @@ Layout (`ClusterGraph`, built by `clusters.prepare_clusters`; kernels check noth
   ``factor_vars``, ``factor_literals``, ``table_offset``, ``tables`` — the kernels' clamped
   tables — ``cardinality``, ``group``), its head groups (``semantics``, ``gweight``) and its
   variable → factor CSR (``var_offsets``, ``var_factors``).
+- pairwise stand-alone factors over two distinct variables are tabulated: ``pair_off[f]`` (−1 for
+  every other factor) is the start in ``pair_tab`` of the residual ``fweight·φ_f − res_w·1[rel]``
+  over (x_first, x_second), second argument fastest; ``shift_inv[f]`` is 1 when that residual is
+  unchanged by relabelling both arguments x ↦ (x + s) mod K (EQUAL): inside one cluster such a
+  factor contributes a constant and is skipped.
 - ``pinned[v]`` (uint8): 1 for evidence and for variables outside the sampled sites; a cluster
   holding one is never relabelled.
 
@@ -36,7 +41,7 @@ from pdbq.inference.kernels import _phi, group_value  # the one factor evaluator
 from pdbq.inference.rng import next_state, uniform
 
 __all__ = ["ClusterGraph", "ClusterScratch", "make_scratch", "cluster_pass", "link_bonds", "cluster_energies",
-           "bond_probability"]
+           "bond_probability", "pair_tables"]
 
 
 class ClusterGraph(NamedTuple):
@@ -60,6 +65,9 @@ class ClusterGraph(NamedTuple):
     group: np.ndarray  # int32[n_factors]
     semantics: np.ndarray  # int8[n_groups]
     gweight: np.ndarray  # float64[n_groups]
+    pair_off: np.ndarray  # int64[n_factors]
+    pair_tab: np.ndarray  # float64
+    shift_inv: np.ndarray  # uint8[n_factors]
 
 
 class ClusterScratch(NamedTuple):
@@ -69,7 +77,8 @@ class ClusterScratch(NamedTuple):
     start: np.ndarray  # int64[n_vars+1]: members of root r at members[start[r]:start[r+1]]
     members: np.ndarray  # int32[n_vars]
     fstamp: np.ndarray  # int64[n_factors]: last cluster that listed the factor
-    flist: np.ndarray  # int32[n_factors]
+    flist: np.ndarray  # int32[n_factors]: the cluster's general factors
+    plist: np.ndarray  # int32[n_factors]: the cluster's tabulated pairwise factors
     gstamp: np.ndarray  # int64[n_groups]
     glist: np.ndarray  # int32[n_groups]
     gbase: np.ndarray  # float64[n_groups]: Σφ of the cluster's factors of a group, unrelabelled
@@ -82,9 +91,48 @@ def make_scratch(cg: ClusterGraph) -> ClusterScratch:
     nv, nf, ng = cg.cardinality.shape[0], cg.function.shape[0], cg.semantics.shape[0]
     kmax = int(cg.cardinality.max()) if nv else 2
     return ClusterScratch(np.zeros(nv, dtype=np.int32), np.zeros(nv + 1, dtype=np.int64), np.zeros(nv, dtype=np.int32),
-                          np.full(nf, -1, dtype=np.int64), np.zeros(nf, dtype=np.int32), np.full(ng, -1, dtype=np.int64),
+                          np.full(nf, -1, dtype=np.int64), np.zeros(nf, dtype=np.int32), np.zeros(nf, dtype=np.int32),
+                          np.full(ng, -1, dtype=np.int64),
                           np.zeros(ng, dtype=np.int32), np.zeros(ng), np.zeros(ng), np.zeros(kmax),
                           np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def pair_tables(function, fo, to, fvars, lits, card, tables, fweight, group, res_w, res_anti):
+    """(pair_off, pair_tab, shift_inv) of the layout above, from the factor arrays."""
+    nf = function.shape[0]
+    pair_off = np.full(nf, -1, dtype=np.int64)
+    size = 0
+    for f in range(nf):
+        if fo[f + 1] - fo[f] == 2 and group[f] < 0 and fvars[fo[f]] != fvars[fo[f] + 1]:
+            pair_off[f] = size
+            size += card[fvars[fo[f]]] * card[fvars[fo[f] + 1]]
+    tab = np.zeros(size)
+    inv = np.zeros(nf, dtype=np.uint8)
+    tmp = np.zeros(card.shape[0], dtype=np.int64)
+    for f in range(nf):
+        po = pair_off[f]
+        if po < 0:
+            continue
+        u, v = fvars[fo[f]], fvars[fo[f] + 1]
+        ku, kv = card[u], card[v]
+        for a in range(ku):
+            for b in range(kv):
+                tmp[u] = a
+                tmp[v] = b
+                e = fweight[f] * _phi(function[f], fo[f], fo[f + 1], to[f], fvars, lits, card, tables, tmp, -1, 0)
+                if res_w[f] != 0.0 and (a == b) != (res_anti[f] == 1):
+                    e -= res_w[f]
+                tab[po + a * kv + b] = e
+        if ku == kv:
+            same = True
+            for sh in range(1, ku):
+                for a in range(ku):
+                    for b in range(kv):
+                        if abs(tab[po + ((a + sh) % ku) * kv + (b + sh) % kv] - tab[po + a * kv + b]) > 1e-12:
+                            same = False
+            inv[f] = 1 if same else 0
+    return pair_off, tab, inv
 
 
 @njit(cache=True, nogil=True)
@@ -132,7 +180,7 @@ def link_bonds(bond_u, bond_v, on, parent, start, members):
         fill[r] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # a call passing the NamedTuples costs more than a small cluster
 def cluster_energies(cg, values, group_sums, mem, beta, sc):
     """``sc.energy[s]`` = β × (log-potential of the relabelling x ↦ (x + s) mod K of the cluster
     ``mem`` minus its bond terms), up to a constant, for s < K; returns K. ``values`` is left as
@@ -140,15 +188,25 @@ def cluster_energies(cg, values, group_sums, mem, beta, sc):
     fo, fn, to = cg.factor_offsets, cg.function, cg.table_offset
     fvars, lits, card, tables = cg.factor_vars, cg.factor_literals, cg.cardinality, cg.tables
     k = card[mem[0]]
+    root = sc.parent[mem[0]]
     sc.stamp[0] += 1
     st = sc.stamp[0]
     nf = 0
+    npf = 0
     ng = 0
     for i in range(mem.shape[0]):
         v = mem[i]
         for j in range(cg.var_offsets[v], cg.var_offsets[v + 1]):
             f = cg.var_factors[j]
-            if sc.fstamp[f] != st:
+            if cg.pair_off[f] >= 0:
+                u0 = fvars[fo[f]]
+                other = fvars[fo[f] + 1] if u0 == v else u0
+                if sc.parent[other] == root:
+                    if cg.shift_inv[f] == 1 or v != u0:
+                        continue  # constant inside the cluster, or listed from its first argument
+                sc.plist[npf] = f
+                npf += 1
+            elif sc.fstamp[f] != st:
                 sc.fstamp[f] = st
                 sc.flist[nf] = f
                 nf += 1
@@ -161,19 +219,17 @@ def cluster_energies(cg, values, group_sums, mem, beta, sc):
         e = 0.0
         for q in range(ng):
             sc.gacc[sc.glist[q]] = 0.0
+        for q in range(npf):
+            f = sc.plist[q]
+            e += cg.pair_tab[cg.pair_off[f] + values[fvars[fo[f]]] * card[fvars[fo[f] + 1]] + values[fvars[fo[f] + 1]]]
         for q in range(nf):
             f = sc.flist[q]
             phi = _phi(fn[f], fo[f], fo[f + 1], to[f], fvars, lits, card, tables, values, -1, 0)
             gr = cg.group[f]
             if gr >= 0:
                 sc.gacc[gr] += phi
-                continue
-            e += cg.fweight[f] * phi
-            rw = cg.res_w[f]
-            if rw != 0.0:
-                same = values[fvars[fo[f]]] == values[fvars[fo[f] + 1]]
-                if same != (cg.res_anti[f] == 1):
-                    e -= rw
+            else:
+                e += cg.fweight[f] * phi  # no bond: bonds sit on tabulated pairs
         for q in range(ng):
             gr = sc.glist[q]
             if s == 0:
@@ -186,7 +242,7 @@ def cluster_energies(cg, values, group_sums, mem, beta, sc):
     return k
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # a call passing the NamedTuples costs more than a small cluster
 def _relabel(cg, values, group_sums, mem, s, k, sc):
     """Apply shift s to the cluster, moving the group sums of its touched groups along."""
     fo, fn, to = cg.factor_offsets, cg.function, cg.table_offset

@@ -44,6 +44,7 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.cluster_kernels import (
     ClusterGraph,
+    pair_tables,
     bond_probability,
     cluster_energies,
     link_bonds,
@@ -175,12 +176,16 @@ def prepare_clusters(graph: FactorGraph, sites: np.ndarray, tables: np.ndarray |
     pinned = np.ones(graph.n_vars, dtype=np.uint8)
     pinned[np.asarray(sites, dtype=np.int64)] = 0
     pinned[graph.evidence >= 0] = 1
+    tables = hard_tables(graph) if tables is None else tables
+    fweight = graph.weights[graph.weight].astype(np.float64)
+    pair_off, pair_tab, shift_inv = pair_tables(graph.function, graph.factor_offsets, graph.table_offset,
+                                                graph.factor_vars, graph.factor_literals, graph.cardinality, tables,
+                                                fweight, graph.group, res_w, res_anti)
     return ClusterGraph(
-        t.u, t.v, t.anti, t.w, res_w, res_anti, graph.weights[graph.weight].astype(np.float64), pinned,
+        t.u, t.v, t.anti, t.w, res_w, res_anti, fweight, pinned,
         graph.cardinality, graph.var_offsets, graph.var_factors, graph.function, graph.factor_offsets,
-        graph.factor_vars, graph.factor_literals, graph.table_offset,
-        hard_tables(graph) if tables is None else tables, graph.group, graph.semantics,
-        graph.weights[graph.group_weight].astype(np.float64),
+        graph.factor_vars, graph.factor_literals, graph.table_offset, tables, graph.group, graph.semantics,
+        graph.weights[graph.group_weight].astype(np.float64), pair_off, pair_tab, shift_inv,
     )
 
 
