@@ -8,8 +8,9 @@ Layout (`ClusterGraph`, built by `clusters.prepare_clusters`; kernels check noth
   the bond is on with probability ``1 − exp(−β · bond_w)``.
 - per factor ``f``: ``res_w[f]``/``res_anti[f]``, the same term as the factor's bond (0 for a
   factor without one); a cluster's relabelling is scored with every touching factor's
-  log-potential *minus* that term (the residual the bonds do not carry), ``fweight[f]`` (the
-  factor's weight), and the graph's own factor arrays (``function``, ``factor_offsets``,
+  log-potential *minus* that term (the residual the bonds do not carry; only pairwise factors
+  carry bonds, and their residual is tabulated below), ``fweight[f]`` (the factor's weight), and
+  the graph's own factor arrays (``function``, ``factor_offsets``,
   ``factor_vars``, ``factor_literals``, ``table_offset``, ``tables`` — the kernels' clamped
   tables — ``cardinality``, ``group``), its head groups (``semantics``, ``gweight``) and its
   variable → factor CSR (``var_offsets``, ``var_factors``).

@@ -134,9 +134,11 @@ def bond_terms(graph: FactorGraph) -> BondTerms:
 
 
 class ClusterCoverage(NamedTuple):
-    """What AUTO reads: the share of free variables touched by a bond, and the largest
-    ``Σ_bonds tanh(w/2) − max tanh(w/2)`` over... averaged per touched variable (the Bethe
-    estimate of long-range order: ≥ 1 in an ordered or critical phase of a ferromagnet)."""
+    """What AUTO reads: ``share``, the share of free variables touched by a bond between two free
+    variables; ``order``, the mean over those variables of ``Σ tanh(w/2) − max tanh(w/2)`` over
+    their bonds (the Bethe-lattice estimate of long-range order, (degree − 1)·tanh J on a regular
+    lattice: ≥ 1 in the ordered or critical phase of a ferromagnet); ``bonds``, the eligible
+    factors."""
 
     share: float
     order: float
