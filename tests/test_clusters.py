@@ -261,7 +261,10 @@ def test_auto_uses_clusters_on_an_ordered_lattice_when_the_pilot_sticks():
     assert not choose_moves(ising(6, 0.2, 0.1)).mixing.active
     assert choose_moves(ising(6, 3.0, 0.1)).mixing.uses_blocks
     cov = cluster_coverage(ising(6, 0.7, 0.0))
-    assert cov.share == 1.0 and cov.bonds == 60 and cov.order > 1.0
+    assert cov.share == 1.0 and cov.bonds == 60 and cov.order > 1.0 and cov.field == 0.0
+    # strong fields pin large clusters: single-site moves (fields spread 2·0.5 per variable)
+    assert cluster_coverage(ising(6, 0.7, 0.5)).field == pytest.approx(1.0)
+    assert not choose_moves(ising(6, 0.7, 0.5)).mixing.clusters
 
 
 # ---------------------------------------------------------------------------------------------

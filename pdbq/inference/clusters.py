@@ -138,11 +138,14 @@ class ClusterCoverage(NamedTuple):
     variables; ``order``, the mean over those variables of ``Σ tanh(w/2) − max tanh(w/2)`` over
     their bonds (the Bethe-lattice estimate of long-range order, (degree − 1)·tanh J on a regular
     lattice: ≥ 1 in the ordered or critical phase of a ferromagnet); ``bonds``, the eligible
-    factors."""
+    factors; ``field``, the mean over those variables of the spread (max − min over values) of
+    their one-variable factors' log-potentials: a field adds up over a cluster and pins large
+    clusters, so cluster moves pay off on nearly field-free models."""
 
     share: float
     order: float
     bonds: int
+    field: float = 0.0
 
 
 def cluster_coverage(graph: FactorGraph) -> ClusterCoverage:
@@ -162,7 +165,24 @@ def cluster_coverage(graph: FactorGraph) -> ClusterCoverage:
     touched[ends] = True
     share = float(touched[free].sum()) / n_free
     order = float(np.mean((s - top)[touched])) if touched.any() else 0.0
-    return ClusterCoverage(share, order, int(t.factor.shape[0]))
+    field = float(np.mean(_unary_spread(graph)[touched])) if touched.any() else 0.0
+    return ClusterCoverage(share, order, int(t.factor.shape[0]), field)
+
+
+def _unary_spread(graph: FactorGraph) -> np.ndarray:
+    """Per variable: Σ over its stand-alone one-variable factors of max − min of w·φ over its
+    values (a TABLE's finite entries; 2|w| for a ±1-valued or 0/1-valued function, an upper bound)."""
+    arity = np.diff(graph.factor_offsets)
+    f = np.flatnonzero((arity == 1) & (graph.group < 0))
+    v = graph.factor_vars[graph.factor_offsets[f]]
+    w = np.abs(graph.weights[graph.weight[f]])
+    spread = 2.0 * w
+    for i in np.flatnonzero(graph.function[f] == int(FactorFunction.TABLE)).tolist():
+        off = int(graph.table_offset[f[i]])
+        t = graph.tables[off : off + int(graph.cardinality[v[i]])]
+        t = t[np.isfinite(t)]
+        spread[i] = w[i] * float(t.max() - t.min()) if t.size else 0.0
+    return np.bincount(v, weights=spread, minlength=graph.n_vars)
 
 
 def prepare_clusters(graph: FactorGraph, sites: np.ndarray, tables: np.ndarray | None = None,

@@ -11,7 +11,9 @@ Cluster moves (Swendsen–Wang, `clusters`) instead, when no walls are found and
 couplings) touch at least `CLUSTER_SHARE` of the free variables, and either the couplings are not
 strong but reach the ordered regime (`clusters.cluster_coverage`'s Bethe indicator at least
 `CLUSTER_ORDER`: near-critical lattices, where single-site chains decorrelate over ~L² sweeps) or
-they are strong on a graph too large for exact blocks.
+they are strong on a graph too large for exact blocks, and the one-variable fields are weak (mean
+spread at most `CLUSTER_FIELD`: a field adds up over a cluster and pins large ones; Segmentation_11,
+an ordered grid with strong fields, mixes worse with clusters than with single-site moves).
 
 The moves cost throughput, and plain chains often mix anyway (zero entries that no chain ever
 needs to cross, couplings that are strong but few), so `run_auto` first spends
@@ -61,6 +63,7 @@ MAX_BLOCK_VARS = 50_000
 TEMPERING_COPIES = 4
 CLUSTER_SHARE = 0.9
 CLUSTER_ORDER = 1.0
+CLUSTER_FIELD = 0.1
 
 
 @dataclass(frozen=True)
@@ -120,13 +123,14 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
     if not walls:
         cov = cluster_coverage(graph)
         ordered = cov.order >= CLUSTER_ORDER and not strong
-        if cov.share >= CLUSTER_SHARE and (ordered or (strong and free > MAX_BLOCK_VARS)):
+        if cov.share >= CLUSTER_SHARE and cov.field <= CLUSTER_FIELD and (ordered or (strong and free > MAX_BLOCK_VARS)):
             why = (f"couplings in the ordered regime (Bethe indicator {cov.order:.3g} >= {CLUSTER_ORDER:g})" if ordered
                    else f"strong couplings (largest |weight| {wmax:.3g}) on {free:,} free variables, too many for "
                         f"exact blocks (limit {MAX_BLOCK_VARS:,})")
             return MoveDecision(MixingConfig(clusters=True),
                                 f"Swendsen–Wang cluster moves if plain chains do not mix: {why}; bonds on "
-                                f"{cov.bonds:,} equality couplings touch {cov.share:.0%} of the free variables",
+                                f"{cov.bonds:,} equality couplings touch {cov.share:.0%} of the free variables, "
+                                f"mean field {cov.field:.3g}",
                                 walls, strong)
     if not walls and not strong:
         return MoveDecision(MixingConfig(), f"single-site moves (no zero entries; largest |weight| {wmax:.3g}, "
