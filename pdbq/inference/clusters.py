@@ -50,7 +50,7 @@ from pdbq.inference.cluster_kernels import (
     link_bonds,
     make_scratch,
 )
-from pdbq.inference.kernels import hard_tables
+from pdbq.inference.kernels import group_sums_into, hard_tables
 from pdbq.inference.transition import Kernel, state_table
 from pdbq.language.nodes import FactorFunction
 
@@ -245,7 +245,6 @@ def cluster_kernel(graph: FactorGraph, cg: ClusterGraph, beta: float = 1.0) -> K
     sc = make_scratch(cg)
     gsums = np.zeros((n, graph.n_groups))
     if graph.n_groups:
-        from pdbq.inference.kernels import group_sums_into  # noqa: PLC0415
         for s in range(n):
             group_sums_into(graph, cg.tables, states[s].astype(dtype), gsums[s])
     same = states[:, cg.bond_u] == states[:, cg.bond_v]
