@@ -38,11 +38,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from pdbq.inference.kernels import _phi, group_value  # the one factor evaluator of the engine
+from pdbq.inference.kernels import _phi, group_value, run_chain  # the one factor evaluator of the engine
 from pdbq.inference.rng import next_state, uniform
 
 __all__ = ["ClusterGraph", "ClusterScratch", "make_scratch", "cluster_pass", "link_bonds", "cluster_energies",
-           "bond_probability", "pair_tables"]
+           "bond_probability", "pair_tables", "sweeps_and_passes"]
 
 
 class ClusterGraph(NamedTuple):
@@ -337,3 +337,13 @@ def cluster_pass(cg, values, group_sums, beta, rng, on, sc):
             moved += 1
     rng[0] = s
     return moved
+
+
+@njit(cache=True, nogil=True)
+def sweeps_and_passes(g, kg, st, sched, acc, unused, n_site, collect, cg, rng, on, sc, reps):
+    """``reps`` times: ``n_site`` single-site updates (`kernels.run_chain`, adding conditionals
+    when ``collect``) then one cluster pass at β = 1 — one call for what would otherwise be
+    2·reps calls from Python, each unpacking the graph's arrays."""
+    for _ in range(reps):
+        run_chain(g, kg, st, sched, acc, unused, n_site, collect)
+        cluster_pass(cg, st.values, st.group_sums, 1.0, rng, on, sc)

@@ -11,7 +11,9 @@ whole passes of single-site updates (one pass, ``len(sites)`` updates; without b
 ``query_passes`` more of every block that holds a target (`blocks.BlockSampler`, at the copy's
 β), then, with clusters, one Swendsen–Wang pass (`cluster_kernels.cluster_pass`, at the copy's β;
 its relabellings add nothing to the sums: the single-site conditionals are the estimator, so the
-cluster pass only speeds mixing), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
+cluster pass only speeds mixing; with clusters and neither blocks nor tempering, a cycle is
+``ceil(_MIN_CYCLE_UPDATES / (2·len(sites)))`` sweep+pass pairs made in one numba call,
+`cluster_kernels.sweeps_and_passes`), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
 of neighbouring copies (`tempering`). Every piece leaves its copy's (or the product's)
 distribution invariant, so their composition does too. The β = 1 copy's single-site
 conditionals and block draw probabilities are the Rao-Blackwellised sums.
@@ -39,7 +41,7 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.block_kernels import block_pass, pack_blocks
 from pdbq.inference.blocks import Block, block_edges, build_blocks
-from pdbq.inference.cluster_kernels import ClusterGraph, cluster_pass, make_scratch
+from pdbq.inference.cluster_kernels import ClusterGraph, cluster_pass, make_scratch, sweeps_and_passes
 from pdbq.inference.clusters import check_cluster_inputs, prepare_clusters
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import (
@@ -95,13 +97,14 @@ class _Cycle:
     cycle = single-site passes and block moves of every copy, then neighbour swaps."""
 
     def __init__(self, ctx: MoveContext, mixing: MixingConfig, packed, seq: np.ndarray, site_updates: int,
-                 per_cycle: int, cg: ClusterGraph | None = None):
+                 per_cycle: int, cg: ClusterGraph | None = None, fused: int = 0):
         g, kg, states = ctx.graph, ctx.kernel, ctx.states
         chains = len(states)
         K = mixing.tempering
         self.ctx, self.mixing, self.packed, self.seq = ctx, mixing, packed, seq
         self.site_updates, self.per_cycle, self.K = site_updates, per_cycle, K
         self.cg = cg
+        self.fused = fused  # > 0: plain chains with clusters, that many sweep+pass pairs in one numba call
         self.betas = initial_ladder(K, mixing.beta_min)
         dtype = states[0].values.dtype
         # copy k > 0 of chain c starts from chain c's state with its own random stream
@@ -147,6 +150,14 @@ class _Cycle:
     def _cycle(self, c: int, collect: bool) -> None:
         g, kg, ctx = self.ctx.graph, self.ctx.kernel, self.ctx
         acc = ctx.accs[c]
+        if self.fused:
+            st = self.copies[c][0]
+            if g.n_groups:
+                group_sums_into(g, kg.tables, st.values, st.group_sums)
+            sweeps_and_passes(g, kg, st, ctx.sched, acc, self.unused, self.site_updates, collect, self.cg,
+                              self.cl_rng[c : c + 1], self.cl_on[c], self.cl_scratch[c], self.fused)
+            self.cycle_no[c] += 1
+            return
         for k in range(self.K):
             st = self.copies[c][k]
             if g.n_groups:  # swaps exchange values, not group sums
@@ -251,12 +262,17 @@ def run_mixing(
     # (a cluster pass counts one update per sampled site)
     site_updates = n_sites if blocks or cg is not None else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
     per_cycle = max(site_updates + block_updates + (n_sites if cg is not None else 0), 1)
+    fused = 0
+    if cg is not None and not blocks and mixing.tempering == 1:
+        # clusters alone: several sweep+pass pairs per cycle on small graphs (one numba call)
+        fused = max(1, math.ceil(_MIN_CYCLE_UPDATES / max(2 * n_sites, 1)))
+        per_cycle = fused * 2 * n_sites
     seq = np.array(list(range(len(blocks))) + [i for i, h in enumerate(holds_target) if h] * mixing.query_passes,
                    dtype=np.int64)
     made: list[_Cycle] = []
 
     def start(ctx: MoveContext) -> ChainMoves:
-        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle, cg)
+        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle, cg, fused)
         made.append(cyc)
         return cyc.moves()
 
