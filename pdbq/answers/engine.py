@@ -310,14 +310,15 @@ def answer(
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
     t_sample = time.perf_counter()
-    mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table).check()
+    mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
+                          clusters=options.clusters).check()
 
     def blocks_for(m: MixingConfig):
         return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
                          lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
 
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
-    if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
+    if method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
         r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
         reason += "; " + why

@@ -169,6 +169,8 @@ class MixingConfig:
         (at most N variables per block). Each block is resampled exactly from its conditional.
     block_table: the largest clique table (entries) a block's elimination may need.
     query_passes: extra moves per round of every block holding a query target.
+    clusters: add a Swendsen–Wang cluster pass to every cycle (pdbq/inference/clusters.py): bonds
+        on the pairwise equality couplings, clusters relabelled exactly given everything else.
     """
 
     tempering: int = 1
@@ -176,6 +178,7 @@ class MixingConfig:
     blocks: str | int = "off"
     block_table: int = 2**10
     query_passes: int = 1
+    clusters: bool = False
 
     @property
     def uses_blocks(self) -> bool:
@@ -183,7 +186,7 @@ class MixingConfig:
 
     @property
     def active(self) -> bool:
-        return self.tempering > 1 or self.uses_blocks
+        return self.tempering > 1 or self.uses_blocks or self.clusters
 
     def check(self) -> MixingConfig:
         _positive_int("tempering", self.tempering)
@@ -200,4 +203,6 @@ class MixingConfig:
         if self.block_table < 2:
             raise OptionError(f"option 'block_table' must be at least 2 entries, got {self.block_table!r}")
         _positive_int("query_passes", self.query_passes, allow_zero=True)
+        if not isinstance(self.clusters, bool):
+            raise OptionError(f"option 'clusters' must be true or false, got {self.clusters!r}")
         return self

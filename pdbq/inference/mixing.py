@@ -9,7 +9,11 @@ Each chain repeats a *cycle*: for every copy (one per temperature; one copy with
 whole passes of single-site updates (one pass, ``len(sites)`` updates; without blocks at least
 `_MIN_CYCLE_UPDATES` updates; the numba kernels, tempered copies use the annealing kernel at a fixed temperature), then, with blocks, one exact move of every block plus
 ``query_passes`` more of every block that holds a target (`blocks.BlockSampler`, at the copy's
-β), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
+β), then, with clusters, one Swendsen–Wang pass (`cluster_kernels.cluster_pass`, at the copy's β;
+its relabellings add nothing to the sums: the single-site conditionals are the estimator, so the
+cluster pass only speeds mixing; with clusters and neither blocks nor tempering, a cycle is
+``ceil(_MIN_CYCLE_UPDATES / (2·len(sites)))`` sweep+pass pairs made in one numba call,
+`cluster_kernels.sweeps_and_passes`), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
 of neighbouring copies (`tempering`). Every piece leaves its copy's (or the product's)
 distribution invariant, so their composition does too. The β = 1 copy's single-site
 conditionals and block draw probabilities are the Rao-Blackwellised sums.
@@ -37,6 +41,8 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.block_kernels import block_pass, pack_blocks
 from pdbq.inference.blocks import Block, block_edges, build_blocks
+from pdbq.inference.cluster_kernels import ClusterGraph, cluster_pass, make_scratch, sweeps_and_passes
+from pdbq.inference.clusters import check_cluster_inputs, prepare_clusters
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import (
     ChainMoves,
@@ -78,6 +84,7 @@ class MixingResult(GibbsResult):
     n_blocks: int = 0
     largest_block: int = 0
     largest_block_table: int = 0
+    cluster_bonds: int = -1  # -1: no cluster moves; else the factors carrying bonds
 
 
 def _copy_state(src: ChainState, values: np.ndarray, gsums: np.ndarray, rng: np.ndarray) -> ChainState:
@@ -90,12 +97,14 @@ class _Cycle:
     cycle = single-site passes and block moves of every copy, then neighbour swaps."""
 
     def __init__(self, ctx: MoveContext, mixing: MixingConfig, packed, seq: np.ndarray, site_updates: int,
-                 per_cycle: int):
+                 per_cycle: int, cg: ClusterGraph | None = None, fused: int = 0):
         g, kg, states = ctx.graph, ctx.kernel, ctx.states
         chains = len(states)
         K = mixing.tempering
         self.ctx, self.mixing, self.packed, self.seq = ctx, mixing, packed, seq
         self.site_updates, self.per_cycle, self.K = site_updates, per_cycle, K
+        self.cg = cg
+        self.fused = fused  # > 0: plain chains with clusters, that many sweep+pass pairs in one numba call
         self.betas = initial_ladder(K, mixing.beta_min)
         dtype = states[0].values.dtype
         # copy k > 0 of chain c starts from chain c's state with its own random stream
@@ -120,6 +129,11 @@ class _Cycle:
             self.coords = np.zeros((chains, widest), dtype=np.int64)
             self.probs = np.zeros((chains, int(g.cardinality.max())))
             self.block_rng = chain_states(ctx.seed + 2_000_029, chains)
+        if cg is not None:
+            self.cl_scratch = [make_scratch(cg) for _ in range(chains)]
+            self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
+            self.cl_rng = chain_states(ctx.seed + 3_000_017, chains)
+            check_cluster_inputs(cg, states[0].values, states[0].group_sums, self.cl_rng[0:1], 1.0)
         # swap statistics of the current round (row per chain) and of all kept rounds
         self.r_acc = np.zeros((chains, max(K - 1, 0)))
         self.r_att = np.zeros((chains, max(K - 1, 0)))
@@ -136,6 +150,14 @@ class _Cycle:
     def _cycle(self, c: int, collect: bool) -> None:
         g, kg, ctx = self.ctx.graph, self.ctx.kernel, self.ctx
         acc = ctx.accs[c]
+        if self.fused:
+            st = self.copies[c][0]
+            if g.n_groups:
+                group_sums_into(g, kg.tables, st.values, st.group_sums)
+            sweeps_and_passes(g, kg, st, ctx.sched, acc, self.unused, self.site_updates, collect, self.cg,
+                              self.cl_rng[c : c + 1], self.cl_on[c], self.cl_scratch[c], self.fused)
+            self.cycle_no[c] += 1
+            return
         for k in range(self.K):
             st = self.copies[c][k]
             if g.n_groups:  # swaps exchange values, not group sums
@@ -149,6 +171,9 @@ class _Cycle:
                 block_pass(self.packed, self.seq, st.values, self.psi_buf[c], self.coords[c], self.probs[c],
                            self.block_rng[c : c + 1], float(self.betas[k]), collect and k == 0, acc.target_index,
                            acc.sums, acc.counts)
+            if self.cg is not None:
+                cluster_pass(self.cg, st.values, st.group_sums, float(self.betas[k]), self.cl_rng[c : c + 1],
+                             self.cl_on[c], self.cl_scratch[c])
         if self.K > 1:
             self._swaps(c)
         self.cycle_no[c] += 1
@@ -224,6 +249,9 @@ def run_mixing(
         if not in_sites[b.vars].all():
             raise InferenceError(f"block variable {int(b.vars[~in_sites[b.vars]][0])} is not among the sampled sites")
     packed = pack_blocks(blocks) if blocks else None
+    cg = None
+    if mixing.clusters and n_sites and n_live:
+        cg = prepare_clusters(graph, sites_arr, tables=kernel.tables)
     tix = np.full(graph.n_vars, -1, dtype=np.int32)
     tix[live] = np.arange(n_live, dtype=np.int32)
     holds_target = [bool((tix[b.vars] >= 0).any()) for b in blocks]
@@ -231,14 +259,20 @@ def run_mixing(
         b.size for b, h in zip(blocks, holds_target) if h)
     # single-site updates per copy and cycle: without blocks at least _MIN_CYCLE_UPDATES, so the
     # per-cycle overhead (a thread hand-off, the swap scores) stays small on small graphs
-    site_updates = n_sites if blocks else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
-    per_cycle = max(site_updates + block_updates, 1)
+    # (a cluster pass counts one update per sampled site)
+    site_updates = n_sites if blocks or cg is not None else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
+    per_cycle = max(site_updates + block_updates + (n_sites if cg is not None else 0), 1)
+    fused = 0
+    if cg is not None and not blocks and mixing.tempering == 1:
+        # clusters alone: several sweep+pass pairs per cycle on small graphs (one numba call)
+        fused = max(1, math.ceil(_MIN_CYCLE_UPDATES / max(2 * n_sites, 1)))
+        per_cycle = fused * 2 * n_sites
     seq = np.array(list(range(len(blocks))) + [i for i, h in enumerate(holds_target) if h] * mixing.query_passes,
                    dtype=np.int64)
     made: list[_Cycle] = []
 
     def start(ctx: MoveContext) -> ChainMoves:
-        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle)
+        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle, cg, fused)
         made.append(cyc)
         return cyc.moves()
 
@@ -258,6 +292,9 @@ def run_mixing(
                 f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under "
                 f"{LOW_SWAP_RATE:.0%} of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
             )
+    if cg is not None and cg.bond_u.shape[0] == 0:
+        warnings.append("clusters: no factor can carry a bond (docs/inference.md, \"Cluster moves\"), so the "
+                        "cluster pass only relabels single variables")
     base = {f.name: getattr(r, f.name) for f in dataclasses.fields(GibbsResult)}
     base["warnings"] = tuple(warnings)
     return MixingResult(
@@ -267,6 +304,7 @@ def run_mixing(
         n_blocks=len(blocks),
         largest_block=max((b.size for b in blocks), default=0),
         largest_block_table=max((b.max_table for b in blocks), default=0),
+        cluster_bonds=int(cg.bond_u.shape[0]) if cg is not None else -1,
     )
 
 
@@ -283,6 +321,8 @@ def describe_moves(r: MixingResult) -> str:
     if r.n_blocks:
         parts.append(f"{r.n_blocks} exact block(s), largest {r.largest_block} variables / "
                      f"{r.largest_block_table:,}-entry clique table")
+    if r.cluster_bonds >= 0:
+        parts.append(f"Swendsen–Wang cluster moves over {r.cluster_bonds:,} bond(s)")
     if r.betas is not None and r.betas.shape[0] > 1:
         ladder = ", ".join(f"{b:.3g}" for b in r.betas)
         rates = ", ".join(f"{x:.2f}" for x in r.swap_rates) if r.swap_rates is not None else ""

@@ -7,6 +7,14 @@ then moves the log-odds of a flip by 2·|w| ≥ 4, enough to freeze single-site 
 Either one asks for exact block moves where the graph is small enough to cut into blocks
 (`MAX_BLOCK_VARS` free variables), else for replica exchange with `TEMPERING_COPIES` copies.
 
+Cluster moves (Swendsen–Wang, `clusters`) instead, when no walls are found and bonds (equality
+couplings) touch at least `CLUSTER_SHARE` of the free variables, and either the couplings are not
+strong but reach the ordered regime (`clusters.cluster_coverage`'s Bethe indicator at least
+`CLUSTER_ORDER`: near-critical lattices, where single-site chains decorrelate over ~L² sweeps) or
+they are strong on a graph too large for exact blocks, and the one-variable fields are weak (mean
+spread at most `CLUSTER_FIELD`: a field adds up over a cluster and pins large ones; Segmentation_11,
+an ordered grid with strong fields, mixes worse with clusters than with single-site moves).
+
 The moves cost throughput, and plain chains often mix anyway (zero entries that no chain ever
 needs to cross, couplings that are strong but few), so `run_auto` first spends
 `PILOT_SHARE` of the budget on plain chains and keeps them unless their split R-hat says they
@@ -34,6 +42,7 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
+from pdbq.inference.clusters import cluster_coverage
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
@@ -52,6 +61,9 @@ PILOT_RHAT = 1.5
 STRONG_WEIGHT = 2.0
 MAX_BLOCK_VARS = 50_000
 TEMPERING_COPIES = 4
+CLUSTER_SHARE = 0.9
+CLUSTER_ORDER = 1.0
+CLUSTER_FIELD = 0.1
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,18 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
     used[graph.group_weight] = True
     wmax = float(np.abs(graph.weights[used]).max()) if used.any() else 0.0
     strong = wmax >= STRONG_WEIGHT or spread >= 2 * STRONG_WEIGHT
+    if not walls:
+        cov = cluster_coverage(graph)
+        ordered = cov.order >= CLUSTER_ORDER and not strong
+        if cov.share >= CLUSTER_SHARE and cov.field <= CLUSTER_FIELD and (ordered or (strong and free > MAX_BLOCK_VARS)):
+            why = (f"couplings in the ordered regime (Bethe indicator {cov.order:.3g} >= {CLUSTER_ORDER:g})" if ordered
+                   else f"strong couplings (largest |weight| {wmax:.3g}) on {free:,} free variables, too many for "
+                        f"exact blocks (limit {MAX_BLOCK_VARS:,})")
+            return MoveDecision(MixingConfig(clusters=True),
+                                f"Swendsen–Wang cluster moves if plain chains do not mix: {why}; bonds on "
+                                f"{cov.bonds:,} equality couplings touch {cov.share:.0%} of the free variables, "
+                                f"mean field {cov.field:.3g}",
+                                walls, strong)
     if not walls and not strong:
         return MoveDecision(MixingConfig(), f"single-site moves (no zero entries; largest |weight| {wmax:.3g}, "
                                             f"largest table spread {spread:.3g})")

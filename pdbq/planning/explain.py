@@ -121,12 +121,14 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
     """Which MCMC moves the chains would use and why (issue 18)."""
     if method is Method.AUTO and decision is not None and decision.method == "EXACT":
         return "none: exact elimination"
-    if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
+    if method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
         return "AUTO: " + choose_moves(graph, block_table=opts.block_table).reason
     parts = []
     if opts.blocks != "off":
         size = "as large as the table budget allows" if opts.blocks == "auto" else f"at most {opts.blocks} variables"
         parts.append(f"exact block moves (blocks {size}, clique tables <= {opts.block_table:,} entries)")
+    if opts.clusters:
+        parts.append("Swendsen–Wang cluster moves (bonds on the equality couplings)")
     if opts.tempering > 1:
         parts.append(f"replica exchange with {opts.tempering} copies per chain")
     return "; ".join(parts) if parts else "single-site moves"

@@ -54,6 +54,7 @@ class QueryOptions:
     tempering: int = 1  # GIBBS/QAM: copies per chain for replica exchange (1: off)
     blocks: str | int = "off"  # GIBBS/QAM: exact block moves: 'off' | 'auto' | max variables per block
     block_table: int = 2**10  # GIBBS/QAM: largest clique table of a block (entries)
+    clusters: bool = False  # GIBBS/QAM: Swendsen–Wang cluster moves over the equality couplings
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, Any]], defaults: Mapping[str, Any] | None = None) -> "QueryOptions":
@@ -98,6 +99,7 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "tempering": ("int", 1, True, "GIBBS/QAM: tempered copies per chain, replica exchange (1: off)"),
     "blocks": ("blocks", None, True, "GIBBS/QAM: exact block moves: 'auto' | 'off' | max variables per block"),
     "block_table": ("int", 2, True, "GIBBS/QAM: largest clique table of a block move (entries)"),
+    "clusters": ("bool", None, True, "GIBBS/QAM: Swendsen–Wang cluster moves over equality couplings (true | false)"),
 }
 
 OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
@@ -107,9 +109,15 @@ def _coerce(name: str, value: Any) -> Any:
     kind, low, inclusive, _ = _SPECS[name]
     if value is None:
         if name in ("chains", "selection", "epsilon", "power", "max_table", "exact_budget", "temperature", "tempering", "blocks",
-                    "block_table"):
+                    "block_table", "clusters"):
             raise OptionError(f"option '{name}' cannot be NULL")
         return None
+    if kind == "bool":
+        if isinstance(value, str) and value.lower() in ("true", "false", "on", "off"):
+            return value.lower() in ("true", "on")
+        if not isinstance(value, bool) and not (isinstance(value, int) and value in (0, 1)):
+            raise OptionError(f"option '{name}' must be true or false, got {value!r}")
+        return bool(value)
     if kind == "blocks":
         if isinstance(value, str) and value.lower() in ("auto", "off"):
             return value.lower()
