@@ -5,8 +5,8 @@ the estimate columns. `execute_query` is what ``Database.execute`` calls for PRO
 
 from __future__ import annotations
 
+import contextlib
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +35,8 @@ from pdbq.planning.plan import (
 )
 from pdbq.planning.labels import label_warnings
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, substitute
+from pdbq.planning.sources import arrow_source
+from pdbq.planning.store_state import kept_state, read_definitions
 
 __all__ = ["QueryAnswer", "execute_query", "run_plan", "diagnostics"]
 
@@ -136,12 +138,16 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     """
     from pdbq.planning.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
 
-    if is_cluster_query(db, stmt):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
+    # the catalog read once: a query's store check reuses it (or the check kept from the last one)
+    kept = kept_state(db)
+    definitions = None if kept is not None else read_definitions(db)
+    variables = kept.variables if kept is not None else definitions[0][0]
+    if is_cluster_query(db, stmt, variables):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
         return execute_cluster_query(db, stmt)
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     started = time.perf_counter()
-    plan = plan_query(db, stmt, progress=progress, cancel=cancel)
+    plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions)
     kinds = {e.kind for e in stmt.estimates}
     need_map = EstimateKind.MAP in kinds
     need_marginals = bool(kinds - {EstimateKind.MAP})
@@ -149,22 +155,16 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
                    started=started)
     con = db.duckdb
     sources = {}
-    names = []
-    try:
+    with contextlib.ExitStack() as registered:
         for alias, relation in plan.relations.items():
             v = plan.variables[relation]
             ests = [e for e in stmt.estimates if e.alias == alias]
             m = _alias_answers(plan, ans, alias)
             table = estimates_table([(e, check_estimate(e, v, call_text(e))) for e in ests], v.domain, m, VID_COLUMN)
-            name = f"__pdbq_estimates_{uuid.uuid4().hex}"
-            con.register(name, table)
-            names.append(name)
+            name = registered.enter_context(arrow_source(con, table))
             sources[alias] = _final_source(v, [e.placeholder for e in ests], name)
         final = substitute(stmt.tree, sources)
         out = con.sql(sql_text(final)).to_arrow_table()
-    finally:
-        for name in names:
-            con.unregister(name)
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)

@@ -41,6 +41,7 @@ from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
+from pdbq.planning.store_state import StoreState, checked_store
 from pdbq.progress import Progress
 
 __all__ = ["Session", "Plan", "QueryAnswer", "plan_query", "query_plan", "query_graph", "semantics_warnings_of", "vid_labels"]
@@ -199,7 +200,7 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
     cache = getattr(db, "graph_cache", None)
     graph, vids, stats = _store_query_graph(
         con, plan_args["variables"], plan_args["rules"], seeds, evidence.as_tuple(), config=GroundingConfig(), cache=cache,
-        prepared=plan_args.get("prepared"),
+        prepared=plan_args.get("prepared"), token=plan_args.get("token"),
     )
     secs = time.perf_counter() - t0
     report(progress, "grounding", 1, 1, elapsed=secs)
@@ -208,20 +209,25 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
     return graph, np.asarray(vids, dtype=np.int64), stats, secs, memo
 
 
-def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None) -> Plan:
-    """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches)."""
+def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None,
+               definitions: tuple[dict, dict] | None = None) -> Plan:
+    """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches).
+    ``definitions``: the catalog's ``(variables, rules)`` when the caller just read them."""
     options = QueryOptions.from_pairs(stmt.options, getattr(db, "default_options", None))
     explicit = frozenset(name for name, _ in stmt.options)
     if stmt.tree is None:
         raise PdbqError("internal: a ProbQuery without its tree (parse it with pdbq.language)")
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
-    with schema_known(db.duckdb):
-        return _plan_query(db, stmt, options, explicit, progress, cancel)
+    state, kept = checked_store(db, with_token=getattr(db, "graph_cache", None) is not None, definitions=definitions)
+    # a kept check means no statement ran since the store's tables were last seen
+    with schema_known(db.duckdb, assume=kept):
+        return _plan_query(db, stmt, options, explicit, progress, cancel, state, kept)
 
 
-def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel) -> Plan:
-    variables, rules = db.catalog.definitions()
+def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel,
+                state: StoreState, kept: bool) -> Plan:
+    variables, rules = state.variables, state.rules
     calls = {}
     for est in stmt.estimates:
         calls.setdefault(est.alias, call_text(est))
@@ -229,14 +235,17 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     for est in stmt.estimates:
         check_estimate(est, variables[relations[est.alias]], call_text(est))
     con = db.duckdb
-    prepared = prepare_store(con, variables, rules)
+    prepared = state.for_query()
     xq_notes: list[str] = []
     xq = _select_xq(con, stmt, variables, relations, xq_notes)
     evidence = resolve_evidence(con, variables, stmt.given)
-    check_evidence_possible(con, variables, evidence.as_tuple())
+    ev_key = evidence.vids.tobytes() + b"|" + evidence.values.tobytes()
+    if not (kept and ev_key in state.possible):
+        check_evidence_possible(con, variables, evidence.as_tuple(), prepared.imports)
+        state.possible.add(ev_key)
     seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
     check_cancel(cancel)
-    plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+    plan_args = {"variables": variables, "rules": rules, "prepared": prepared, "token": state.token}
     graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
     n_total = sum(i.n for i in prepared.sync.info.values())
     notes = query_notes(prepared, stats)
