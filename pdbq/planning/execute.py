@@ -55,6 +55,20 @@ def _final_source(v: CreateVariable, placeholders: Sequence[str], arrow_name: st
     return make
 
 
+def _final_tree(plan: Plan, stmt: ProbQuery) -> tuple[exp.Expression, dict[str, list[exp.Table]]]:
+    """The user's SELECT with each estimate alias reading its estimates table, and the table
+    nodes to point at each query's registered estimates (the tree depends on the statement and
+    the definitions only, so a kept store check keeps it too)."""
+    sources, names = {}, {}
+    for k, (alias, relation) in enumerate(plan.relations.items()):
+        v = plan.variables[relation]
+        names[alias] = f"__pdbq_estimates_{k}"
+        sources[alias] = _final_source(v, [e.placeholder for e in stmt.estimates if e.alias == alias], names[alias])
+    tree = substitute(stmt.tree, sources)
+    tables = list(tree.find_all(exp.Table))
+    return tree, {alias: [t for t in tables if t.name == name] for alias, name in names.items()}
+
+
 def _round_callback(progress: ProgressFn | None, cancel: Any, options: Any = None):
     if progress is None and cancel is None:
         return None
@@ -154,7 +168,7 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     ans = run_plan(plan, stmt.method, need_marginals=need_marginals, need_map=need_map, progress=progress, cancel=cancel,
                    started=started)
     con = db.duckdb
-    sources = {}
+    tree, slots = _final_tree(plan, stmt) if plan.store is None else plan.store.remember("final", stmt, lambda: _final_tree(plan, stmt))
     with contextlib.ExitStack() as registered:
         for alias, relation in plan.relations.items():
             v = plan.variables[relation]
@@ -162,9 +176,9 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
             m = _alias_answers(plan, ans, alias)
             table = estimates_table([(e, check_estimate(e, v, call_text(e))) for e in ests], v.domain, m, VID_COLUMN)
             name = registered.enter_context(arrow_source(con, table))
-            sources[alias] = _final_source(v, [e.placeholder for e in ests], name)
-        final = substitute(stmt.tree, sources)
-        out = con.sql(sql_text(final)).to_arrow_table()
+            for node in slots[alias]:  # the kept tree reads this query's estimates
+                node.set("this", ident(name))
+        out = con.sql(sql_text(tree)).to_arrow_table()
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)

@@ -36,7 +36,7 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.grounding.ground import GroundingStats, Prepared, prepare, transaction
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, var_table
-from pdbq.grounding.variables import relation_info, sync_variables, vids_to_keys
+from pdbq.grounding.variables import relation_info, stored_evidence, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
@@ -91,6 +91,7 @@ class Plan:
     grounding_seconds: float
     notes: list[str] = field(default_factory=list)
     memo: Memo | None = None  # the graph's entry in the database's query-graph cache
+    store: StoreState | None = None  # the store check planned with (pdbq.planning.store_state)
 
     @property
     def local(self) -> np.ndarray:
@@ -157,7 +158,8 @@ def _all_vids(con: duckdb.DuckDBPyConnection, relation: str) -> np.ndarray:
     return np.arange(info.base, info.base + info.n, dtype=np.int64)
 
 
-def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], notes: list[str]) -> dict[str, np.ndarray]:
+def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], notes: list[str],
+               state: StoreState | None = None) -> dict[str, np.ndarray]:
     by_alias: dict[str, list[str]] = {}
     for est in stmt.estimates:
         by_alias.setdefault(est.alias, []).append(est.placeholder)
@@ -165,9 +167,14 @@ def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], no
     for alias, placeholders in by_alias.items():
         v = variables[relations[alias]]
         parts = []
-        for sel in xq_selects(stmt.tree, alias, _xq_source(v, placeholders)):
+
+        def texts(v=v, alias=alias, placeholders=placeholders) -> list[str]:
+            return [sql_text(sel) for sel in xq_selects(stmt.tree, alias, _xq_source(v, placeholders))]
+
+        # the rewritten SELECTs depend on the statement and the definitions only: generated once
+        for text in (texts() if state is None else state.remember(("xq", alias), stmt, texts)):
             try:
-                d = con.execute(sql_text(sel)).fetchnumpy()
+                d = con.execute(text).fetchnumpy()
                 parts.append(np.asarray(d[VID_COLUMN], dtype=np.int64))
             except duckdb.Error as e:
                 # A scope that cannot run on its own (e.g. correlated with an outer query): every
@@ -237,8 +244,9 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     con = db.duckdb
     prepared = state.for_query()
     xq_notes: list[str] = []
-    xq = _select_xq(con, stmt, variables, relations, xq_notes)
-    evidence = resolve_evidence(con, variables, stmt.given)
+    xq = _select_xq(con, stmt, variables, relations, xq_notes, state)
+    stored = state.remember("stored_evidence", state, lambda: stored_evidence(con))
+    evidence = resolve_evidence(con, variables, stmt.given, stored)
     ev_key = evidence.vids.tobytes() + b"|" + evidence.values.tobytes()
     if not (kept and ev_key in state.possible):
         check_evidence_possible(con, variables, evidence.as_tuple(), prepared.imports)
@@ -251,7 +259,7 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     notes = query_notes(prepared, stats)
     notes[len(prepared.sync.warnings):len(prepared.sync.warnings)] = xq_notes
     return Plan(stmt, options, explicit, variables, relations, xq, seeds, evidence, graph, gvids, n_total, stats, secs,
-                notes, memo)
+                notes, memo, state)
 
 
 def scratch(db: Session) -> Any:

@@ -65,6 +65,22 @@ class StoreState:
     token: str | None
     # evidence (vids, values bytes) that the hard-factor check already found possible
     possible: set[bytes] = field(default_factory=set)
+    # what planning derived from this state and a statement (SQL it generated, stored
+    # evidence): valid exactly as long as the state
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def remember(self, key: Any, stmt: Any, make: Any) -> Any:
+        """``make()`` for ``stmt`` under ``key``, made once per state (the entry holds the
+        statement, so that its id is not reused while the entry lives)."""
+        full = (key, id(stmt))
+        hit = self.memo.get(full)
+        if hit is not None and hit[0] is stmt:
+            return hit[1]
+        if len(self.memo) > 512:
+            self.memo.clear()
+        value = make()
+        self.memo[full] = (stmt, value)
+        return value
 
     def for_query(self) -> Prepared:
         """The prepared store for one query: its stats are the query's own (the graph builder
