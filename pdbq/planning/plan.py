@@ -41,7 +41,7 @@ from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
-from pdbq.planning.store_state import StoreState, checked_store
+from pdbq.planning.store_state import StoreState, checked_store, kept_state
 from pdbq.progress import Progress
 
 __all__ = ["Session", "Plan", "QueryAnswer", "plan_query", "query_plan", "query_graph", "semantics_warnings_of", "vid_labels"]
@@ -226,10 +226,14 @@ def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = No
         raise PdbqError("internal: a ProbQuery without its tree (parse it with pdbq.language)")
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
-    state, kept = checked_store(db, with_token=getattr(db, "graph_cache", None) is not None, definitions=definitions)
-    # a kept check means no statement ran since the store's tables were last seen
-    with schema_known(db.duckdb, assume=kept):
-        return _plan_query(db, stmt, options, explicit, progress, cancel, state, kept)
+    kept = kept_state(db)
+    # a kept check means no statement ran since the store's tables were last seen: no lookup
+    with schema_known(db.duckdb, assume=kept is not None):
+        if kept is None:
+            state, _ = checked_store(db, with_token=getattr(db, "graph_cache", None) is not None, definitions=definitions)
+        else:
+            state = kept
+        return _plan_query(db, stmt, options, explicit, progress, cancel, state, kept is not None)
 
 
 def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel,
