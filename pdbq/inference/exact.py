@@ -272,7 +272,10 @@ def _prepared_tree(edges, cardinality, evidence, max_table: int, order: Eliminat
     edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
     # Max-shift every table (largest entry 0, the shift into log Z): sums of a huge and a small
     # log-potential then keep the small one wherever it matters (issue 12: WEIGHT 1e16 + 0.7).
-    edges = [shift_edge(h) for h in _merge_into_supersets([shift_edge(h) for h in edges])]
+    shifted = [shift_edge(h) for h in edges]
+    first = {id(h) for h in shifted}
+    # an edge nothing was merged into is the same object, already shifted (shifting is idempotent)
+    edges = [h if id(h) in first else shift_edge(h) for h in _merge_into_supersets(shifted)]
     info = order if order is not None else _order_for(edges, card, max_table)
     check_budget(info, max_table)
     return card, ev, info, _build_tree(edges, info, card), any(h.saturated for h in edges)
