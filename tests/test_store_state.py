@@ -126,3 +126,27 @@ def test_a_catalog_change_is_seen(db):
     db.execute("CREATE OR REPLACE RULE link WEIGHT 0.2 FUNCTION EQUAL AS x(a) = x(b) :- edges(a, b)")
     assert kept_state(db) is None
     assert abs(ask(db) - chain_exact({3: 1})[1]) > 1e-3
+
+
+def test_a_write_by_another_cursor_during_the_check_is_never_kept(db, monkeypatch):
+    import pdbq.planning.store_state as store_state  # noqa: PLC0415
+
+    settle(db)
+    store_state.forget(db)
+    state, kept = store_state.checked_store(db, with_token=True)
+    assert not kept and kept_state(db) is state  # an undisturbed check is kept
+    store_state.forget(db)
+    real = store_state.prepare
+    cur = db.duckdb.cursor()
+
+    def racing(*args, **kwargs):
+        out = real(*args, **kwargs)
+        cur.execute("UPDATE obs SET v = FALSE")  # commits while the check's transaction is open
+        return out
+
+    monkeypatch.setattr(store_state, "prepare", racing)
+    store_state.checked_store(db, with_token=True)
+    monkeypatch.setattr(store_state, "prepare", real)
+    cur.close()
+    assert kept_state(db) is None  # the check read a state that is already gone
+    assert ask(db) == pytest.approx(chain_exact({3: 0})[1], abs=1e-9)
