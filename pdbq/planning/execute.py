@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,9 +61,10 @@ def _final_tree(plan: Plan, stmt: ProbQuery) -> tuple[exp.Expression, dict[str, 
     nodes to point at each query's registered estimates (the tree depends on the statement and
     the definitions only, so a kept store check keeps it too)."""
     sources, names = {}, {}
+    tag = uuid.uuid4().hex  # no table of the user's query can bear these names
     for k, (alias, relation) in enumerate(plan.relations.items()):
         v = plan.variables[relation]
-        names[alias] = f"__pdbq_estimates_{k}"
+        names[alias] = f"__pdbq_estimates_{tag}_{k}"
         sources[alias] = _final_source(v, [e.placeholder for e in stmt.estimates if e.alias == alias], names[alias])
     tree = substitute(stmt.tree, sources)
     tables = list(tree.find_all(exp.Table))
