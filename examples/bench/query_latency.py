@@ -35,9 +35,11 @@ STAGES = [
     ("parse (sqlglot)", "pdbq.api.database", "_parse_script"),
     ("catalog definitions", "pdbq.planning.plan", "_definitions"),
     ("store sync: maps, fingerprints, imports", "pdbq.planning.plan", "prepare_store"),
+    ("store sync: maps, fingerprints, imports", "pdbq.planning.plan", "checked_store"),
     ("store sync: maps, fingerprints, imports", "pdbq.planning.plan", "sync"),
     ("x_q by DuckDB", "pdbq.planning.plan", "_select_xq"),
     ("evidence", "pdbq.planning.plan", "resolve_evidence"),
+    ("evidence", "pdbq.planning.plan", "check_evidence_possible"),
     ("graph: token, cache, region, arrays", "pdbq.planning.plan", "build_graph"),
     ("inference (exact)", "pdbq.planning.execute", "answer"),
     ("whole query", "pdbq.api.database.Database", "execute"),
@@ -111,7 +113,8 @@ def main() -> None:
         labels = list(dict.fromkeys(label for label, _, _ in STAGES))
 
         def med(kind, label, i):
-            return statistics.median([r[label][i] for r in runs[kind] if label in r]) * 1e3
+            # a stage a query skipped (e.g. the store check kept from the last query) took 0
+            return statistics.median([r[label][i] if label in r else 0.0 for r in runs[kind]]) * 1e3
 
         for label in labels:
             if not any(label in r for r in runs["fresh"]):

@@ -162,6 +162,20 @@ def _memoised(memo: Memo | None, key: tuple, make: Callable[[], object], keep: i
     return make() if memo is None else memo.get_or_make(key, make, keep=keep)
 
 
+def _exact_marginals(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, max_table: int, memo: Memo | None):
+    """Exact marginals of the query variables: every marginal of the graph when kept from an
+    earlier query (or when the query asks for every free variable), else only the query's
+    (one upward pass plus the paths to their cliques; kept for the few latest queries)."""
+    whole = ("exact", max_table)
+    if memo is not None and memo.get(whole) is not None:
+        return memo.get(whole)
+    if free_q.size >= int(np.count_nonzero(graph.evidence < 0)):
+        return _memoised(memo, whole, lambda: exact_marginals(graph, max_table=max_table))
+    wanted = unique(query)  # evidence variables among them get their point masses
+    return _memoised(memo, ("exact_of", max_table, wanted.tobytes()),
+                     lambda: exact_marginals(graph, max_table=max_table, variables=wanted), keep=8)
+
+
 def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray):
     try:
         module = importlib.import_module("pdbq.inference.anneal")
@@ -252,7 +266,7 @@ def answer(
     if chosen is Method.EXACT:
         marg = se = None
         if need_marginals:
-            exact = _memoised(memo, ("exact", options.max_table), lambda: exact_marginals(graph, max_table=options.max_table))
+            exact = _exact_marginals(graph, query, free_q, options.max_table, memo)
             marg = exact.marginals[query]
             se = np.zeros_like(marg)
         mapv = None

@@ -28,10 +28,13 @@ def check_evidence_possible(
     con: duckdb.DuckDBPyConnection,
     variables: Mapping[str, CreateVariable],
     evidence: tuple[np.ndarray, np.ndarray],
+    imports: list | None = None,
 ) -> None:
     """`EvidenceError` when the evidence ``(sorted vids, values)`` has probability zero under the
-    model's hard factors (as far as constraint propagation can tell)."""
-    imports = live_imports(con, variables)
+    model's hard factors (as far as constraint propagation can tell). ``imports``: the live
+    imported models when the caller has them (`pdbq.grounding.ground.Prepared.imports`)."""
+    if imports is None:
+        imports = live_imports(con, variables)
     if not imports:
         return
     parts = [(info, *hard_import_arrays(con, info)) for info in imports]

@@ -22,6 +22,7 @@ Errors
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from types import FrameType, TracebackType
@@ -53,9 +54,18 @@ __all__ = ["connect", "Database"]
 
 
 def _parse_script(text: str, params: Any = None) -> list[Statement]:
+    if params is None:  # statements are frozen and their trees never mutated: parse a text once
+        return list(_parse_text(text))
     from pdbq.language.parser import parse_script
 
     return parse_script(text, params)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_text(text: str) -> tuple[Statement, ...]:
+    from pdbq.language.parser import parse_script
+
+    return tuple(parse_script(text))
 
 
 def connect(

@@ -497,6 +497,7 @@ def query_graph(
     config: GroundingConfig = GroundingConfig(),
     cache: GraphCache | None = None,
     prepared: Prepared | None = None,
+    token: str | None = None,
 ) -> tuple[FactorGraph, np.ndarray, GroundingStats]:
     """Graph of the region the query's variables reach, grounding only what it needs.
 
@@ -512,7 +513,8 @@ def query_graph(
     is the whole model shares that graph and everything derived from it.
 
     prepared: what `prepare` returned for this query, when the caller already ran it (so the
-    data is fingerprinted once per query, not once per layer).
+    data is fingerprinted once per query, not once per layer). token: the `store_token` of that
+    prepared store, when the caller has it (`pdbq.planning.store_state`).
 
     When every rule is grounded in full (always for imported models) and the store holds at most
     `WHOLE_READ_FACTORS` factors, the whole model's graph is read at once and the region found
@@ -526,6 +528,14 @@ def query_graph(
         # included: filed under the region's vids, it serves every query that lands in it.
         return graph_key(token, None if whole else (seeds if region is None else region), (ek, evv), config)
 
+    if cache is not None and prepared is not None and token is not None:
+        # the caller's token describes the prepared store: a cached graph needs no statement
+        # at all (not even a transaction, which would count as a change for pdbq.planning.store_state)
+        hit = cache.get(key_of(token))
+        if hit is not None:
+            prepared.stats.cached = "graph"
+            prepared.stats.weight_rules = hit.weight_rules
+            return hit.graph, hit.vids, prepared.stats
     built = False  # the whole model's graph was read by this call (not found in the cache)
     # With the store already prepared and nothing left to ground, everything below only reads
     # (token, cache, one whole read): no transaction, which saves four round trips a query.
@@ -537,9 +547,9 @@ def query_graph(
         if seeds.size and (seeds[0] < 0 or seeds[-1] >= n_total):
             raise GroundingError(f"query_graph: seed vids must lie in 0 .. {n_total - 1}")
         model = None
-        token = ""
+        if cache is None or prepared is None or token is None:
+            token = store_token(con, p.imports) if cache is not None else ""
         if cache is not None:
-            token = store_token(con, p.imports)
             hit = cache.get(key_of(token))
             if hit is not None:
                 stats.cached = "graph"

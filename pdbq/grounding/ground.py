@@ -199,7 +199,7 @@ def prepare(
     _shift_vids(con, sync, sync.previous)
     versions = {r: i.map_version for r, i in sync.info.items()}
     stored = {
-        r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors FROM pdbq_fs_rules").fetchall()
+        r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors, position FROM pdbq_fs_rules").fetchall()
     }
     for name in sorted(set(stored) - set(rules)):
         _drop_rule(con, name, keep_weights=False)
@@ -217,7 +217,8 @@ def prepare(
             if shifts:
                 sets = ", ".join(f'"v{i}" = "v{i}" + ({nb - ob})' for i, (ob, _n, nb) in shifts.items())
                 con.execute(f"UPDATE {sql_text(table_ref(factor_table(name)))} SET {sets}")
-            con.execute("UPDATE pdbq_fs_rules SET position = ? WHERE rule = ?", [pos, name])
+            if prev[6] != pos:  # no write when nothing moved (pdbq.planning.store_state counts writes)
+                con.execute("UPDATE pdbq_fs_rules SET position = ? WHERE rule = ?", [pos, name])
             complete[name] = bool(prev[3])
             stats.factors[name] = int(prev[5])
             continue

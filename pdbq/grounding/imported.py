@@ -299,12 +299,18 @@ def import_arrays(con: duckdb.DuckDBPyConnection, info: ImportInfo, region: str 
     return ImportArrays(offsets, ids + info.base, table_offsets, tables)
 
 
+@functools.lru_cache(maxsize=256)
+def _hard_sql(table: str) -> str:
+    # depends on the table name only: built once (sqlglot costs about a millisecond per query)
+    has_inf = sqlglot.parse_one("len(list_filter(log_table, x -> isinf(x))) > 0", read="duckdb")
+    sel = exp.select(col("fid"), col("vids"), col("log_table")).from_(table_ref(table)).where(has_inf)
+    return sql_text(sel.order_by(col("fid")))
+
+
 def hard_import_arrays(con: duckdb.DuckDBPyConnection, info: ImportInfo) -> tuple[ImportArrays, np.ndarray]:
     """The import's factors holding an infinite log-potential (a 0 or an infinity in the source
     table), with their fids: the only factors that can make evidence impossible."""
-    has_inf = sqlglot.parse_one("len(list_filter(log_table, x -> isinf(x))) > 0", read="duckdb")
-    sel = exp.select(col("fid"), col("vids"), col("log_table")).from_(table_ref(info.table)).where(has_inf)
-    t = con.sql(sql_text(sel.order_by(col("fid")))).to_arrow_table()
+    t = con.sql(_hard_sql(info.table)).to_arrow_table()
     offsets, ids = _numpy_list(t.column("vids"), np.int64)
     table_offsets, tables = _numpy_list(t.column("log_table"), np.float64)
     fids = np.asarray(t.column("fid").to_numpy(), dtype=np.int64)

@@ -60,13 +60,15 @@ _KNOWN: ContextVar[int | None] = ContextVar("pdbq_store_schema_known", default=N
 
 
 @contextmanager
-def schema_known(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+def schema_known(con: duckdb.DuckDBPyConnection, *, assume: bool = False) -> Iterator[None]:
     """Check the store's fixed tables once, then let every `ensure_schema` on ``con`` inside the
-    block skip its lookup (a query's planning calls it from many places)."""
+    block skip its lookup (a query's planning calls it from many places). ``assume``: the caller
+    knows they exist (nothing ran since they were seen), no lookup at all."""
     if _KNOWN.get() == id(con):
         yield
         return
-    ensure_schema(con)
+    if not assume:
+        ensure_schema(con)
     token = _KNOWN.set(id(con))
     try:
         yield

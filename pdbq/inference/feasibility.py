@@ -70,6 +70,51 @@ def _allowed(table: np.ndarray) -> np.ndarray:
     return table > -np.inf
 
 
+def _needs_a_look(hard: HardFactors, ev_vids: np.ndarray) -> np.ndarray:
+    """bool[n_factors]: factors that touch an observed variable, are too large to propagate
+    through, or leave some value of one of their variables without an allowed entry (computed
+    for all factors at once: per-factor numpy calls cost more than these tiny tables)."""
+    n = hard.n_factors
+    arity = np.diff(hard.offsets)
+    sizes = np.diff(hard.table_offsets)
+    edge_factor = np.repeat(np.arange(n), arity)
+    out = np.zeros(n, dtype=bool)
+    out[edge_factor[np.isin(hard.vids, ev_vids)]] = True
+    out |= sizes > MAX_PROPAGATION_ENTRIES
+    if not hard.tables.size:
+        return out | (sizes == 0)
+    allowed = hard.tables > -np.inf
+    has_pos = np.zeros(n, dtype=bool)
+    entry_factor = np.repeat(np.arange(n), sizes)
+    has_pos[entry_factor[np.isposinf(hard.tables)]] = True
+    allowed = np.where(has_pos[entry_factor], np.isposinf(hard.tables), allowed)
+    # per edge (factor, axis): stride of the axis in its factor's row-major table
+    card = hard.cardinality.astype(np.int64)
+    # stride = product of the cardinalities after the axis in its factor, from cumulative sums
+    # of logs (exact after rounding for the tables propagated, at most 2**16 entries; a larger
+    # table is looked at anyway, and a wrong stride only mislabels values within its own axes)
+    logs = np.concatenate([[0.0], np.cumsum(np.log(np.maximum(card, 1)))])
+    ends = np.repeat(hard.offsets[1:], arity)
+    stride = np.rint(np.exp(logs[ends] - logs[np.arange(card.size) + 1])).astype(np.int64)
+    stride = np.maximum(stride, 1)
+    # every (edge, value) slot must see an allowed entry
+    slot_base = np.concatenate([[0], np.cumsum(card)])
+    supported = np.zeros(int(slot_base[-1]), dtype=bool)
+    entry_edges_start = hard.offsets[entry_factor]
+    local = np.arange(hard.tables.size) - hard.table_offsets[entry_factor]
+    for k in range(int(arity.max()) if n else 0):
+        has = arity[entry_factor] > k
+        e = entry_edges_start[has] + k
+        value = (local[has] // stride[e]) % card[e]
+        supported[slot_base[e][allowed[has]] + value[allowed[has]]] = True
+    missing = np.zeros(n, dtype=bool)
+    slot_factor = np.repeat(edge_factor, card)
+    missing[slot_factor[~supported]] = True
+    some = np.zeros(n, dtype=bool)  # a factor with no allowed entry at all (any arity) fails
+    some[entry_factor[allowed]] = True
+    return out | missing | ~some | (sizes == 0)
+
+
 def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> Violation | None:
     """The first factor that the evidence (``ev_vids`` sorted, with ``ev_values``) leaves without an
     entry of non-zero probability, after propagating every factor's constraints; None if none."""
@@ -95,8 +140,12 @@ def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> 
     for f in range(n):
         for v in hard.vids[hard.offsets[f] : hard.offsets[f + 1]].tolist():
             touching.setdefault(v, []).append(f)
-    queue = list(range(n))
-    queued = np.ones(n, dtype=bool)
+    # A factor none of whose variables is observed, and whose allowed entries support every value
+    # of every variable, changes no domain and cannot fail while its neighbours' domains are
+    # full: it is looked at only once one of them shrinks (through ``touching``).
+    start = _needs_a_look(hard, ev_vids)
+    queue = np.flatnonzero(start).tolist()
+    queued = start.copy()
     while queue:
         f = queue.pop()
         queued[f] = False

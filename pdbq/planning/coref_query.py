@@ -44,18 +44,20 @@ _MAX_PAIRS = 20_000_000
 _MAX_DIST_SIZE = 500
 
 
-def _relations(db, stmt: ProbQuery) -> dict[str, str]:
+def _relations(db, stmt: ProbQuery, variables=None) -> dict[str, str]:
     calls = {e.alias: e.kind.value for e in stmt.estimates}
-    return check_aliases(stmt.tree, calls, set(db.catalog.variables()))
+    return check_aliases(stmt.tree, calls, set(db.catalog.variables() if variables is None else variables))
 
 
-def is_cluster_query(db, stmt: ProbQuery) -> bool:
-    """True when some estimate names a cluster relation (then all must; mixing is an error)."""
+def is_cluster_query(db, stmt: ProbQuery, variables=None) -> bool:
+    """True when some estimate names a cluster relation (then all must; mixing is an error).
+    ``variables``: the catalog's variable relations when the caller has them."""
     if stmt.tree is None or not stmt.estimates:
         return False
-    variables = db.catalog.variables()
+    if variables is None:
+        variables = db.catalog.variables()
     try:
-        rels = _relations(db, stmt)
+        rels = _relations(db, stmt, variables)
     except Exception:  # noqa: BLE001 - the ordinary path reports alias errors itself
         return False
     kinds = {is_cluster(variables[r]) for r in rels.values()}

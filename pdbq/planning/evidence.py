@@ -118,9 +118,11 @@ def resolve_evidence(
     con: duckdb.DuckDBPyConnection,
     variables: Mapping[str, CreateVariable],
     given: Iterable[GivenAtom | GivenQuery],
+    stored: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> EvidenceSet:
-    """Stored evidence merged with ``given`` (GIVEN wins over stored values, never over itself)."""
-    ev_v, ev_x = stored_evidence(con)
+    """Stored evidence merged with ``given`` (GIVEN wins over stored values, never over itself).
+    ``stored``: the store's evidence when the caller has it (`stored_evidence`)."""
+    ev_v, ev_x = stored_evidence(con) if stored is None else stored
     chosen: dict[int, tuple[int, str, str]] = {}  # vid -> (value, value text, key text)
     for item in given:
         v = _variable(variables, item.relation)

@@ -5,6 +5,7 @@ the estimate columns. `execute_query` is what ``Database.execute`` calls for PRO
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -35,6 +36,8 @@ from pdbq.planning.plan import (
 )
 from pdbq.planning.labels import label_warnings
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, substitute
+from pdbq.planning.sources import arrow_source
+from pdbq.planning.store_state import kept_state, read_definitions
 
 __all__ = ["QueryAnswer", "execute_query", "run_plan", "diagnostics"]
 
@@ -51,6 +54,21 @@ def _final_source(v: CreateVariable, placeholders: Sequence[str], arrow_name: st
         return exp.Subquery(this=sel, alias=a)
 
     return make
+
+
+def _final_tree(plan: Plan, stmt: ProbQuery) -> tuple[exp.Expression, dict[str, list[exp.Table]]]:
+    """The user's SELECT with each estimate alias reading its estimates table, and the table
+    nodes to point at each query's registered estimates (the tree depends on the statement and
+    the definitions only, so a kept store check keeps it too)."""
+    sources, names = {}, {}
+    tag = uuid.uuid4().hex  # no table of the user's query can bear these names
+    for k, (alias, relation) in enumerate(plan.relations.items()):
+        v = plan.variables[relation]
+        names[alias] = f"__pdbq_estimates_{tag}_{k}"
+        sources[alias] = _final_source(v, [e.placeholder for e in stmt.estimates if e.alias == alias], names[alias])
+    tree = substitute(stmt.tree, sources)
+    tables = list(tree.find_all(exp.Table))
+    return tree, {alias: [t for t in tables if t.name == name] for alias, name in names.items()}
 
 
 def _round_callback(progress: ProgressFn | None, cancel: Any, options: Any = None):
@@ -136,35 +154,33 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     """
     from pdbq.planning.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
 
-    if is_cluster_query(db, stmt):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
+    # the catalog read once: a query's store check reuses it (or the check kept from the last one)
+    kept = kept_state(db)
+    definitions = None if kept is not None else read_definitions(db)
+    variables = kept.variables if kept is not None else definitions[0][0]
+    if is_cluster_query(db, stmt, variables):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
         return execute_cluster_query(db, stmt)
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     started = time.perf_counter()
-    plan = plan_query(db, stmt, progress=progress, cancel=cancel)
+    plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions)
     kinds = {e.kind for e in stmt.estimates}
     need_map = EstimateKind.MAP in kinds
     need_marginals = bool(kinds - {EstimateKind.MAP})
     ans = run_plan(plan, stmt.method, need_marginals=need_marginals, need_map=need_map, progress=progress, cancel=cancel,
                    started=started)
     con = db.duckdb
-    sources = {}
-    names = []
-    try:
+    tree, slots = _final_tree(plan, stmt) if plan.store is None else plan.store.remember("final", stmt, lambda: _final_tree(plan, stmt))
+    with contextlib.ExitStack() as registered:
         for alias, relation in plan.relations.items():
             v = plan.variables[relation]
             ests = [e for e in stmt.estimates if e.alias == alias]
             m = _alias_answers(plan, ans, alias)
             table = estimates_table([(e, check_estimate(e, v, call_text(e))) for e in ests], v.domain, m, VID_COLUMN)
-            name = f"__pdbq_estimates_{uuid.uuid4().hex}"
-            con.register(name, table)
-            names.append(name)
-            sources[alias] = _final_source(v, [e.placeholder for e in ests], name)
-        final = substitute(stmt.tree, sources)
-        out = con.sql(sql_text(final)).to_arrow_table()
-    finally:
-        for name in names:
-            con.unregister(name)
+            name = registered.enter_context(arrow_source(con, table))
+            for node in slots[alias]:  # the kept tree reads this query's estimates
+                node.set("this", ident(name))
+        out = con.sql(sql_text(tree)).to_arrow_table()
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)

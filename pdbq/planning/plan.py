@@ -36,11 +36,12 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.grounding.ground import GroundingStats, Prepared, prepare, transaction
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, var_table
-from pdbq.grounding.variables import relation_info, sync_variables, vids_to_keys
+from pdbq.grounding.variables import relation_info, stored_evidence, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
+from pdbq.planning.store_state import StoreState, checked_store, kept_state
 from pdbq.progress import Progress
 
 __all__ = ["Session", "Plan", "QueryAnswer", "plan_query", "query_plan", "query_graph", "semantics_warnings_of", "vid_labels"]
@@ -90,6 +91,7 @@ class Plan:
     grounding_seconds: float
     notes: list[str] = field(default_factory=list)
     memo: Memo | None = None  # the graph's entry in the database's query-graph cache
+    store: StoreState | None = None  # the store check planned with (pdbq.planning.store_state)
 
     @property
     def local(self) -> np.ndarray:
@@ -156,7 +158,8 @@ def _all_vids(con: duckdb.DuckDBPyConnection, relation: str) -> np.ndarray:
     return np.arange(info.base, info.base + info.n, dtype=np.int64)
 
 
-def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], notes: list[str]) -> dict[str, np.ndarray]:
+def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], notes: list[str],
+               state: StoreState | None = None) -> dict[str, np.ndarray]:
     by_alias: dict[str, list[str]] = {}
     for est in stmt.estimates:
         by_alias.setdefault(est.alias, []).append(est.placeholder)
@@ -164,9 +167,14 @@ def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], no
     for alias, placeholders in by_alias.items():
         v = variables[relations[alias]]
         parts = []
-        for sel in xq_selects(stmt.tree, alias, _xq_source(v, placeholders)):
+
+        def texts(v=v, alias=alias, placeholders=placeholders) -> list[str]:
+            return [sql_text(sel) for sel in xq_selects(stmt.tree, alias, _xq_source(v, placeholders))]
+
+        # the rewritten SELECTs depend on the statement and the definitions only: generated once
+        for text in (texts() if state is None else state.remember(("xq", alias), stmt, texts)):
             try:
-                d = con.execute(sql_text(sel)).fetchnumpy()
+                d = con.execute(text).fetchnumpy()
                 parts.append(np.asarray(d[VID_COLUMN], dtype=np.int64))
             except duckdb.Error as e:
                 # A scope that cannot run on its own (e.g. correlated with an outer query): every
@@ -199,7 +207,7 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
     cache = getattr(db, "graph_cache", None)
     graph, vids, stats = _store_query_graph(
         con, plan_args["variables"], plan_args["rules"], seeds, evidence.as_tuple(), config=GroundingConfig(), cache=cache,
-        prepared=plan_args.get("prepared"),
+        prepared=plan_args.get("prepared"), token=plan_args.get("token"),
     )
     secs = time.perf_counter() - t0
     report(progress, "grounding", 1, 1, elapsed=secs)
@@ -208,20 +216,29 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
     return graph, np.asarray(vids, dtype=np.int64), stats, secs, memo
 
 
-def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None) -> Plan:
-    """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches)."""
+def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None,
+               definitions: tuple[dict, dict] | None = None) -> Plan:
+    """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches).
+    ``definitions``: the catalog's ``(variables, rules)`` when the caller just read them."""
     options = QueryOptions.from_pairs(stmt.options, getattr(db, "default_options", None))
     explicit = frozenset(name for name, _ in stmt.options)
     if stmt.tree is None:
         raise PdbqError("internal: a ProbQuery without its tree (parse it with pdbq.language)")
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
-    with schema_known(db.duckdb):
-        return _plan_query(db, stmt, options, explicit, progress, cancel)
+    kept = kept_state(db)
+    # a kept check means no statement ran since the store's tables were last seen: no lookup
+    with schema_known(db.duckdb, assume=kept is not None):
+        if kept is None:
+            state, _ = checked_store(db, with_token=getattr(db, "graph_cache", None) is not None, definitions=definitions)
+        else:
+            state = kept
+        return _plan_query(db, stmt, options, explicit, progress, cancel, state, kept is not None)
 
 
-def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel) -> Plan:
-    variables, rules = db.catalog.definitions()
+def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel,
+                state: StoreState, kept: bool) -> Plan:
+    variables, rules = state.variables, state.rules
     calls = {}
     for est in stmt.estimates:
         calls.setdefault(est.alias, call_text(est))
@@ -229,20 +246,24 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     for est in stmt.estimates:
         check_estimate(est, variables[relations[est.alias]], call_text(est))
     con = db.duckdb
-    prepared = prepare_store(con, variables, rules)
+    prepared = state.for_query()
     xq_notes: list[str] = []
-    xq = _select_xq(con, stmt, variables, relations, xq_notes)
-    evidence = resolve_evidence(con, variables, stmt.given)
-    check_evidence_possible(con, variables, evidence.as_tuple())
+    xq = _select_xq(con, stmt, variables, relations, xq_notes, state)
+    stored = state.remember("stored_evidence", state, lambda: stored_evidence(con))
+    evidence = resolve_evidence(con, variables, stmt.given, stored)
+    ev_key = evidence.vids.tobytes() + b"|" + evidence.values.tobytes()
+    if not (kept and ev_key in state.possible):
+        check_evidence_possible(con, variables, evidence.as_tuple(), prepared.imports)
+        state.possible.add(ev_key)
     seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
     check_cancel(cancel)
-    plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+    plan_args = {"variables": variables, "rules": rules, "prepared": prepared, "token": state.token}
     graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
     n_total = sum(i.n for i in prepared.sync.info.values())
     notes = query_notes(prepared, stats)
     notes[len(prepared.sync.warnings):len(prepared.sync.warnings)] = xq_notes
     return Plan(stmt, options, explicit, variables, relations, xq, seeds, evidence, graph, gvids, n_total, stats, secs,
-                notes, memo)
+                notes, memo, state)
 
 
 def scratch(db: Session) -> Any:
