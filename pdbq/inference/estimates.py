@@ -354,7 +354,7 @@ def _geyer_kernel(sums, counts, nh, se, ess):
     C, B, T, K = sums.shape
     S = 2 * C
     s0 = B - 2 * nh
-    x = np.empty((S, nh))
+    xs = np.empty((K, S, nh))
     m = np.empty(S)
     for t in range(T):
         full = True
@@ -364,17 +364,21 @@ def _geyer_kernel(sums, counts, nh, se, ess):
                     full = False
         if not full:
             continue
+        # one gather per target (its values are contiguous in the store)
+        for c in range(C):
+            for h in range(2):
+                for i in range(nh):
+                    b = s0 + h * nh + i
+                    inv = 1.0 / counts[c, b, t]
+                    for k in range(K):
+                        xs[k, 2 * c + h, i] = sums[c, b, t, k] * inv
         for k in range(K):
-            for c in range(C):
-                for h in range(2):
-                    q = 2 * c + h
-                    acc = 0.0
-                    for i in range(nh):
-                        b = s0 + h * nh + i
-                        v = sums[c, b, t, k] / counts[c, b, t]
-                        x[q, i] = v
-                        acc += v
-                    m[q] = acc / nh
+            x = xs[k]
+            for q in range(S):
+                acc = 0.0
+                for i in range(nh):
+                    acc += x[q, i]
+                m[q] = acc / nh
             mm = 0.0
             for q in range(S):
                 mm += m[q]
