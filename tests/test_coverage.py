@@ -70,3 +70,32 @@ def test_a_rule_ignoring_autocorrelation_fails_the_same_check(ring, monkeypatch)
     assert runs >= 12
     assert (z <= 1.96).mean() < 0.6, (z <= 1.96).mean()
     assert (z**2).mean() > 4.0, (z**2).mean()
+
+
+TAGS = """
+CREATE TABLE toks AS SELECT * FROM range(4) r(id);
+CREATE VARIABLE tag(token BIGINT) DOMAIN ('PER', 'ORG', 'O') FROM (SELECT id FROM toks);
+CREATE RULE tags WEIGHT 0.7 FUNCTION EQUAL AS tag(a) = tag(b) :- toks(a), toks(b), b = a + 1;
+CREATE RULE per WEIGHT 1.5 AS tag(^t) = 'PER' :- toks(t);
+"""
+
+
+def test_per_value_stderr_through_sql_and_infer():
+    import pdbq
+
+    db = pdbq.connect()
+    db.execute(TAGS)
+    q = ("SELECT t.token, STDERR(t = 'PER') AS per, STDERR(t = 'O') AS o, STDERR(t) AS worst, DIST(t) AS d "
+         "FROM tag t ORDER BY t.token USING GIBBS WITH (sweeps = 3000, seed = 3)")
+    rows = db.execute(q).fetchall()
+    for _, per, o, worst, _ in rows:
+        assert 0 < per <= worst and 0 < o <= worst
+        assert max(per, o) <= worst + 1e-15
+    # a rarer value has a smaller error here: the per-value numbers are not all the maximum
+    assert any(o < 0.9 * worst for _, _, o, worst, _ in rows)
+    # same numbers from pdbq.infer (same seed and options)
+    inf = pdbq.infer(db, {"tag": [(i,) for i in range(4)]}, method="GIBBS", options={"sweeps": 3000, "seed": 3})
+    np.testing.assert_allclose(inf["tag"].stderr("O"), [r[2] for r in rows], rtol=1e-12)
+    np.testing.assert_allclose(inf["tag"].stderr(), [r[3] for r in rows], rtol=1e-12)
+    with pytest.raises(pdbq.PdbqError, match="only PROB and STDERR"):
+        db.execute("SELECT DIST(t = 'O') FROM tag t USING GIBBS WITH (sweeps = 10)")
