@@ -1,5 +1,7 @@
-"""Monte Carlo estimates from per-chain batches: pooled means, batch-means standard errors,
-split R-hat and effective sample size.
+"""Monte Carlo estimates from per-chain batches: pooled means, calibrated standard errors
+(batch means at several batch lengths and a multi-chain ESS estimate, each with its Student-t
+quantile: docs/inference.md, "Standard errors and coverage"), split R-hat and effective sample
+size.
 
 The sampler adds, at every update of a target variable, the target's full conditional
 distribution (Rao-Blackwellisation). A *batch* is a run of consecutive rounds of one chain; it
@@ -10,7 +12,6 @@ memory stays fixed however long the run and the batch length grows with it.
 Shapes: sums ``[chains, batches, targets, max_card]``, counts ``[chains, batches, targets]``.
 
 >>> import numpy as np
-from numba import njit
 >>> sums = np.array([[[[3.0, 1.0]], [[2.0, 2.0]]]])  # 1 chain, 2 batches, 1 target, card 2
 >>> counts = np.array([[[4], [4]]])
 >>> pooled_mean(sums, counts)[0].tolist()
@@ -47,7 +48,8 @@ def t_factor(nu: float) -> float:
     t += (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v * v * v)
     return t / z
 
-__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics"]
+__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics",
+           "t_factor", "Z95"]
 
 
 class BatchStore:
@@ -216,7 +218,7 @@ def effective_sample_size(
 def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
     """Streaming passes over a [chains, batches, targets, card] store (memory order, no
     temporaries the size of the store, which can be hundreds of MB): the pooled mean, the
-    batch-means se (as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
+    widest batch-means se over batch lengths (each as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
     frozen rule; -1 where the spread is negligible, NaN where unknown) and the mean of the
     half-sequence means per value."""
     C, B, T, K = sums.shape
@@ -238,9 +240,10 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
     for t in range(T):
         for k in range(K):
             se[t, k] = np.nan if nb[t] < 2 else 0.0
-    # Batch means at the stored batch length and at 2× and 4× it (consecutive batches of a chain
-    # merged), the largest wins: batches shorter than the chain's memory understate the error,
-    # longer ones show it (a conservative choice; levels with fewer than 8 batches are skipped).
+    # Batch means at the stored batch length and at 2×, 4×, 8×, 16× it (consecutive batches of a
+    # chain merged), the largest wins: batches shorter than the chain's memory understate the
+    # error, longer ones show it (levels with fewer than 16 batches are skipped). ``student``:
+    # each level's se widened by t_{0.975, batches−1} / 1.96 before the comparison.
     gs = np.zeros((T, K))
     gc = np.zeros(T)
     for level in range(_LEVELS):
