@@ -1,7 +1,7 @@
 """Coverage of 95% intervals on the UAI 2014 instances with exact marginals (issue 12, item 4).
 
     python examples/bench/coverage.py [--seeds 20] [--only CSP_12 ...] [--runs gibbs-1000 ...]
-                                      [--rule new|before] [--data DIR]
+                                      [--rule new|before|both] [--data DIR]
 
 Every answer comes through SQL, as a user gets it: ``read_uai`` loads the instance, then for each
 seed ``SELECT v.id, DIST(v), STDERR(v = 0), ..., STDERR(v = k-1) FROM net v USING <method> WITH
@@ -25,7 +25,9 @@ per-run coverages ± 1.96 · their sd / √runs), the median and 10th percentile
 the share of runs warned and the largest |z| among unwarned answers. Goal: ≥ 93% on every instance.
 
 ``--rule before`` answers with the standard error rule this work started from (batch means at
-lengths 1-16×, normal quantile, no ESS estimate), patched in this process: a same-process baseline.
+lengths 1-16×, normal quantile, no ESS estimate), patched in this process: a same-process
+baseline; ``--rule both`` answers every seed with both rules in turn (time-limited runs then see
+the same machine load).
 """
 
 from __future__ import annotations
@@ -71,19 +73,23 @@ def data_dir(arg: str | None) -> Path:
     raise SystemExit("UAI 2014 data not found: pass --data DIR")
 
 
-def use_before_rule() -> None:
-    """Answer with the rule this work started from (same process, same sampler)."""
+_NEW_RULE = gibbs.batch_statistics
 
-    def before(sums, counts, constant=None, **_):
-        C, B, T, K = sums.shape
-        mean, se, rv, top = (np.empty((T, K)) for _ in range(4))
-        estimates._batch_stats_kernel(sums, counts, B // 2, mean, se, rv, top, False)
-        if B // 2 < 2:
-            return mean, se, np.full(T, np.nan)
-        # R-hat exactly as the current rule (only the standard error differs)
-        return mean, se, estimates.batch_statistics(sums, counts, constant)[2]
 
-    gibbs.batch_statistics = before
+def _before_rule(sums, counts, constant=None, **_):
+    """The standard error rule this work started from: batch means at lengths 1-16×, the widest,
+    normal quantile, no ESS estimate (R-hat exactly as now: only the standard error differs)."""
+    C, B, T, K = sums.shape
+    mean, se, rv, top = (np.empty((T, K)) for _ in range(4))
+    estimates._batch_stats_kernel(sums, counts, B // 2, mean, se, rv, top, False)
+    if B // 2 < 2:
+        return mean, se, np.full(T, np.nan)
+    return mean, se, _NEW_RULE(sums, counts, constant)[2]
+
+
+def use_rule(rule: str) -> None:
+    """Answer with ``rule`` ("new" or "before") from now on, in this process, same sampler."""
+    gibbs.batch_statistics = _NEW_RULE if rule == "new" else _before_rule
 
 
 def wilson(hit: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -93,7 +99,9 @@ def wilson(hit: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return c - w, c + w
 
 
-def coverage(name: str, data: Path, seeds: int, run: str) -> dict:
+def coverage(name: str, data: Path, seeds: int, run: str, rules: list[str]) -> dict[str, dict]:
+    """Per rule: coverage statistics of ``seeds`` answers; with several rules each seed is
+    answered by each rule in turn, so machine load affects them alike (time-limited runs)."""
     db = pdbq.connect()
     evid = data / f"{name}.uai.evid"
     model = read_uai(db, data / f"{name}.uai", "net", evidence=evid if evid.exists() else None)
@@ -112,49 +120,56 @@ def coverage(name: str, data: Path, seeds: int, run: str) -> dict:
         db.execute(sql.format(seed=10_000))  # compile and warm caches outside the measurement
     except pdbq.PdbqError:
         pass
-    per_run, max_z, warned, kinds, t = [], 0.0, 0, {}, time.perf_counter()
-    hit = total = 0
+    acc = {rule: {"per_run": [], "max_z": 0.0, "warned": 0, "kinds": {}, "hit": 0, "total": 0, "seconds": 0.0}
+           for rule in rules}
     for seed in range(seeds):
-        try:
-            r = db.execute(sql.format(seed=seed))
-        except pdbq.PdbqError as e:  # an error is an allowed answer (never a plain wrong number)
-            warned += 1
-            key = f"error {type(e).__name__}"
-            kinds[key] = kinds.get(key, 0) + 1
-            continue
-        w = r.diagnostics.get("warnings") or []
-        if w:
-            warned += 1
-            for x in w:
-                key = x.split(":")[0][:40]
-                kinds[key] = kinds.get(key, 0) + 1
-            continue
-        rows = r.fetchall()
-        est = np.zeros((card.size, kmax))
-        se = np.zeros((card.size, kmax))
-        for row in rows:
-            v = int(row[0])
-            for k, p in row[1].items():
-                est[v, int(k)] = np.nan if p is None else p
-            se[v] = [np.nan if s is None else s for s in row[2:]]
-        err = np.abs(est[free] - exact[free])
-        s = se[free]
-        ok = (err <= 1.96 * s + MAR_PRECISION) & inside
-        h, n = int(ok.sum()), int(inside.sum())
-        hit += h
-        total += n
-        per_run.append(h / n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(inside & (s > 0), np.maximum(err - MAR_PRECISION, 0.0) / s, 0.0)
-        max_z = max(max_z, float(np.nanmax(z)))
+        for rule in rules:
+            a = acc[rule]
+            use_rule(rule)
+            t = time.perf_counter()
+            try:
+                r = db.execute(sql.format(seed=seed))
+            except pdbq.PdbqError as e:  # an error is an allowed answer (never a plain wrong number)
+                r, w = None, [f"error {type(e).__name__}"]
+            else:
+                w = r.diagnostics.get("warnings") or []
+            a["seconds"] += time.perf_counter() - t
+            if w:
+                a["warned"] += 1
+                for x in w:
+                    key = x.split(":")[0][:40]
+                    a["kinds"][key] = a["kinds"].get(key, 0) + 1
+                continue
+            est = np.zeros((card.size, kmax))
+            se = np.zeros((card.size, kmax))
+            for row in r.fetchall():
+                v = int(row[0])
+                for k, p in row[1].items():
+                    est[v, int(k)] = np.nan if p is None else p
+                se[v] = [np.nan if x is None else x for x in row[2:]]
+            err = np.abs(est[free] - exact[free])
+            s = se[free]
+            ok = (err <= 1.96 * s + MAR_PRECISION) & inside
+            h, n = int(ok.sum()), int(inside.sum())
+            a["hit"] += h
+            a["total"] += n
+            a["per_run"].append(h / n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z = np.where(inside & (s > 0), np.maximum(err - MAR_PRECISION, 0.0) / s, 0.0)
+            a["max_z"] = max(a["max_z"], float(np.nanmax(z)))
     db.close()
-    out = {"name": name, "run": run, "vars": int(free.size), "runs": seeds, "warned": warned, "values": total,
-           "max_z": max_z, "kinds": kinds, "seconds": time.perf_counter() - t}
-    if total:
-        pr = np.array(per_run)
-        half = 1.96 * pr.std(ddof=1) / np.sqrt(pr.size) if pr.size > 1 else float("nan")
-        out.update(coverage=hit / total, wilson=wilson(hit, total), clustered=(pr.mean() - half, pr.mean() + half),
-                   median=float(np.median(pr)), p10=float(np.percentile(pr, 10)))
+    use_rule("new")
+    out = {}
+    for rule, a in acc.items():
+        c = {"name": name, "run": run, "rule": rule, "vars": int(free.size), "runs": seeds, "warned": a["warned"],
+             "values": a["total"], "max_z": a["max_z"], "kinds": a["kinds"], "seconds": a["seconds"]}
+        if a["total"]:
+            pr = np.array(a["per_run"])
+            half = 1.96 * pr.std(ddof=1) / np.sqrt(pr.size) if pr.size > 1 else float("nan")
+            hit, total = a["hit"], a["total"]
+            c.update(coverage=hit / total, wilson=wilson(hit, total), clustered=(pr.mean() - half, pr.mean() + half),
+                     median=float(np.median(pr)), p10=float(np.percentile(pr, 10)))
+        out[rule] = c
     return out
 
 
@@ -164,29 +179,28 @@ def main() -> None:
     ap.add_argument("--data")
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--runs", nargs="*", default=list(RUNS), choices=list(RUNS))
-    ap.add_argument("--rule", choices=["new", "before"], default="new")
+    ap.add_argument("--rule", choices=["new", "before", "both"], default="new")
     args = ap.parse_args()
     data = data_dir(args.data)
-    if args.rule == "before":
-        use_before_rule()
+    rules = ["before", "new"] if args.rule == "both" else [args.rule]
     print(f"{args.seeds} seeds per instance and run, 4 chains, rule: {args.rule}; {os.cpu_count()} cores")
-    print("| instance | run | unwarned runs | coverage (per value, unwarned) [binomial 95%] | run-clustered 95% | "
+    print("| instance | run | rule | unwarned runs | coverage (per value, unwarned) [binomial 95%] | run-clustered 95% | "
           "per-run median / 10th pct | max \\|z\\| | seconds |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or INSTANCES:
         for run in args.runs:
-            c = coverage(name, data, args.seeds, run)
-            if "coverage" in c:
-                cov = f"**{100 * c['coverage']:.1f}%** [{100 * c['wilson'][0]:.1f}, {100 * c['wilson'][1]:.1f}]"
-                clu = f"[{100 * c['clustered'][0]:.1f}, {100 * c['clustered'][1]:.1f}]"
-                dist = f"{100 * c['median']:.1f}% / {100 * c['p10']:.1f}%"
-            else:
-                cov, clu, dist = "– (all warned)", "–", "–"
-            print(f"| {name} | {run} | {c['runs'] - c['warned']} of {c['runs']} | {cov} | {clu} | {dist} | "
-                  f"{c['max_z']:.1f} | {c['seconds']:.0f} |", flush=True)
-            if c["kinds"]:
-                print(f"|  |  | warnings: {'; '.join(f'{k} ({n})' for k, n in sorted(c['kinds'].items()))} | | | | | |",
-                      flush=True)
+            for rule, c in coverage(name, data, args.seeds, run, rules).items():
+                if "coverage" in c:
+                    cov = f"**{100 * c['coverage']:.1f}%** [{100 * c['wilson'][0]:.1f}, {100 * c['wilson'][1]:.1f}]"
+                    clu = f"[{100 * c['clustered'][0]:.1f}, {100 * c['clustered'][1]:.1f}]"
+                    dist = f"{100 * c['median']:.1f}% / {100 * c['p10']:.1f}%"
+                else:
+                    cov, clu, dist = "– (all warned)", "–", "–"
+                print(f"| {name} | {run} | {rule} | {c['runs'] - c['warned']} of {c['runs']} | {cov} | {clu} | {dist} | "
+                      f"{c['max_z']:.1f} | {c['seconds']:.0f} |", flush=True)
+                if c["kinds"]:
+                    kinds = "; ".join(f"{k} ({n})" for k, n in sorted(c["kinds"].items()))
+                    print(f"|  |  |  | warnings: {kinds} | | | | | |", flush=True)
 
 
 if __name__ == "__main__":
