@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, pooled_mean, split_rhat
+from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, pooled_mean, split_rhat, t_factor
 
 
 def _ar1_batches(rho, chains, n_batches, batch_len, seed, shift=None):
@@ -102,11 +102,87 @@ def test_batch_statistics_matches_the_numpy_reference():
     constant = np.array([False, False, False, True, False, False])
     from pdbq.inference.estimates import batch_statistics
 
-    mean, se, rhat = batch_statistics(sums, counts, constant)
+    mean, se, rhat = batch_statistics(sums, counts, constant, student=False)
     np.testing.assert_allclose(mean, pooled_mean(sums, counts), rtol=1e-12, atol=1e-15)
     levels = [batch_stderr(sums, counts), batch_stderr(sums.reshape(C, B // 2, 2, T, K).sum(2), counts.reshape(C, B // 2, 2, T).sum(2)),
               batch_stderr(sums.reshape(C, B // 4, 4, T, K).sum(2), counts.reshape(C, B // 4, 4, T).sum(2))]
-    np.testing.assert_allclose(se, np.max(levels, axis=0), rtol=1e-9, atol=1e-15)
+    gse, _ = _geyer_reference(sums, counts)
+    want = np.fmax(np.max(levels, axis=0), gse)
+    np.testing.assert_allclose(se, want, rtol=1e-9, atol=1e-15)
     assert np.nanmax(se - levels[0]) > 0  # the longer batches matter here
+    assert np.nanmax(gse - np.max(levels, axis=0)) > 0  # and the chains' disagreement (target 2)
+    # the Student-t widening: each estimate by t_{0.975, dof}/1.96, never narrower
+    _, se_t, _ = batch_statistics(sums, counts, constant)
+    assert np.all(se_t[np.isfinite(se)] >= se[np.isfinite(se)])
+    assert np.nanmax(se_t / np.where(se > 0, se, np.nan)) > 1.05
     np.testing.assert_allclose(rhat, split_rhat(sums, counts, constant), rtol=1e-9)
     assert rhat[3] == 1.0 and np.isinf(rhat[5]) and rhat[2] > 1.1
+
+
+def _geyer_reference(sums, counts):
+    """Stan's multi-chain ESS (Vehtari et al. 2021) on split batch-mean sequences, in numpy."""
+    C, B, T, K = sums.shape
+    nh = B // 2
+    se = np.full((T, K), np.nan)
+    ess = np.full((T, K), np.nan)
+    for t in range(T):
+        c = counts[:, B - 2 * nh:, t]
+        if (c <= 0).any():
+            continue
+        x = sums[:, B - 2 * nh:, t, :] / c[..., None]  # [C, 2nh, K]
+        x = np.concatenate([x[:, :nh], x[:, nh:]], axis=0)  # [S, nh, K]
+        S = x.shape[0]
+        for k in range(K):
+            seq = x[:, :, k]
+            d = seq - seq.mean(axis=1, keepdims=True)
+            acov = np.array([(d[:, : nh - h] * d[:, h:]).sum(axis=1) / nh for h in range(nh)]).T  # [S, nh]
+            w = acov[:, 0].mean() * nh / (nh - 1)
+            var_plus = acov[:, 0].mean() + seq.mean(axis=1).var(ddof=1)
+            if var_plus <= 1e-24:
+                continue
+            rho = 1 - (w - acov.mean(axis=0)) / var_plus
+            tau, prev, lag = 0.0, np.inf, 0
+            while lag + 1 < nh:
+                pair = rho[lag] + rho[lag + 1]
+                if pair <= 0:
+                    break
+                pair = min(pair, prev)
+                tau, prev, lag = tau + pair, pair, lag + 2
+            tau = max(2 * tau - 1, 1 / np.log10(max(S * nh, 10)))
+            ess[t, k] = S * nh / tau
+            se[t, k] = np.sqrt(var_plus / ess[t, k])
+    return se, ess
+
+
+def test_t_factor_matches_student_t_quantiles():
+    # t_{0.975, nu} from tables: the widening of a 95% interval with nu degrees of freedom
+    for nu, t in [(5, 2.5706), (10, 2.2281), (15, 2.1314), (30, 2.0423), (100, 1.9840)]:
+        assert abs(t_factor(nu) * 1.959964 - t) < 0.003
+    assert t_factor(np.inf) == 1.0 and t_factor(1.0) == t_factor(3.0)
+
+
+def test_ess_estimate_matches_ar1_theory_and_counts_autocorrelation():
+    # batch means that are themselves AR(1): ESS = n (1 - rho) / (1 + rho), se from it
+    from pdbq.inference.estimates import _geyer_kernel
+
+    rng = np.random.default_rng(11)
+    C, B, rho = 4, 256, 0.8
+    x = np.zeros((C, B))
+    for c in range(C):
+        e = rng.normal(0, 0.02, B)
+        for b in range(B):
+            x[c, b] = (rho * x[c, b - 1] if b else e[0] / np.sqrt(1 - rho**2)) + (e[b] if b else 0.0)
+    p = 0.5 + x
+    sums = np.stack([1 - p, p], axis=-1)[:, :, None, :] * 100
+    counts = np.full((C, B, 1), 100)
+    se = np.full((1, 2), np.nan)
+    ess = np.full((1, 2), np.nan)
+    _geyer_kernel(sums, counts, B // 2, se, ess)
+    theory = C * B * (1 - rho) / (1 + rho)
+    assert 0.6 * theory < ess[0, 1] < 1.5 * theory
+    gse, gess = _geyer_reference(sums, counts)
+    np.testing.assert_allclose(se, gse, rtol=1e-9)
+    np.testing.assert_allclose(ess, gess, rtol=1e-9)
+    # ignoring the autocorrelation (ESS = number of batch means) would be 1/sqrt(ESS ratio) too narrow
+    naive = p.std(ddof=1) / np.sqrt(C * B)
+    assert se[0, 1] > 2.0 * naive

@@ -146,7 +146,7 @@ ERRORS = [
     ("SELECT PROB(z) FROM is_popular m", "no relation or alias 'z'", 1, 8),
     ("SELECT PROB(is_popular) FROM is_popular AS pop", "no relation or alias 'is_popular'", 1, 8),
     ("SELECT PROB(m.x) FROM is_popular m", "PROB takes the alias of a variable relation", 1, 13),
-    ("SELECT DIST(m = 1) FROM is_popular m", "only PROB takes '= value'", 1, 15),
+    ("SELECT DIST(m = 1) FROM is_popular m", "only PROB and STDERR take '= value'", 1, 15),
     ("SELECT PROB(m = ) FROM is_popular m", "expected a constant after '='", 1, 17),
     ("SELECT PROB(m) FROM is_popular m USING FOO", "unknown inference method 'FOO'", 1, 40),
     ("SELECT m.x FROM is_popular m\nGIVEN a(1) = 2", "need a PROB, DIST, MAP or STDERR", 2, 1),

@@ -6,6 +6,7 @@ Column types (docs/queries.md):
 |---|---|
 | ``PROB(v)``, ``PROB(v = value)`` | DOUBLE |
 | ``STDERR(v)`` | DOUBLE: booleans, the standard error of P(true); otherwise the largest per-value one |
+| ``STDERR(v = value)`` | DOUBLE: the standard error of ``PROB(v = value)`` |
 | ``DIST(v)`` | MAP(value → DOUBLE), value BOOLEAN / VARCHAR (``DOMAIN ('a', ...)``) / INTEGER (CATEGORICAL) |
 | ``MAP(v)`` | the value: BOOLEAN / VARCHAR / INTEGER |
 
@@ -97,7 +98,7 @@ def value_array(domain: Domain, values: np.ndarray) -> pa.Array:
 
 def check_estimate(est: Estimate, v: CreateVariable, call: str) -> int | None:
     """Validate an estimate against its relation's domain before any inference; returns the
-    internal value of ``PROB(v = value)`` (None otherwise)."""
+    internal value of ``PROB(v = value)`` / ``STDERR(v = value)`` (None otherwise)."""
     from pdbq.grounding.variables import domain_index  # noqa: PLC0415 - keeps this module light
 
     if est.kind is EstimateKind.PROB:
@@ -113,7 +114,12 @@ def check_estimate(est: Estimate, v: CreateVariable, call: str) -> int | None:
         except Exception as e:  # GroundingError: re-raise as an inference request problem
             raise InferenceError(str(e)) from None
     if est.value is not None:
-        raise InferenceError(f"{call}: only PROB takes a value")
+        if est.kind is not EstimateKind.STDERR:
+            raise InferenceError(f"{call}: only PROB and STDERR take a value")
+        try:  # STDERR(v = value): the standard error of PROB(v = value)
+            return domain_index(v.domain, est.value, what=call)
+        except Exception as e:  # GroundingError: re-raise as an inference request problem
+            raise InferenceError(str(e)) from None
     return None
 
 
@@ -125,7 +131,9 @@ def estimate_column(est: Estimate, domain: Domain, m: Marginals, value: int | No
         # NaN: no estimate (too few updates; a warning says so) -> SQL NULL, never a number
         return pa.array(np.asarray(col, dtype=np.float64), type=pa.float64(), from_pandas=True)
     if est.kind is EstimateKind.STDERR:
-        if domain.kind is DomainKind.BOOLEAN:
+        if value is not None:
+            se = m.stderr[:, value] if n and value < m.stderr.shape[1] else np.zeros(n)
+        elif domain.kind is DomainKind.BOOLEAN:
             se = m.stderr[:, 1] if n else np.zeros(0)
         else:
             se = m.stderr.max(axis=1) if n and m.stderr.shape[1] else np.zeros(n)

@@ -1,5 +1,7 @@
-"""Monte Carlo estimates from per-chain batches: pooled means, batch-means standard errors,
-split R-hat and effective sample size.
+"""Monte Carlo estimates from per-chain batches: pooled means, calibrated standard errors
+(batch means at several batch lengths and a multi-chain ESS estimate, each with its Student-t
+quantile: docs/inference.md, "Standard errors and coverage"), split R-hat and effective sample
+size.
 
 The sampler adds, at every update of a target variable, the target's full conditional
 distribution (Rao-Blackwellisation). A *batch* is a run of consecutive rounds of one chain; it
@@ -10,7 +12,6 @@ memory stays fixed however long the run and the batch length grows with it.
 Shapes: sums ``[chains, batches, targets, max_card]``, counts ``[chains, batches, targets]``.
 
 >>> import numpy as np
-from numba import njit
 >>> sums = np.array([[[[3.0, 1.0]], [[2.0, 2.0]]]])  # 1 chain, 2 batches, 1 target, card 2
 >>> counts = np.array([[[4], [4]]])
 >>> pooled_mean(sums, counts)[0].tolist()
@@ -28,8 +29,27 @@ _TINY = 1e-24  # variance of probabilities below this is rounding noise
 _MIN_MERGED_BATCHES = 16  # batch-length levels with fewer batches than this are too noisy to use
 _LEVELS = 5  # batch lengths 1, 2, 4, 8, 16 × the stored one
 _FROZEN = 1e-6  # a conditional within this of a point mass, never changing: the chain does not move
+Z95 = 1.959963984540054  # two-sided 95% normal quantile: a reported stderr is the half-width / Z95
 
-__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics"]
+
+@njit(cache=True)
+def t_factor(nu: float) -> float:
+    """t_{0.975, ν} / z_{0.975}: how much wider a 95% Student-t interval is than a normal one with
+    the same standard error (Cornish-Fisher expansion in 1/ν, within 0.3% of the exact quantile
+    for ν ≥ 5, 0.7% at ν = 3; ν < 3 is clamped to 3, where the factor is 1.63; 1 for ν = ∞)."""
+    if not nu < np.inf:
+        return 1.0
+    v = max(nu, 3.0)
+    z = Z95
+    z3 = z * z * z
+    z5 = z3 * z * z
+    z7 = z5 * z * z
+    t = z + (z3 + z) / (4.0 * v) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
+    t += (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v * v * v)
+    return t / z
+
+__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics",
+           "t_factor", "Z95"]
 
 
 class BatchStore:
@@ -195,10 +215,10 @@ def effective_sample_size(
 
 
 @njit(cache=True)
-def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
+def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
     """Streaming passes over a [chains, batches, targets, card] store (memory order, no
     temporaries the size of the store, which can be hundreds of MB): the pooled mean, the
-    batch-means se (as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
+    widest batch-means se over batch lengths (each as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
     frozen rule; -1 where the spread is negligible, NaN where unknown) and the mean of the
     half-sequence means per value."""
     C, B, T, K = sums.shape
@@ -220,9 +240,10 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
     for t in range(T):
         for k in range(K):
             se[t, k] = np.nan if nb[t] < 2 else 0.0
-    # Batch means at the stored batch length and at 2× and 4× it (consecutive batches of a chain
-    # merged), the largest wins: batches shorter than the chain's memory understate the error,
-    # longer ones show it (a conservative choice; levels with fewer than 8 batches are skipped).
+    # Batch means at the stored batch length and at 2×, 4×, 8×, 16× it (consecutive batches of a
+    # chain merged), the largest wins: batches shorter than the chain's memory understate the
+    # error, longer ones show it (levels with fewer than 16 batches are skipped). ``student``:
+    # each level's se widened by t_{0.975, batches−1} / 1.96 before the comparison.
     gs = np.zeros((T, K))
     gc = np.zeros(T)
     for level in range(_LEVELS):
@@ -253,6 +274,8 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
             if ng[t] >= 2 and nb[t] >= 2:
                 for k in range(K):
                     v = np.sqrt(dev[t, k] / (ctot[t] * ctot[t]) * (ng[t] / (ng[t] - 1.0)))
+                    if student:
+                        v *= t_factor(ng[t] - 1.0)  # a variance from ng batch means: ng − 1 dof
                     if v > se[t, k]:
                         se[t, k] = v
     if nh < 2:
@@ -321,22 +344,122 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top):
                 rhat_v[t, k] = np.inf
 
 
+@njit(cache=True)
+def _geyer_kernel(sums, counts, nh, se, ess):
+    """Multi-chain effective sample size of the batch-mean series and the standard error it
+    implies, per target and value (Vehtari et al. 2021, as Stan computes it): the last ``2·nh``
+    batches of each chain are cut into two sequences of ``nh`` batch means; autocorrelations
+    combine the sequences' autocovariances with their between-sequence variance,
+    ρ_t = 1 − (W − mean_q acov_q(t)) / var⁺; Geyer's initial positive and monotone sequence of
+    pair sums Γ_k = ρ_2k + ρ_2k+1 gives τ = −1 + 2·Σ Γ_k and ESS = S·nh / τ (S sequences, in
+    batch units); se = sqrt(var⁺ / ESS). Left unchanged where a sequence has an empty batch or
+    the spread is negligible."""
+    C, B, T, K = sums.shape
+    S = 2 * C
+    s0 = B - 2 * nh
+    xs = np.empty((K, S, nh))
+    m = np.empty(S)
+    for t in range(T):
+        full = True
+        for c in range(C):
+            for b in range(s0, B):
+                if counts[c, b, t] <= 0:
+                    full = False
+        if not full:
+            continue
+        # one gather per target (its values are contiguous in the store)
+        for c in range(C):
+            for h in range(2):
+                for i in range(nh):
+                    b = s0 + h * nh + i
+                    inv = 1.0 / counts[c, b, t]
+                    for k in range(K):
+                        xs[k, 2 * c + h, i] = sums[c, b, t, k] * inv
+        for k in range(K):
+            x = xs[k]
+            for q in range(S):
+                acc = 0.0
+                for i in range(nh):
+                    acc += x[q, i]
+                m[q] = acc / nh
+            mm = 0.0
+            for q in range(S):
+                mm += m[q]
+            mm /= S
+            bvar = 0.0
+            for q in range(S):
+                bvar += (m[q] - mm) ** 2
+            bvar /= S - 1  # B / n
+            acov0 = 0.0
+            for q in range(S):
+                for i in range(nh):
+                    d = x[q, i] - m[q]
+                    acov0 += d * d
+            acov0 /= S * nh  # mean over sequences of the biased lag-0 autocovariance
+            w = acov0 * nh / (nh - 1.0)
+            var_plus = acov0 + bvar
+            if var_plus <= _TINY:
+                continue
+            # Geyer: pairs (ρ_0 + ρ_1), (ρ_2 + ρ_3), ... while positive, made monotone
+            tau = 0.0
+            prev = np.inf
+            lag = 0
+            while lag + 1 < nh:
+                pair = 0.0
+                for j in range(2):
+                    t_ = lag + j
+                    ac = 0.0
+                    for q in range(S):
+                        for i in range(nh - t_):
+                            ac += (x[q, i] - m[q]) * (x[q, i + t_] - m[q])
+                    ac /= S * nh
+                    pair += 1.0 - (w - ac) / var_plus
+                if pair <= 0.0:
+                    break
+                if pair > prev:
+                    pair = prev
+                tau += pair
+                prev = pair
+                lag += 2
+            tau = max(2.0 * tau - 1.0, 1.0 / np.log10(max(S * nh, 10.0)))
+            e = S * nh / tau
+            ess[t, k] = e
+            se[t, k] = np.sqrt(var_plus / e)
+
+
 def batch_statistics(
-    sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None
+    sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None, *, student: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(`pooled_mean`, standard errors, `split_rhat`) of a batch store in compiled streaming passes.
 
-    The standard error is the largest of `batch_stderr` at the stored batch length and with 2
-    and 4 consecutive batches of a chain merged (each level used while it has at least 8
-    batches): batch means understate the error when batches are shorter than the chain's
-    memory, and the larger batch lengths show it (issue 12: 95% intervals must cover)."""
+    The standard error is calibrated so that ``estimate ± 1.96·stderr`` is a 95% interval
+    (docs/inference.md, "Standard errors and coverage"); per target and value it is the widest of
+
+    - batch means (`batch_stderr`) at the stored batch length and with 2, 4, 8 and 16 consecutive
+      batches of a chain merged (each level used while it has at least 16 batches): batches
+      shorter than the chain's memory understate the error, longer ones show it;
+    - the multi-chain effective-sample-size estimate on the batch-mean series (`_geyer_kernel`:
+      Geyer's initial monotone sequence over split chains, as Stan), which also counts the
+      chains' disagreement;
+
+    each widened by ``t_{0.975,ν}/1.96`` (``student``), ν the estimate's degrees of freedom
+    (batches − 1 at a batch-means level, ESS − 1 in batch units for the ESS estimate): a
+    variance estimated from a few dozen batch means is itself uncertain, and a normal quantile
+    on it under-covers. ``student=False`` gives the plain (normal) widest estimate."""
     C, B, T, K = sums.shape
     mean = np.empty((T, K))
     se = np.empty((T, K))
     rv = np.empty((T, K))
     top = np.empty((T, K))
     nh = B // 2
-    _batch_stats_kernel(sums, counts, nh, mean, se, rv, top)
+    _batch_stats_kernel(sums, counts, nh, mean, se, rv, top, student)
+    if nh >= 4:  # the ESS estimate needs a few lags per sequence
+        gse = np.full((T, K), np.nan)
+        gess = np.full((T, K), np.nan)
+        _geyer_kernel(sums, counts, nh, gse, gess)
+        if student:
+            gse = gse * _t_factors(gess - 1.0)
+        se = np.where(gse > se, gse, se)  # NaN (not estimable) keeps the batch-means value
     if nh < 2:
         return mean, se, np.full(T, np.nan)
     negligible = rv == -1.0
@@ -348,3 +471,13 @@ def batch_statistics(
     const = np.zeros(T, dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
     frozen = negligible.all(axis=1) & ~const & (topv > 1.0 - _FROZEN)
     return mean, se, np.where(frozen, np.inf, out)
+
+
+def _t_factors(nu: np.ndarray) -> np.ndarray:
+    """`t_factor` elementwise (NaN stays NaN, +inf gives 1)."""
+    v = np.maximum(np.asarray(nu, dtype=np.float64), 3.0)
+    z = Z95
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = z + (z**3 + z) / (4.0 * v) + (5.0 * z**5 + 16.0 * z**3 + 3.0 * z) / (96.0 * v * v)
+        t = t + (3.0 * z**7 + 19.0 * z**5 + 17.0 * z**3 - 15.0 * z) / (384.0 * v**3)
+    return t / z

@@ -351,8 +351,8 @@ class PdbqDialect(DuckDB):
             alias = self._pdbq_name(f"a relation alias in {kind}(...)")
             value = None
             if self._curr.token_type == TokenType.EQ:
-                if kind != "PROB":
-                    self.raise_error(f"only PROB takes '= value'; write {kind}({alias.name})")
+                if kind not in ("PROB", "STDERR"):
+                    self.raise_error(f"only PROB and STDERR take '= value'; write {kind}({alias.name})")
                 self._advance()
                 value = self._pdbq_constant()
                 if value is None:

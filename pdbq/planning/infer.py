@@ -66,9 +66,16 @@ class RelationAnswers:
         out = self.marginals[:, idx].astype(np.float64) if idx < self.marginals.shape[1] else np.zeros(len(self.keys))
         return np.where(self.vids >= 0, out, np.nan)
 
-    def stderr(self) -> np.ndarray:
-        """Standard error of P(true) for booleans, the largest per-value one otherwise."""
-        se = self.stderrs[:, 1] if self.variable.domain.kind is DomainKind.BOOLEAN else self.stderrs.max(axis=1)
+    def stderr(self, value: Any = None) -> np.ndarray:
+        """Standard error of ``prob(value)``; with no value: of P(true) for booleans, the largest
+        per-value one otherwise."""
+        if value is not None:
+            idx = self._value_index(value)
+            se = self.stderrs[:, idx] if idx < self.stderrs.shape[1] else np.zeros(len(self.keys))
+        elif self.variable.domain.kind is DomainKind.BOOLEAN:
+            se = self.stderrs[:, 1]
+        else:
+            se = self.stderrs.max(axis=1)
         return np.where(self.vids >= 0, clean_stderr(se), np.nan)
 
     def dist(self) -> list[dict | None]:
