@@ -38,6 +38,7 @@ from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, var_table
 from pdbq.grounding.variables import relation_info, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
+from pdbq.planning.deadline import PREPARE_GRACE, PlanningDeadline
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
@@ -90,6 +91,7 @@ class Plan:
     grounding_seconds: float
     notes: list[str] = field(default_factory=list)
     memo: Memo | None = None  # the graph's entry in the database's query-graph cache
+    timed_out: str = ""  # the planning step the time limit interrupted (then no graph: NULL answers)
 
     @property
     def local(self) -> np.ndarray:
@@ -208,19 +210,42 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
     return graph, np.asarray(vids, dtype=np.int64), stats, secs, memo
 
 
-def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None) -> Plan:
-    """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches)."""
+def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None,
+               started: float | None = None) -> Plan:
+    """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches).
+
+    ``started`` (`time.perf_counter`): when the query began. With it, a ``time_limit`` the user set
+    bounds planning too: a step still running at the deadline is interrupted and rolled back, and
+    `pdbq.errors.TimeLimitError` names it (`pdbq.planning.deadline`)."""
     options = QueryOptions.from_pairs(stmt.options, getattr(db, "default_options", None))
     explicit = frozenset(name for name, _ in stmt.options)
     if stmt.tree is None:
         raise PdbqError("internal: a ProbQuery without its tree (parse it with pdbq.language)")
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
-    with schema_known(db.duckdb):
-        return _plan_query(db, stmt, options, explicit, progress, cancel)
+    guard = None
+    if started is not None and options.time_limit is not None:
+        guard = PlanningDeadline(db.duckdb, started=started, limit=options.time_limit)
+    with guard if guard is not None else contextlib.nullcontext():
+        with schema_known(db.duckdb):
+            return _plan_query(db, stmt, options, explicit, progress, cancel, guard)
 
 
-def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel) -> Plan:
+def _timed_out(stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], variables, relations,
+               prepared: Prepared, guard: PlanningDeadline) -> Plan:
+    """The plan of a query whose time limit ran out after the vid maps were current: no graph,
+    no query variables; every estimate is NULL (the final SELECT's join finds no estimate)."""
+    guard.handled = True
+    none = np.zeros(0, np.int64)
+    evidence = EvidenceSet(none, np.zeros(0, np.int32), 0, none, 0)
+    n_total = sum(i.n for i in prepared.sync.info.values())
+    notes = [*prepared.sync.warnings, f"{guard.message()}: every estimate is NULL; {guard.advice()}"]
+    return Plan(stmt, options, explicit, variables, relations, {a: none for a in relations}, none, evidence, None,
+                none, n_total, None, 0.0, notes, None, timed_out=guard.stage)
+
+
+def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel,
+                guard: PlanningDeadline | None = None) -> Plan:
     variables, rules = db.catalog.definitions()
     calls = {}
     for est in stmt.estimates:
@@ -229,15 +254,36 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     for est in stmt.estimates:
         check_estimate(est, variables[relations[est.alias]], call_text(est))
     con = db.duckdb
+    if guard is not None:  # interrupted here: TimeLimitError (no keys to answer NULL for)
+        guard.enter_stage("syncing the variables' vid maps and fingerprinting the data", grace=PREPARE_GRACE)
     prepared = prepare_store(con, variables, rules)
     xq_notes: list[str] = []
-    xq = _select_xq(con, stmt, variables, relations, xq_notes)
-    evidence = resolve_evidence(con, variables, stmt.given)
-    check_evidence_possible(con, variables, evidence.as_tuple())
-    seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
-    check_cancel(cancel)
-    plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
-    graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    try:
+        if guard is not None:
+            guard.enter_stage("selecting the query variables")
+            if guard.expired():
+                return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+        xq = _select_xq(con, stmt, variables, relations, xq_notes)
+        if guard is not None:
+            guard.enter_stage("reading and checking the evidence")
+        evidence = resolve_evidence(con, variables, stmt.given)
+        check_evidence_possible(con, variables, evidence.as_tuple())
+        seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
+        check_cancel(cancel)
+        plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+        if guard is not None:
+            guard.enter_stage("grounding the query's region and building its graph")
+            if guard.expired():
+                return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+        graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    except Exception:
+        if guard is None or not guard.fired:
+            raise
+        return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+    if guard is not None and guard.fired:
+        # an interrupt was issued as the last step ended: it may have been swallowed below, and
+        # sampling has no time left anyway
+        return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
     n_total = sum(i.n for i in prepared.sync.info.values())
     notes = query_notes(prepared, stats)
     notes[len(prepared.sync.warnings):len(prepared.sync.warnings)] = xq_notes
