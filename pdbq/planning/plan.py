@@ -343,6 +343,10 @@ def semantics_warnings_of(plan: Plan, con: duckdb.DuckDBPyConnection | None = No
     except ImportError:
         return []
     def make() -> tuple[str, ...]:
+        from pdbq.analysis.advice import candidate_factors  # noqa: PLC0415
+
+        if candidate_factors(graph).size == 0:  # no vote to count: skip the per-factor rule array
+            return ()
         spans = plan.grounding.weight_rules if plan.grounding is not None else ()
         factor_rule, names = factor_rules(graph, spans)
         label = None
