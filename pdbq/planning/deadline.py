@@ -44,13 +44,14 @@ class PlanningDeadline:
     block, `fired` tells whether an interrupt was issued; a block that handled the time-out
     itself sets `handled`, otherwise an interrupted block raises `TimeLimitError`."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, started: float, limit: float):
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, started: float, limit: float, stage: str = "planning",
+                 grace: float = 0.0):
         self.con = con
         self.started = started
         self.limit = limit
         self.deadline = started + limit
-        self.stage = "planning"
-        self.grace = 0.0
+        self.stage = stage
+        self.grace = grace
         self.fired = False
         self.handled = False
         self._stop = threading.Event()

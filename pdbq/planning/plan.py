@@ -225,7 +225,8 @@ def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = No
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
     guard = None
     if started is not None and options.time_limit is not None:
-        guard = PlanningDeadline(db.duckdb, started=started, limit=options.time_limit)
+        guard = PlanningDeadline(db.duckdb, started=started, limit=options.time_limit, stage="reading the catalog",
+                                 grace=PREPARE_GRACE)
     with guard if guard is not None else contextlib.nullcontext():
         with schema_known(db.duckdb):
             return _plan_query(db, stmt, options, explicit, progress, cancel, guard)
