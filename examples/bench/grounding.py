@@ -61,6 +61,25 @@ def _data(scale: float, threads: int) -> duckdb.DuckDBPyConnection:
     return con
 
 
+class _Counting:
+    """A connection that counts the statements run through it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self.n = 0
+
+    def execute(self, *args, **kw):
+        self.n += 1
+        return self.con.execute(*args, **kw)
+
+    def sql(self, *args, **kw):
+        self.n += 1
+        return self.con.sql(*args, **kw)
+
+    def __getattr__(self, name: str):
+        return getattr(self.con, name)
+
+
 def _reset_rule(con: duckdb.DuckDBPyConnection, rule: str) -> None:
     """Forget the rule's groundings (the vid maps stay): the next ground_all grounds it anew."""
     con.execute("DELETE FROM pdbq_fs_rules WHERE rule = ?", [rule])
@@ -104,6 +123,22 @@ def sweep(sizes: list[float], reps: int, threads: int) -> None:
     print("|---:|---:|---:|---:|---:|---:|")
     print(f"| {sizes[0]:g}M, first calls of the process (cold) | {cold_g:.3f} | {cold_b:.3f} | {cold_b / cold_g:.2f}x | "
           f"{cold_g - cold_b:.3f} | |")
+    # Fixed cost: ground_all on a tiny model (1,000 groundings: the join is ~free), and how many
+    # SQL statements one ground_all issues (deterministic, unlike the times on a shared machine).
+    con = _data(0.0001, threads)
+    sync_variables(con, V)
+    _pair(con, V, R, ground_first=True)
+    tiny = []
+    for rep in range(3 * reps):
+        tg, tb, n = _pair(con, V, R, ground_first=rep % 2 == 1)
+        tiny.append((tg, tb))
+    _reset_rule(con, "fans_vote")
+    counter = _Counting(con)
+    ground_all(counter, V, R)
+    con.close()
+    mg, mb = statistics.median(t[0] for t in tiny), statistics.median(t[1] for t in tiny)
+    print(f"| {n:,} (fixed cost; {counter.n} SQL statements per ground_all) | {mg:.4f} | {mb:.4f} | {mb / mg:.2f}x | "
+          f"{mg - mb:.4f} | |")
     for size in sizes:
         con = _data(size / 10, threads)
         sync_variables(con, V)
