@@ -115,6 +115,10 @@ def test_first_query_grounding_past_the_limit_answers_null_then_the_next_query_i
         assert "time_limit ran out" in d["method_reason"]
         assert wall < 10.0  # generous (shared machine); the limit is 0.05 s
         assert db.execute("SELECT v FROM mine").fetchall() == [(7,)]
+        # the Python API obeys the limit the same way: NULL (NaN) answers and the warning
+        inf = pdbq.infer(db, {"x": [(n // 2 + 1,)]}, options={"time_limit": 0.05, "sweeps": 1e9, "seed": 1})
+        assert np.isnan(inf["x"].prob()).all()
+        assert any("time_limit 0.05 s ran out while" in x for x in inf.diagnostics["warnings"])
         # the store is consistent: the next query grounds and answers right (exact 4-sigma band)
         r = db.execute(q.format("sweeps = 400, chains = 4, seed = 3"))
         (_, p, se), = r.fetchall()

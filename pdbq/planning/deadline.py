@@ -99,11 +99,16 @@ class PlanningDeadline:
         return TimeLimitError(f"{self.message()}: nothing was answered; {self.advice()}", stage=self.stage,
                               elapsed=time.perf_counter() - self.started)
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> bool:
+    def stop(self) -> None:
+        """Stop watching (idempotent): no interrupt is issued after this returns, and a
+        transaction an interrupt left open is rolled back."""
         with self._lock:
             self._stop.set()  # no interrupt can be issued after this
         if self._thread is not None:
             self._thread.join()
+            self._thread = None
+        else:
+            return
         if self._own and self.fired:
             # An interrupt may have aborted a transaction whose ROLLBACK was itself interrupted,
             # or a COMMIT of an aborted one may have failed: leave no transaction open.
@@ -112,6 +117,9 @@ class PlanningDeadline:
                 self.con.execute("ROLLBACK")
             except duckdb.Error:
                 pass  # none was open
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> bool:
+        self.stop()
         if not self.fired or self.handled:
             return False
         if et is None:
