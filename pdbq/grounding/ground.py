@@ -67,9 +67,15 @@ def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
     return sorted(compiled, key=lambda r: (compiled[r].grouped, r))
 
 
-def _inputs_fp(con, c: CompiledRule, rule: CreateRule, versions: Mapping[str, int], mode: str) -> str:
+def _inputs_fp(con, c: CompiledRule, rule: CreateRule, versions: Mapping[str, int], mode: str,
+               seen: dict[str, str] | None = None) -> str:
+    """``seen``: fingerprints already taken in this call (rules over one table hash it once)."""
+    seen = {} if seen is None else seen
+    for t in c.observed:
+        if t not in seen:
+            seen[t] = fingerprint_relation(con, t, mode)
     parts = [definition_hash(rule)]
-    parts += [f"{t}={fingerprint_relation(con, t, mode)}" for t in c.observed]
+    parts += [f"{t}={seen[t]}" for t in c.observed]
     parts += [f"{r}@{versions[r]}" for r in sorted(set(c.relations))]
     return combine(parts)
 
@@ -209,10 +215,11 @@ def prepare(
     order = rule_order(compiled)
     complete: dict[str, bool] = {}
     fresh: set[str] = set()
+    seen: dict[str, str] = {}
     for pos, name in enumerate(order):
         c = compiled[name]
         dh = definition_hash(rules[name])
-        fp = _inputs_fp(con, c, rules[name], versions, config.fingerprint)
+        fp = _inputs_fp(con, c, rules[name], versions, config.fingerprint, seen)
         prev = stored.get(name)
         if prev is not None and prev[1] == dh and prev[2] == fp:
             shifts = {i: sync.shifted[r] for i, r in enumerate(c.relations) if r in sync.shifted}
