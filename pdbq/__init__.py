@@ -10,6 +10,7 @@ from pdbq.errors import (
     ParseError,
     PdbqError,
     SchemaVersionError,
+    TimeLimitError,
 )
 from pdbq.api import Database, Result, analyze, connect, infer, joint, probability
 from pdbq.udf import register, unregister
@@ -43,5 +44,6 @@ __all__ = [
     "LearningError",
     "OptionError",
     "SchemaVersionError",
+    "TimeLimitError",
     "__version__",
 ]

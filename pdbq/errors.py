@@ -17,6 +17,7 @@ __all__ = [
     "EvidenceError",
     "InferenceError",
     "LearningError",
+    "TimeLimitError",
     "OptionError",
     "SchemaVersionError",
     "suggest",
@@ -88,6 +89,18 @@ class InferenceError(PdbqError):
 class LearningError(InferenceError):
     """LEARN WEIGHTS cannot run as asked: no evidence, no learnable weight, a holdout that leaves
     nothing to learn from, divergence. The previous weights are kept."""
+
+
+class TimeLimitError(InferenceError):
+    """A query's ``time_limit`` ran out before sampling could start (while grounding or building
+    its graph). ``stage`` names what was running, ``elapsed`` the seconds the query had taken. The
+    interrupted stage was rolled back: the database is as it was (stages that had finished stay
+    committed and are reused by the next query)."""
+
+    def __init__(self, message: str, *, stage: str = "", elapsed: float = 0.0):
+        self.stage = stage
+        self.elapsed = elapsed
+        super().__init__(message)
 
 
 class OptionError(PdbqError):

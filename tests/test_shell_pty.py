@@ -211,7 +211,7 @@ def test_newcomer_session_banner_warnings_last_saving_and_tab(tmp_path: Path) ->
         _at_prompt(child)
         # warnings are printed under the result, dim, one line each
         child.sendline("SELECT v.i, PROB(v) AS p_warn FROM x v WHERE v.i = 7 "
-                       "USING GIBBS WITH (tolerance = 0.00001, time_limit = 4, seed = 3);")
+                       "USING GIBBS WITH (tolerance = 0.00001, time_limit = 4, seed = 3);")  # first query: planning ~1 s
         child.expect("p_warn +│")
         child.expect("1 row")
         child.expect("\x1b\\[2mWarning: tolerance 1e-05 not reached")

@@ -26,11 +26,22 @@ import numpy as np
 from pdbq.graph.layout import FactorGraph
 from pdbq.language.nodes import FactorFunction
 
-__all__ = ["semantics_warnings", "linear_vote_counts", "DEFAULT_VOTE_THRESHOLD"]
+__all__ = ["semantics_warnings", "linear_vote_counts", "candidate_factors", "DEFAULT_VOTE_THRESHOLD"]
 
 DEFAULT_VOTE_THRESHOLD = 10
 
 _HEAD_BODY = (int(FactorFunction.VOTE), int(FactorFunction.IMPLY), int(FactorFunction.IMPLY_MLN))
+
+
+def candidate_factors(graph: FactorGraph) -> np.ndarray:
+    """Standalone head/body factors (VOTE, IMPLY, IMPLY_MLN outside head groups): the only ones
+    `linear_vote_counts` looks at (int64 ids; often none, and then nothing else is computed)."""
+    if graph.n_factors == 0:
+        return np.zeros(0, np.int64)
+    fn = graph.function
+    hb = (fn == _HEAD_BODY[0]) | (fn == _HEAD_BODY[1]) | (fn == _HEAD_BODY[2])
+    hb &= graph.group < 0
+    return np.flatnonzero(hb)
 
 
 def linear_vote_counts(graph: FactorGraph, factor_rule: np.ndarray | None = None) -> dict[int, tuple[int, int, int]]:
@@ -39,29 +50,31 @@ def linear_vote_counts(graph: FactorGraph, factor_rule: np.ndarray | None = None
     nf, nv = graph.n_factors, max(graph.n_vars, 1)
     if nf == 0:
         return {}
-    arity = np.diff(graph.factor_offsets)
-    key = graph.weight.astype(np.int64) if factor_rule is None else np.asarray(factor_rule, dtype=np.int64)
-    if key.shape != (nf,):
-        raise ValueError(f"factor_rule needs one entry per factor ({nf}), got shape {key.shape}")
-    free_e = graph.evidence[graph.factor_vars] < 0
-    head_e = np.maximum(graph.factor_offsets[1:] - 1, 0)
-    edge_factor = np.repeat(np.arange(nf, dtype=np.int64), arity)
-    is_body = np.ones(graph.n_edges, dtype=bool)
-    is_body[head_e[arity > 0]] = False
-    free_body = np.bincount(edge_factor[is_body & free_e], minlength=nf) > 0
-    head_var = np.where(arity > 0, graph.factor_vars[head_e] if graph.n_edges else 0, 0).astype(np.int64)
-    cand = (
-        (graph.group < 0)
-        & np.isin(graph.function.astype(np.int64), _HEAD_BODY)
-        & (arity >= 2)
-        & (graph.weights[graph.weight] != 0)
-        & free_body
-    )
-    cand &= np.where(arity > 0, graph.evidence[head_var] < 0, False)
-    f = np.flatnonzero(cand)
+    if factor_rule is not None and np.shape(factor_rule) != (nf,):
+        raise ValueError(f"factor_rule needs one entry per factor ({nf}), got shape {np.shape(factor_rule)}")
+    # Only the candidate factors' arrays are built (a query on a graph of millions of factors
+    # computes this after sampling, while the graph and the chains are still in memory).
+    f = candidate_factors(graph)
+    lo = graph.factor_offsets[f]
+    arity = graph.factor_offsets[f + 1] - lo
+    keep = (arity >= 2) & (graph.weights[graph.weight[f]] != 0)
+    f, lo, arity = f[keep], lo[keep], arity[keep]
+    head_var = graph.factor_vars[lo + arity - 1].astype(np.int64)
+    keep = graph.evidence[head_var] < 0
+    f, lo, arity, head_var = f[keep], lo[keep], arity[keep], head_var[keep]
     if f.size == 0:
         return {}
-    pairs, counts = np.unique(key[f] * nv + head_var[f], return_counts=True)
+    # a free body variable: edges lo .. lo + arity - 2 of each candidate
+    n_body = arity - 1
+    owner = np.repeat(np.arange(f.size), n_body)
+    starts = np.cumsum(n_body) - n_body
+    edge = np.repeat(lo, n_body) + (np.arange(owner.size) - np.repeat(starts, n_body))
+    free_body = np.bincount(owner[graph.evidence[graph.factor_vars[edge]] < 0], minlength=f.size) > 0
+    key = graph.weight[f].astype(np.int64) if factor_rule is None else np.asarray(factor_rule, dtype=np.int64)[f]
+    f, key, head_var = f[free_body], key[free_body], head_var[free_body]
+    if f.size == 0:
+        return {}
+    pairs, counts = np.unique(key * nv + head_var, return_counts=True)
     out: dict[int, tuple[int, int, int]] = {}
     for p, c in zip(pairs.tolist(), counts.tolist()):
         k, v = divmod(p, nv)

@@ -21,7 +21,7 @@ from pdbq.grounding.compile import CompiledRule, compile_rule, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_relation
 from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
-from pdbq.grounding.store import ensure_schema, factor_table, ident, sql_text, table_ref
+from pdbq.grounding.store import ensure_schema, factor_table, ident, schema_known, sql_text, table_ref
 from pdbq.grounding.variables import VariableSync, sync_variables
 from pdbq.language.nodes import CreateRule, CreateVariable, DomainKind, WeightKind
 
@@ -58,6 +58,7 @@ class Prepared:
     sync: VariableSync
     stats: GroundingStats
     imports: list[ImportInfo] = field(default_factory=list)  # live imported models (pdbq.io)
+    fresh: set[str] = field(default_factory=set)  # rules whose factor table this call created (empty)
 
 
 def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
@@ -66,9 +67,15 @@ def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
     return sorted(compiled, key=lambda r: (compiled[r].grouped, r))
 
 
-def _inputs_fp(con, c: CompiledRule, rule: CreateRule, versions: Mapping[str, int], mode: str) -> str:
+def _inputs_fp(con, c: CompiledRule, rule: CreateRule, versions: Mapping[str, int], mode: str,
+               seen: dict[str, str] | None = None) -> str:
+    """``seen``: fingerprints already taken in this call (rules over one table hash it once)."""
+    seen = {} if seen is None else seen
+    for t in c.observed:
+        if t not in seen:
+            seen[t] = fingerprint_relation(con, t, mode)
     parts = [definition_hash(rule)]
-    parts += [f"{t}={fingerprint_relation(con, t, mode)}" for t in c.observed]
+    parts += [f"{t}={seen[t]}" for t in c.observed]
     parts += [f"{r}@{versions[r]}" for r in sorted(set(c.relations))]
     return combine(parts)
 
@@ -207,10 +214,12 @@ def prepare(
     compiled = {name: compile_rule(rules[name], variables, lookup) for name in sorted(rules)}
     order = rule_order(compiled)
     complete: dict[str, bool] = {}
+    fresh: set[str] = set()
+    seen: dict[str, str] = {}
     for pos, name in enumerate(order):
         c = compiled[name]
         dh = definition_hash(rules[name])
-        fp = _inputs_fp(con, c, rules[name], versions, config.fingerprint)
+        fp = _inputs_fp(con, c, rules[name], versions, config.fingerprint, seen)
         prev = stored.get(name)
         if prev is not None and prev[1] == dh and prev[2] == fp:
             shifts = {i: sync.shifted[r] for i, r in enumerate(c.relations) if r in sync.shifted}
@@ -227,11 +236,12 @@ def prepare(
         _drop_rule(con, name, keep_weights=prev is not None and prev[1] == dh)
         _create_factor_table(con, c)
         _register(con, c, pos, dh, fp, False, 0)
+        fresh.add(name)
         complete[name] = False
         stats.factors[name] = 0
     imports = live_imports(con, variables, sync.info)
     stats.seconds = time.perf_counter() - t0
-    return Prepared(compiled, complete, sync, stats, imports)
+    return Prepared(compiled, complete, sync, stats, imports, fresh)
 
 
 def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> str:
@@ -261,20 +271,19 @@ def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfi
     how many were inserted. Call inside a transaction."""
     check_estimate(con, c.name, select, config)
     t = sql_text(table_ref(factor_table(c.name)))
-    before = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
     guarded = select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select
     try:
-        con.execute(f"INSERT INTO {t} {sql_text(guarded)}")
+        # an INSERT answers with the number of rows it wrote: no count(*) before and after
+        n = int(con.execute(f"INSERT INTO {t} {sql_text(guarded)}").fetchone()[0])
     except (duckdb.ConversionException, duckdb.BinderException, duckdb.InvalidInputException,
             duckdb.OutOfRangeException) as e:
         # The data broke the rule's body (a failed implicit cast, ...): name the rule, not the
         # internal tables DuckDB's message is about.
         reason = " ".join(str(e).split("\n")[0].split())
         raise GroundingError(f"rule '{c.name}' cannot be grounded on the current data: {reason}") from None
-    after = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-    check_actual(c.name, int(after - before), config)
-    return int(after - before)
+    check_actual(c.name, n, config)
+    return n
 
 
 def ground_all(
@@ -289,7 +298,7 @@ def ground_all(
     it was. ``Database.ground()`` exposes this.
     """
     t0 = time.perf_counter()
-    with transaction(con):
+    with transaction(con), schema_known(con):  # the store's fixed tables are looked up once
         p = prepare(con, variables, rules, config)
         stats = p.stats
         for name in rule_order(p.compiled):
@@ -297,9 +306,9 @@ def ground_all(
             if p.complete[name]:
                 stats.reused.append(name)
                 continue
-            t = sql_text(table_ref(factor_table(name)))
-            con.execute(f"DELETE FROM {t}")
-            con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [name])
+            if name not in p.fresh:  # a table prepare just created holds nothing to delete
+                con.execute(f"DELETE FROM {sql_text(table_ref(factor_table(name)))}")
+                con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [name])
             n = ground_rows(con, c, c.select, config)
             _check_rows(con, c)
             _sync_weights(con, c)

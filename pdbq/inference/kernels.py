@@ -73,16 +73,16 @@ class KernelGraph(NamedTuple):
 
     tables: np.ndarray  # float64: graph.tables with ±inf as hard constraints (`hard_tables`)
     bbias: np.ndarray  # float64[n_vars]: boolean log-odds from unary factors and pair constants
-    val_off: np.ndarray  # int64[n_vars+1]: start of each variable's values in cbias
+    val_off: np.ndarray  # int32 (int64 past 2^31)[n_vars+1]: start of each variable's values in cbias
     cbias: np.ndarray  # float64[Σ card]: per-value unary log-potential
-    bb_off: np.ndarray  # int64[n_vars+1]
+    bb_off: np.ndarray  # int32 (int64 past 2^31)[n_vars+1]; the same for every *_off below
     bb_other: np.ndarray  # int32[n_bb]: the other (boolean) variable
     bb_b: np.ndarray  # float64[n_bb]: log-odds slope in x_other
-    pt_off: np.ndarray  # int64[n_vars+1]
+    pt_off: np.ndarray  # [n_vars+1]
     pt_other: np.ndarray  # int32[n_pt]
-    pt_tab_off: np.ndarray  # int64[n_pt]: start in pt_tab
+    pt_tab_off: np.ndarray  # [n_pt]: start in pt_tab
     pt_tab: np.ndarray  # float64: boolean v: Δlog-odds[x_u]; else logφ[x_u * card_v + x_v]
-    gen_off: np.ndarray  # int64[n_vars+1]
+    gen_off: np.ndarray  # [n_vars+1]
     gen_factor: np.ndarray  # int32[n_gen]: factor ids sorted by (group, factor), one per factor
     gen_group: np.ndarray  # int32[n_gen]
     max_card: int
@@ -397,6 +397,14 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _narrow(off: np.ndarray) -> np.ndarray:
+    """int32 offsets when the last one fits (half the bytes of the per-variable rows the kernel
+    keeps while it samples); int64 otherwise. The kernels take either."""
+    if off.shape[0] and int(off[-1]) < 2**31 - 1:
+        return off.astype(np.int32)
+    return off
+
+
 def _sorted_var_factor_pairs(g: FactorGraph) -> tuple[np.ndarray, np.ndarray]:
     """(variable, factor) of every edge as int32, sorted by (variable, group, factor)."""
     nv, nf = g.n_vars, g.n_factors
@@ -457,36 +465,46 @@ def prepare_kernel_graph(g: FactorGraph) -> KernelGraph:
     # sorted by (variable, group, factor): the general path needs groups consecutive. The
     # graph's own variable -> factor CSR is in that order (docs of `FactorGraph.var_factors`):
     # use it as it is (4-byte temporaries, no sort) and sort only a graph that is not.
+    # Memory: this runs on the query's graph while it is in memory, so temporaries are dropped
+    # as soon as they are used and offsets are int32 where they fit (`_narrow`): the peak here
+    # is the peak of a whole query (docs/benchmarks.md, query memory).
     sv, sf = _sorted_var_factor_pairs(g)
-    keep = np.ones(sv.shape[0], dtype=bool)
     if sv.shape[0] > 1:
+        keep = np.ones(sv.shape[0], dtype=bool)
         keep[1:] = (sv[1:] != sv[:-1]) | (sf[1:] != sf[:-1])
-    sv, sf = sv[keep], sf[keep]
-    vf_off = _offsets(np.bincount(sv, minlength=nv) if sv.size else np.zeros(nv, np.int64))
+        if not keep.all():  # a variable in several slots of one factor: once per factor
+            sv, sf = sv[keep], sf[keep]
+        del keep
+    vf_off = _narrow(_offsets(np.bincount(sv, minlength=nv) if sv.size else np.zeros(nv, np.int64)))
     base = np.where(g.evidence >= 0, g.evidence, 0).astype(np.int32)
     kind, other = _classify(g, tables, vf_off, sf, base)
     var_of = sv
     live = g.evidence[var_of] < 0 if var_of.size else np.zeros(0, dtype=bool)
 
     def per_var(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(var_of[mask], minlength=nv) if var_of.size else np.zeros(nv, np.int64)
+        return _narrow(_offsets(np.bincount(var_of[mask], minlength=nv) if var_of.size else np.zeros(nv, np.int64)))
 
-    bb_off = _offsets(per_var(live & (kind == _K_BB)))
+    bb_off = per_var(live & (kind == _K_BB))
     pt_mask = live & (kind == _K_PT)
-    pt_off = _offsets(per_var(pt_mask))
+    pt_off = per_var(pt_mask)
     gen_mask = live & (kind == _K_GEN)
-    gen_off = _offsets(per_var(gen_mask))
+    gen_off = per_var(gen_mask)
+    del live
     card = g.cardinality.astype(np.int64)
     pt_v, pt_u = var_of[pt_mask], other[pt_mask].astype(np.int64)
     pt_size = np.where(card[pt_v] == 2, card[pt_u], card[pt_u] * card[pt_v])
-    pt_tab_off = _offsets(pt_size)
-    val_off = _offsets(card)
+    del pt_mask, pt_v, pt_u
+    pt_tab_off = _narrow(_offsets(pt_size))
+    val_off = _narrow(_offsets(card))
+    max_card = int(card.max()) if nv else 2
+    gv = var_of[gen_mask]
+    del pt_size, card, gen_mask, var_of, sv
     cbias, bbias, bb_other, bb_b, pt_other, pt_tab, gen_factor, gen_group = _fill(
         g, tables, vf_off, sf, kind, other, base, val_off, bb_off, pt_off, pt_tab_off, gen_off
     )
+    del vf_off, sf, kind, other, base
     max_groups = 0
     if gen_factor.size:
-        gv = var_of[gen_mask]
         grouped = gen_group >= 0
         if grouped.any():
             first = np.ones(gen_group.shape[0], dtype=bool)
@@ -507,7 +525,7 @@ def prepare_kernel_graph(g: FactorGraph) -> KernelGraph:
         gen_off=gen_off,
         gen_factor=gen_factor,
         gen_group=gen_group,
-        max_card=int(card.max()) if nv else 2,
+        max_card=max_card,
         max_groups=int(max_groups),
     )
 

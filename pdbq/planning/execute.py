@@ -106,7 +106,8 @@ def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool
 def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
     d: dict[str, Any] = {}
     d["method"] = ans.method if ans else "NONE"
-    d["method_reason"] = ans.reason if ans else "the query selects no variables"
+    d["method_reason"] = ans.reason if ans else (
+        f"time_limit ran out while {plan.timed_out}: nothing sampled" if plan.timed_out else "the query selects no variables")
     d.update(plan.counts())
     d["selection"] = ans.selection if ans else None
     d["selection_query_share"] = ans.query_share if ans else None
@@ -163,7 +164,8 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     started = time.perf_counter()
-    plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions)
+    plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions,
+                      started=started)
     kinds = {e.kind for e in stmt.estimates}
     need_map = EstimateKind.MAP in kinds
     need_marginals = bool(kinds - {EstimateKind.MAP})

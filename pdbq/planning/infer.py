@@ -13,6 +13,7 @@ DuckDB UDFs call once per batch).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Iterable, Mapping
@@ -24,10 +25,11 @@ import numpy as np
 from pdbq.arrays import unique
 from pdbq.answers.feasibility import check_evidence_possible
 from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
-from pdbq.errors import CatalogError, InferenceError, PdbqError
+from pdbq.errors import CatalogError, InferenceError, PdbqError, TimeLimitError
 from pdbq.grounding.variables import domain_index, keys_to_vids
 from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
-from pdbq.planning.evidence import python_literal, resolve_evidence
+from pdbq.planning.deadline import PREPARE_GRACE, PlanningDeadline
+from pdbq.planning.evidence import EvidenceSet, python_literal, resolve_evidence
 from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, prepare_store, query_notes, scratch
@@ -174,7 +176,42 @@ def _infer(
     variables = catalog.variables()
     rules = catalog.rules()
     con = db.duckdb
-    prepared = prepare_store(con, variables, rules)
+    # a time_limit the caller set bounds planning too, as for SQL queries (pdbq.planning.deadline)
+    guard = None
+    if opts.time_limit is not None:
+        guard = PlanningDeadline(con, started=started, limit=opts.time_limit,
+                                 stage="syncing the variables' vid maps and fingerprinting the data", grace=PREPARE_GRACE)
+    with guard if guard is not None else contextlib.nullcontext():
+        asked, graph, gvids, stats, secs, memo, prepared, evidence, seeds, late = _plan(
+            db, con, variables, rules, targets, given, missing, progress, cancel, guard)
+    n_total = sum(i.n for i in prepared.sync.info.values())
+    notes = query_notes(prepared, stats) + late
+    plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
+    return _answer(db, con, plan, method, map, asked, variables, progress, cancel, started)
+
+
+def _plan(db, con, variables, rules, targets, given, missing, progress, cancel, guard):
+    prepared = prepare_store(con, variables, rules)  # interrupted here: TimeLimitError
+    if guard is not None:
+        guard.enter_stage("finding the asked variables and the evidence")
+    try:
+        if guard is not None and guard.expired():
+            raise guard.error()
+        return (*_plan_rest(db, con, variables, rules, targets, given, missing, progress, cancel, guard, prepared), [])
+    except Exception as e:
+        if guard is None or not (guard.fired or isinstance(e, TimeLimitError)):
+            raise
+    # the time limit ran out after the vid maps were current: every answer is NULL, with a warning
+    guard.handled = True
+    guard.stop()  # no more interrupts: the keys are looked up once more below
+    asked = _asked(con, variables, targets, missing)
+    none = np.zeros(0, np.int64)
+    evidence = EvidenceSet(none, np.zeros(0, np.int32), 0, none, 0)
+    late = [f"{guard.message()}: every estimate is NULL; {guard.advice()}"]
+    return asked, None, none, None, 0.0, None, prepared, evidence, none, late
+
+
+def _asked(con, variables, targets, missing) -> dict[str, tuple[list[tuple], np.ndarray]]:
     asked: dict[str, tuple[list[tuple], np.ndarray]] = {}
     wanted = normalize_targets(targets, {name: len(v.columns) for name, v in variables.items()})
     for name, tuples in wanted.items():
@@ -185,15 +222,27 @@ def _infer(
             bad = tuples[int(np.flatnonzero(vids < 0)[0])]
             raise CatalogError(f"{name}{bad!r}: no variable of {name} has this key")
         asked[name] = (tuples, vids)
+    return asked
+
+
+def _plan_rest(db, con, variables, rules, targets, given, missing, progress, cancel, guard, prepared):
+    asked = _asked(con, variables, targets, missing)
     evidence = resolve_evidence(con, variables, _given_items(normalize_given(given)))
     check_evidence_possible(con, variables, evidence.as_tuple())
     every = [v[v >= 0] for _, v in asked.values()]
     seeds = unique(np.concatenate(every)) if every else np.zeros(0, np.int64)
     plan_args = {"variables": variables, "rules": rules, "prepared": prepared}
+    if guard is not None:
+        guard.enter_stage("grounding the asked variables' region and building its graph")
+        if guard.expired():
+            raise guard.error()
     graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
-    n_total = sum(i.n for i in prepared.sync.info.values())
-    notes = query_notes(prepared, stats)
-    plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
+    if guard is not None and guard.fired:
+        raise guard.error()
+    return asked, graph, gvids, stats, secs, memo, prepared, evidence, seeds
+
+
+def _answer(db, con, plan, method, map, asked, variables, progress, cancel, started):
     ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel,
                    started=started)
     out: dict[str, RelationAnswers] = {}
@@ -206,7 +255,7 @@ def _infer(
         card = np.zeros(len(tuples), dtype=np.int64)
         hit = vids >= 0
         if ans is not None and hit.any():
-            rows = np.searchsorted(seeds, vids[hit])
+            rows = np.searchsorted(plan.seeds, vids[hit])
             marg[hit] = ans.result.marginals[rows]
             se[hit] = ans.result.stderr[rows]
             card[hit] = ans.result.cardinality[rows]

@@ -38,6 +38,7 @@ from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, var_table
 from pdbq.grounding.variables import relation_info, stored_evidence, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
+from pdbq.planning.deadline import PREPARE_GRACE, PlanningDeadline
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
@@ -92,6 +93,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     memo: Memo | None = None  # the graph's entry in the database's query-graph cache
     store: StoreState | None = None  # the store check planned with (pdbq.planning.store_state)
+    timed_out: str = ""  # the planning step the time limit interrupted (then no graph: NULL answers)
 
     @property
     def local(self) -> np.ndarray:
@@ -217,27 +219,51 @@ def build_graph(db, plan_args: dict, seeds: np.ndarray, evidence: EvidenceSet, p
 
 
 def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = None, cancel: Any = None,
-               definitions: tuple[dict, dict] | None = None) -> Plan:
+               definitions: tuple[dict, dict] | None = None, started: float | None = None) -> Plan:
     """x_q, x_e and the pruned graph of ``stmt`` (grounds what the query reaches).
-    ``definitions``: the catalog's ``(variables, rules)`` when the caller just read them."""
+
+    ``definitions``: the catalog's ``(variables, rules)`` when the caller just read them.
+    ``started`` (`time.perf_counter`): when the query began. With it, a ``time_limit`` the user set
+    bounds planning too: a step still running at the deadline is interrupted and rolled back, and
+    `pdbq.errors.TimeLimitError` names it (`pdbq.planning.deadline`)."""
     options = QueryOptions.from_pairs(stmt.options, getattr(db, "default_options", None))
     explicit = frozenset(name for name, _ in stmt.options)
     if stmt.tree is None:
         raise PdbqError("internal: a ProbQuery without its tree (parse it with pdbq.language)")
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
+    guard = None
+    if started is not None and options.time_limit is not None:
+        guard = PlanningDeadline(db.duckdb, started=started, limit=options.time_limit,
+                                 stage="reading the catalog, syncing the variables' vid maps and fingerprinting the data",
+                                 grace=PREPARE_GRACE)
     kept = kept_state(db)
-    # a kept check means no statement ran since the store's tables were last seen: no lookup
-    with schema_known(db.duckdb, assume=kept is not None):
-        if kept is None:
-            state, _ = checked_store(db, with_token=getattr(db, "graph_cache", None) is not None, definitions=definitions)
-        else:
-            state = kept
-        return _plan_query(db, stmt, options, explicit, progress, cancel, state, kept is not None)
+    with guard if guard is not None else contextlib.nullcontext():
+        # a kept check means no statement ran since the store's tables were last seen: no lookup
+        with schema_known(db.duckdb, assume=kept is not None):
+            if kept is None:  # interrupted here: TimeLimitError (no keys to answer NULL for)
+                state, _ = checked_store(db, with_token=getattr(db, "graph_cache", None) is not None,
+                                         definitions=definitions)
+            else:
+                state = kept
+            return _plan_query(db, stmt, options, explicit, progress, cancel, state, kept is not None, guard)
+
+
+def _timed_out(stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], variables, relations,
+               prepared: Prepared, guard: PlanningDeadline) -> Plan:
+    """The plan of a query whose time limit ran out after the vid maps were current: no graph,
+    no query variables; every estimate is NULL (the final SELECT's join finds no estimate)."""
+    guard.handled = True
+    none = np.zeros(0, np.int64)
+    evidence = EvidenceSet(none, np.zeros(0, np.int32), 0, none, 0)
+    n_total = sum(i.n for i in prepared.sync.info.values())
+    notes = [*prepared.sync.warnings, f"{guard.message()}: every estimate is NULL; {guard.advice()}"]
+    return Plan(stmt, options, explicit, variables, relations, {a: none for a in relations}, none, evidence, None,
+                none, n_total, None, 0.0, notes, None, timed_out=guard.stage)
 
 
 def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: frozenset[str], progress, cancel,
-                state: StoreState, kept: bool) -> Plan:
+                state: StoreState, kept: bool, guard: PlanningDeadline | None = None) -> Plan:
     variables, rules = state.variables, state.rules
     calls = {}
     for est in stmt.estimates:
@@ -248,17 +274,36 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
     con = db.duckdb
     prepared = state.for_query()
     xq_notes: list[str] = []
-    xq = _select_xq(con, stmt, variables, relations, xq_notes, state)
-    stored = state.remember("stored_evidence", state, lambda: stored_evidence(con))
-    evidence = resolve_evidence(con, variables, stmt.given, stored)
-    ev_key = evidence.vids.tobytes() + b"|" + evidence.values.tobytes()
-    if not (kept and ev_key in state.possible):
-        check_evidence_possible(con, variables, evidence.as_tuple(), prepared.imports)
-        state.possible.add(ev_key)
-    seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
-    check_cancel(cancel)
-    plan_args = {"variables": variables, "rules": rules, "prepared": prepared, "token": state.token}
-    graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    try:
+        if guard is not None:
+            guard.enter_stage("selecting the query variables")
+            if guard.expired():
+                return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+        xq = _select_xq(con, stmt, variables, relations, xq_notes, state)
+        if guard is not None:
+            guard.enter_stage("reading and checking the evidence")
+        stored = state.remember("stored_evidence", state, lambda: stored_evidence(con))
+        evidence = resolve_evidence(con, variables, stmt.given, stored)
+        ev_key = evidence.vids.tobytes() + b"|" + evidence.values.tobytes()
+        if not (kept and ev_key in state.possible):
+            check_evidence_possible(con, variables, evidence.as_tuple(), prepared.imports)
+            state.possible.add(ev_key)
+        seeds = unique(np.concatenate(list(xq.values()))) if xq else np.zeros(0, np.int64)
+        check_cancel(cancel)
+        plan_args = {"variables": variables, "rules": rules, "prepared": prepared, "token": state.token}
+        if guard is not None:
+            guard.enter_stage("grounding the query's region and building its graph")
+            if guard.expired():
+                return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+        graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
+    except Exception:
+        if guard is None or not guard.fired:
+            raise
+        return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+    if guard is not None and guard.fired:
+        # an interrupt was issued as the last step ended: it may have been swallowed below, and
+        # sampling has no time left anyway
+        return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
     n_total = sum(i.n for i in prepared.sync.info.values())
     notes = query_notes(prepared, stats)
     notes[len(prepared.sync.warnings):len(prepared.sync.warnings)] = xq_notes
@@ -318,6 +363,10 @@ def semantics_warnings_of(plan: Plan, con: duckdb.DuckDBPyConnection | None = No
     except ImportError:
         return []
     def make() -> tuple[str, ...]:
+        from pdbq.analysis.advice import candidate_factors  # noqa: PLC0415
+
+        if candidate_factors(graph).size == 0:  # no vote to count: skip the per-factor rule array
+            return ()
         spans = plan.grounding.weight_rules if plan.grounding is not None else ()
         factor_rule, names = factor_rules(graph, spans)
         label = None
