@@ -63,6 +63,7 @@ __all__ = [
     "CutsetResult",
     "choose_cutset",
     "run_cutset",
+    "cutset_for",
     "cutset_kernel",
     "describe_cutset",
 ]
@@ -417,6 +418,12 @@ def _merge(graph: FactorGraph, tg: np.ndarray, exact_rows: np.ndarray, r: GibbsR
             tse[:, live, :kk] = tr.stderr
     return {"targets": tg, "cardinality": card, "marginals": m, "stderr": se, "rhat": rhat, "ess": ess,
             "trace": GibbsTrace(tr.steps, est, tse)}
+
+
+def cutset_for(graph: FactorGraph, cutset: bool | int, max_table: int) -> Cutset:
+    """The cutset of the `cutset` query option: ``True`` (as many variables as needed, up to
+    `MAX_CUTSET`) or at most N variables."""
+    return choose_cutset(graph, max_table=max_table, max_vars=None if cutset is True else int(cutset))
 
 
 def describe_cutset(cs: Cutset | CutsetResult) -> str:
