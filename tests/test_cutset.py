@@ -39,7 +39,7 @@ def test_kernel_is_in_detailed_balance_and_the_naive_one_is_not(seed, cards):
     cs = choose_cutset(g, max_table=6)
     assert 1 <= cs.size < g.n_vars and len(cs.blocks) >= 1
     pi = np.exp(log_joint(g))
-    p = np.full(cs.size, 1.0 / cs.size)
+    p = np.full(cs.n_groups, 1.0 / cs.n_groups)
     check_kernel(cutset_kernel(g, cs, p), pi)
     # ignoring the remainder in the cutset's conditionals breaks detailed balance
     with pytest.raises(InferenceError, match="detailed balance"):
@@ -96,11 +96,13 @@ def test_estimates_are_within_their_errors_on_a_random_graph(seed):
     exact = exact_marginals(g).marginals
     r = run_cutset(g, np.arange(g.n_vars), GibbsConfig(steps=30_000, seed=seed), max_table=8)
     assert r.cutset_size >= 1
-    z = np.abs(r.marginals - exact) / np.maximum(r.stderr, 1e-12)
     live = r.stderr.max(axis=1) > 1e-9
     assert live.any()
     assert np.max(np.abs(r.marginals - exact)[~live], initial=0.0) < 1e-9  # exact components
-    assert np.quantile(z[live], 0.95) < 3.0 and np.abs(r.marginals - exact).max() < 0.05
+    # 1e-3 absorbs batch means that understate the error of near-deterministic targets (a
+    # conditional that moves only in rare cutset states): a bias would show at any floor
+    ok = np.abs(r.marginals - exact)[live] <= 3.0 * r.stderr[live] + 1e-3
+    assert ok.mean() >= 0.9 and np.abs(r.marginals - exact).max() < 0.02
 
 
 def test_evidence_and_the_target_set_are_respected():

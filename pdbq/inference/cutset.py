@@ -70,7 +70,8 @@ __all__ = [
 
 DEFAULT_CUTSET_TABLE = 2**10  # the remainder's largest clique table (entries), as for blocks
 MAX_CUTSET = 64  # `cutset = true`: more cutset variables than this is no small cutset
-_ROUND_COST = 4_000_000  # table-entry visits per chain and round (tens of ms): rounds stay short
+DEFAULT_GROUP_TABLE = 16  # joint configurations of a group of cutset variables updated together
+_ROUND_COST = 500_000  # table-entry visits per chain and round (a few ms): enough batches for the errors
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +88,7 @@ class Cutset:
     max_table: int
     sweep_cost: int  # table-entry visits of one collapsed sweep (the round schedule's cost model)
     alternate_cost: int  # the same for a sweep of Gibbs on the cutset given the remainder
+    n_groups: int = 0  # groups of cutset variables updated jointly
 
     @property
     def size(self) -> int:
@@ -108,6 +110,7 @@ class CutsetResult(GibbsResult):
     and the sweeps per chain kept (``steps`` counts each sweep as ``unit`` updates)."""
 
     cutset_size: int = 0
+    cutset_groups: int = 0
     remainder_width: int = 0
     remainder_table: int = 0
     sweeps: int = 0
@@ -124,6 +127,7 @@ def choose_cutset(
     max_table: int = DEFAULT_CUTSET_TABLE,
     max_vars: int | None = None,
     edges: list[Hyperedge] | None = None,
+    group_table: int = DEFAULT_GROUP_TABLE,
 ) -> Cutset:
     """The cutset of the module docstring: at most ``max_vars`` variables (default
     `MAX_CUTSET`) whose removal leaves a remainder with clique tables of at most ``max_table``
@@ -158,10 +162,11 @@ def choose_cutset(
         chosen.append(v)
         in_c[v] = True
         info = _remainder_order(scopes, in_c, card)
-    return _build(graph, edges, np.array(chosen, dtype=np.int64), card, max_table, info.width)
+    return _build(graph, edges, np.array(chosen, dtype=np.int64), card, max_table, info.width, group_table)
 
 
-def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_table: int, width: int) -> Cutset:
+def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_table: int, width: int,
+           group_table: int) -> Cutset:
     n = graph.n_vars
     in_c = np.zeros(n, dtype=bool)
     in_c[cut] = True
@@ -195,26 +200,41 @@ def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_tab
     ]
     comp_block = {root: i for i, root in enumerate(comps)}
     packed = pack_blocks(blocks) if blocks else _empty_blocks()
-    # the factors inside the cutset, listed under each of their cutset variables
+    # per cutset variable: its internal factors and its remainder blocks, and how strongly it is
+    # tied to the other cutset variables (shared factors, shared remainder neighbours)
     pos = np.full(n, -1, dtype=np.int64)
     pos[cut] = np.arange(cut.shape[0])
-    per_var: list[list[int]] = [[] for _ in range(cut.shape[0])]
+    per_var: list[set[int]] = [set() for _ in range(cut.shape[0])]
     adj_blocks: list[set[int]] = [set() for _ in range(cut.shape[0])]
+    tie = np.zeros((cut.shape[0], cut.shape[0]))
+    rem_nb: list[set[int]] = [set() for _ in range(cut.shape[0])]
     for k, h in enumerate(edges):
         inside = in_c[h.scope]
+        cv = pos[h.scope[inside]]
         if inside.all():
-            for v in h.scope.tolist():
-                per_var[pos[v]].append(k)
+            for j in cv.tolist():
+                per_var[j].add(k)
+            tie[np.ix_(cv, cv)] += 1.0
         elif inside.any():
             b = comp_block[int(roots[int(h.scope[~inside][0])])]
-            for v in h.scope[inside].tolist():
-                adj_blocks[pos[v]].add(b)
+            for j in cv.tolist():
+                adj_blocks[j].add(b)
+                rem_nb[j].update(h.scope[~inside].tolist())
+    for i in range(cut.shape[0]):
+        for j in range(i + 1, cut.shape[0]):
+            shared = len(rem_nb[i] & rem_nb[j])
+            tie[i, j] += 0.5 * shared
+            tie[j, i] += 0.5 * shared
+    groups = _groups(tie, card[cut], group_table)
     tables: list[np.ndarray] = []
     t_at: dict[int, int] = {}
     t_len = 0
-    cf_off, cf_table, ca_off, ca_var, ca_stride = [0], [], [0], [], []
-    for j in range(cut.shape[0]):
-        for k in per_var[j]:
+    order = [j for g in groups for j in g]
+    g_off, cf_off, cf_table, ca_off, ca_var, ca_stride = [0], [0], [], [0], [], []
+    cb_off, cb_blk = [0], []
+    for g in groups:
+        g_off.append(g_off[-1] + len(g))
+        for k in sorted(set().union(*(per_var[j] for j in g))):
             h = edges[k]
             if k not in t_at:
                 t_at[k] = t_len
@@ -227,20 +247,46 @@ def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_tab
                 ca_stride.append(int(np.prod(shape[a + 1 :])))
             ca_off.append(len(ca_var))
         cf_off.append(len(cf_table))
-    cb_off, cb_blk = [0], []
-    for j in range(cut.shape[0]):
-        cb_blk.extend(sorted(adj_blocks[j]))
+        cb_blk.extend(sorted(set().union(*(adj_blocks[j] for j in g))))
         cb_off.append(len(cb_blk))
+    cut = cut[np.array(order, dtype=np.int64)] if order else cut
     i64 = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
-    ca = CutArrays(i64(cut), i64(cf_off), i64(cf_table), i64(ca_off), i64(ca_var), i64(ca_stride), i64(cb_off),
-                   i64(cb_blk), np.concatenate(tables) if tables else np.zeros(0))
-    # cost model: one upward pass per value of a cutset variable over its blocks, then an upward
+    ca = CutArrays(i64(cut), i64(g_off), i64(cf_off), i64(cf_table), i64(ca_off), i64(ca_var), i64(ca_stride),
+                   i64(cb_off), i64(cb_blk), np.concatenate(tables) if tables else np.zeros(0))
+    # cost model: one upward pass per configuration of a group over its blocks, then an upward
     # pass, a backward draw and a downward pass (about 3 passes) of every block
     bcost = [sum(int(np.prod(s)) * (1 + len(f)) for s, f in zip(b.shapes, b.factors)) for b in blocks]
-    sweep = sum(int(card[v]) * sum(bcost[b] for b in adj_blocks[j]) + 1 for j, v in enumerate(cut.tolist()))
-    sweep += 3 * sum(bcost) + 1
+    sweep = 3 * sum(bcost) + 1
+    for j, g in enumerate(groups):
+        conf = int(np.prod(card[cut[g_off[j] : g_off[j + 1]]]))
+        sweep += conf * (sum(bcost[b] for b in cb_blk[cb_off[j] : cb_off[j + 1]]) + 1)
     biggest = max((b.max_table for b in blocks), default=1)
-    return Cutset(cut, tuple(blocks), packed, ca, width, int(biggest), int(sweep), int(3 * sum(bcost) + 1 + cut.shape[0]))
+    return Cutset(cut, tuple(blocks), packed, ca, width, int(biggest), int(sweep),
+                  int(3 * sum(bcost) + 1 + cut.shape[0]), len(groups))
+
+
+def _groups(tie: np.ndarray, card: np.ndarray, group_table: int) -> list[list[int]]:
+    """Cutset variables (indices) in groups of at most ``group_table`` joint configurations,
+    each grown from the most tied free variable by the one most tied to the group."""
+    n = tie.shape[0]
+    left = np.ones(n, dtype=bool)
+    out = []
+    total = tie.sum(axis=1)
+    while left.any():
+        seed = int(np.flatnonzero(left)[np.argmax(total[left])])
+        g, size = [seed], int(card[seed])
+        left[seed] = False
+        while True:
+            cand = np.flatnonzero(left & (size * card <= group_table))
+            if cand.size == 0:
+                break
+            w = tie[np.ix_(cand, g)].sum(axis=1)
+            j = int(cand[np.argmax(w)])
+            g.append(j)
+            size *= int(card[j])
+            left[j] = False
+        out.append(sorted(g))
+    return out
 
 
 def _empty_blocks() -> BlockArrays:
@@ -266,10 +312,14 @@ class _Sweeps:
         msg = max((int(pk.c_size[c] // pk.ax_card[pk.ax_off[c]]) for c in range(pk.c_var.shape[0])), default=1)
         self.tmp = np.zeros((chains, 2 * max(msg, 1)))
         kmax = int(g.cardinality.max()) if g.n_vars else 2
+        ca = cs.cut
+        confs = [int(np.prod(g.cardinality[ca.cut_var[ca.g_off[j] : ca.g_off[j + 1]]].astype(np.int64)))
+                 for j in range(cs.n_groups)]
+        kmax = max([kmax] + confs)
         self.logp = np.zeros((chains, kmax))
         self.probs = np.zeros((chains, kmax))
         self.card = g.cardinality.astype(np.int64)
-        self.order = np.arange(cs.size, dtype=np.int64)
+        self.order = np.arange(cs.n_groups, dtype=np.int64)
         self.rng = chain_states(ctx.seed + 3_000_017, chains)
         self.sweeps = np.zeros(chains, dtype=np.int64)
         self.blks = cs.touched
@@ -307,6 +357,7 @@ def run_cutset(
     cutset: Cutset | None = None,
     max_table: int = DEFAULT_CUTSET_TABLE,
     max_vars: int | None = None,
+    group_table: int = DEFAULT_GROUP_TABLE,
     on_round: Callable[[RoundInfo], None] | None = None,
     kernel: KernelGraph | None = None,
     deadline: float | None = None,
@@ -324,7 +375,7 @@ def run_cutset(
         validate(graph)
     _, sites_arr, _, _, _, live = check_targets(graph, targets, None)
     if cutset is None:
-        cutset = choose_cutset(graph, max_table=max_table, max_vars=max_vars)
+        cutset = choose_cutset(graph, max_table=max_table, max_vars=max_vars, group_table=group_table)
     if kernel is None and sites_arr.shape[0]:
         kernel = prepare_kernel_graph(graph)
     # a round is about _ROUND_COST table visits: `unit` updates per sweep so that run_gibbs's
@@ -357,6 +408,7 @@ def run_cutset(
     return CutsetResult(
         **fields,
         cutset_size=cutset.size,
+        cutset_groups=cutset.n_groups,
         remainder_width=cutset.width,
         remainder_table=cutset.max_table,
         sweeps=int(r.steps // unit),
@@ -432,7 +484,9 @@ def describe_cutset(cs: Cutset | CutsetResult) -> str:
         size, width, table = cs.cutset_size, cs.remainder_width, cs.remainder_table
     else:
         size, width, table = cs.size, cs.width, cs.max_table
-    return (f"cutset sampling: collapsed Gibbs on {size} cutset variable(s), the remainder (induced width "
+    groups = cs.n_groups if isinstance(cs, Cutset) else cs.cutset_groups
+    return (f"cutset sampling: collapsed Gibbs on {size} cutset variable(s) in {groups} joint group(s), "
+            f"the remainder (induced width "
             f"{width}, largest clique table {table:,} entries) summed out and answered exactly (Rao-Blackwellised)")
 
 
@@ -442,10 +496,10 @@ def describe_cutset(cs: Cutset | CutsetResult) -> str:
 
 def cutset_kernel(graph: FactorGraph, cs: Cutset, p, *, naive: bool = False) -> Kernel:
     """Random-scan kernel ``Σ_j p_j K_j`` of the sampler as an explicit matrix over every state
-    (`transition.state_table` order): K_j redraws cutset variable j from the kernel's collapsed
-    conditional (`cutset_kernels.collapsed_conditional`; with ``naive`` the broken one) and then
-    the remainder by the sampler's backward draw, whose probabilities are read from the same
-    clique potentials (`block_kernels.block_fill`). For `transition.check_kernel`."""
+    (`transition.state_table` order): K_j redraws group j of the cutset from the kernel's
+    collapsed conditional (`cutset_kernels.collapsed_conditional`; with ``naive`` the broken one)
+    and then the remainder by the sampler's backward draw, whose probabilities are read from the
+    same clique potentials (`block_kernels.block_fill`). For `transition.check_kernel`."""
     card = graph.cardinality.astype(np.int64)
     states = state_table(card)
     n_states = states.shape[0]
@@ -454,30 +508,23 @@ def cutset_kernel(graph: FactorGraph, cs: Cutset, p, *, naive: bool = False) -> 
     psi = np.zeros(max(int(pk.blk_psi.max()) if pk.blk_psi.size else 1, 1))
     widest = int(np.diff(pk.ax_off).max()) if pk.ax_off.shape[0] > 1 else 1
     coords = np.zeros(max(widest, 1), dtype=np.int64)
-    kmax = int(card.max())
+    kmax = int(np.prod(card[cs.vars])) if cs.size else 1
     logp, probs = np.zeros(kmax), np.zeros(kmax)
     rem_vars = np.concatenate([b.vars for b in cs.blocks]) if cs.blocks else np.zeros(0, dtype=np.int64)
     rem_states = state_table(card[rem_vars]) if rem_vars.size else np.zeros((1, 0), dtype=np.int64)
     cols, vals = [], []
-    for j, v in enumerate(cs.vars.tolist()):
-        c_j = np.zeros((n_states, int(card[v]) * rem_states.shape[0]), dtype=np.int64)
+    for j in range(cs.n_groups):
+        gv = ca.cut_var[ca.g_off[j] : ca.g_off[j + 1]]
+        confs = state_table(card[gv])
+        c_j = np.zeros((n_states, confs.shape[0] * rem_states.shape[0]), dtype=np.int64)
         w_j = np.zeros_like(c_j, dtype=np.float64)
         for s in range(n_states):
             x = states[s].copy()
-            if naive:
-                from pdbq.inference.cutset_kernels import _internal  # noqa: PLC0415
-
-                for a in range(int(card[v])):
-                    x[v] = a
-                    logp[a] = _internal(ca, j, x)
-                e = np.exp(logp[: card[v]] - logp[: card[v]].max())
-                probs[: card[v]] = e / e.sum()
-            else:
-                collapsed_conditional(pk, ca, j, x, psi, coords, int(card[v]), logp, probs)
-            cond = probs[: card[v]].copy()
+            n = collapsed_conditional(pk, ca, j, x, psi, coords, card, logp, probs, naive)
+            cond = probs[:n].copy()
             col = 0
-            for a in range(int(card[v])):
-                x[v] = a
+            for a in range(n):
+                x[gv] = confs[a]
                 draw = _draw_probabilities(pk, x, rem_vars, rem_states, psi, coords)
                 for r_i in range(rem_states.shape[0]):
                     y = x.copy()

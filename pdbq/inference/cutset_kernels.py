@@ -4,10 +4,12 @@ The remainder (the free variables outside the cutset) is packed as `block_kernel
 (one block per connected component of the remainder, in its elimination order); the factors
 whose free scope lies inside the cutset are packed as `CutArrays`:
 
-``cut_var[j]`` is cutset variable j; its factors are ``cf_off[j] .. cf_off[j+1]-1`` (each
-internal factor is listed under every cutset variable of its scope); factor k reads
+the cutset variables are cut into *groups* updated jointly: group j holds
+``cut_var[g_off[j] .. g_off[j+1]-1]``; its factors are ``cf_off[j] .. cf_off[j+1]-1`` (each
+internal factor listed once under every group its scope meets); factor k reads
 ``tables[cf_table[k] + Σ values[ca_var[i]] · ca_stride[i]]`` over ``ca_off[k] .. ca_off[k+1]-1``.
-Its remainder blocks (those with a factor reading it) are ``cb_blk[cb_off[j] .. cb_off[j+1]-1]``.
+Its remainder blocks (those with a factor reading one of its variables) are
+``cb_blk[cb_off[j] .. cb_off[j+1]-1]``.
 
 Per chain a scratch buffer ``psi`` (at least max(blk_psi) floats) holds one block's clique
 potentials and upward messages (as in `block_kernels`), ``tmp`` (at least the largest message)
@@ -25,17 +27,18 @@ from numba import njit
 from pdbq.inference.block_kernels import block_fill, block_sample_back
 from pdbq.inference.rng import next_state, uniform
 
-__all__ = ["CutArrays", "block_log_z", "calibrate_block", "collapsed_conditional", "cutset_sweep", "draw_block"]
+__all__ = ["CutArrays", "block_log_z", "calibrate_block", "collapsed_conditional", "cutset_sweep", "draw_block", "group_size"]
 
 
 class CutArrays(NamedTuple):
-    cut_var: np.ndarray  # int64[n_cut]
-    cf_off: np.ndarray  # int64[n_cut+1]
+    cut_var: np.ndarray  # int64[n_cut], grouped
+    g_off: np.ndarray  # int64[n_groups+1]
+    cf_off: np.ndarray  # int64[n_groups+1]
     cf_table: np.ndarray  # int64[n_cf]
     ca_off: np.ndarray  # int64[n_cf+1]
     ca_var: np.ndarray  # int64[n_ca]
     ca_stride: np.ndarray  # int64[n_ca]
-    cb_off: np.ndarray  # int64[n_cut+1]
+    cb_off: np.ndarray  # int64[n_groups+1]
     cb_blk: np.ndarray  # int64[n_cb]
     tables: np.ndarray  # float64: clamped log-tables of the internal factors
 
@@ -161,72 +164,82 @@ def _internal(ca, j, values):
 
 
 @njit(cache=True)
-def collapsed_conditional(ba, ca, j, values, psi, coords, card, logp, probs):
-    """p(x_v | x_{C∖v}) for cutset variable v = cut_var[j], the remainder summed out exactly:
-    into ``probs[:card]`` (``logp`` is scratch). ``values[v]`` is left at card − 1."""
-    v = ca.cut_var[j]
+def _set_config(ca, j, idx, values, card):
+    """Write configuration ``idx`` (mixed radix, last variable fastest) of group j into values."""
+    for i in range(ca.g_off[j + 1] - 1, ca.g_off[j] - 1, -1):
+        v = ca.cut_var[i]
+        values[v] = idx % card[v]
+        idx //= card[v]
+
+
+@njit(cache=True)
+def group_size(ca, j, card):
+    n = 1
+    for i in range(ca.g_off[j], ca.g_off[j + 1]):
+        n *= card[ca.cut_var[i]]
+    return n
+
+
+@njit(cache=True)
+def collapsed_conditional(ba, ca, j, values, psi, coords, card, logp, probs, naive):
+    """p(x_G | x_{C∖G}) over the configurations of group j, the remainder summed out exactly
+    (``naive``, tests only: the remainder ignored), into ``probs[:n]``; returns n. The group's
+    values are left at its last configuration."""
+    n = group_size(ca, j, card)
     m = -np.inf
-    for x in range(card):
-        values[v] = x
+    for idx in range(n):
+        _set_config(ca, j, idx, values, card)
         s = _internal(ca, j, values)
-        for i in range(ca.cb_off[j], ca.cb_off[j + 1]):
-            s += block_log_z(ba, ca.cb_blk[i], values, psi, coords)
-        logp[x] = s
+        if not naive:
+            for i in range(ca.cb_off[j], ca.cb_off[j + 1]):
+                s += block_log_z(ba, ca.cb_blk[i], values, psi, coords)
+        logp[idx] = s
         if s > m:
             m = s
     tot = 0.0
-    for x in range(card):
-        probs[x] = np.exp(logp[x] - m)
-        tot += probs[x]
-    for x in range(card):
-        probs[x] /= tot
+    for idx in range(n):
+        probs[idx] = np.exp(logp[idx] - m)
+        tot += probs[idx]
+    for idx in range(n):
+        probs[idx] /= tot
+    return n
 
 
 @njit(cache=True, nogil=True)
 def cutset_sweep(ba, ca, order, blks, values, psi, coords, tmp, logp, probs, card, rng, collect, tix, sums, counts,
                  naive):
-    """One sweep: every cutset variable in ``order`` (indices into cut_var) redrawn from its
-    collapsed conditional (its conditional probabilities are its Rao-Blackwellised values),
-    then every remainder block in ``blks`` drawn exactly given the cutset (forward filtering, backward
+    """One sweep: every group in ``order`` (group indices) redrawn jointly from its collapsed
+    conditional (each variable's share of it is its Rao-Blackwellised value), then every
+    remainder block in ``blks`` drawn exactly given the cutset (forward filtering, backward
     sampling, so the chain's state is a whole world) and, with ``collect``, calibrated for the
     remainder targets' exact conditional marginals. ``naive`` (tests only) drops the remainder
     from the cutset conditionals: the broken kernel the tests must reject."""
     s = rng[0]
     for i in range(order.shape[0]):
         j = order[i]
-        v = ca.cut_var[j]
-        k = card[v]
-        if naive:
-            m = -np.inf
-            for x in range(k):
-                values[v] = x
-                logp[x] = _internal(ca, j, values)
-                if logp[x] > m:
-                    m = logp[x]
-            tot = 0.0
-            for x in range(k):
-                probs[x] = np.exp(logp[x] - m)
-                tot += probs[x]
-            for x in range(k):
-                probs[x] /= tot
-        else:
-            collapsed_conditional(ba, ca, j, values, psi, coords, k, logp, probs)
+        n = collapsed_conditional(ba, ca, j, values, psi, coords, card, logp, probs, naive)
         s = next_state(s)
         u = uniform(s)
-        xn = k - 1
+        pick = n - 1
         acc = 0.0
-        for x in range(k):
-            acc += probs[x]
+        for idx in range(n):
+            acc += probs[idx]
             if u < acc:
-                xn = x
+                pick = idx
                 break
-        values[v] = xn
         if collect:
-            t = tix[v]
-            if t >= 0:
-                for x in range(k):
-                    sums[t, x] += probs[x]
-                counts[t] += 1
+            for idx in range(n):
+                _set_config(ca, j, idx, values, card)
+                for g in range(ca.g_off[j], ca.g_off[j + 1]):
+                    v = ca.cut_var[g]
+                    t = tix[v]
+                    if t >= 0:
+                        sums[t, values[v]] += probs[idx]
+            for g in range(ca.g_off[j], ca.g_off[j + 1]):
+                t = tix[ca.cut_var[g]]
+                if t >= 0:
+                    counts[t] += 1
+        _set_config(ca, j, pick, values, card)
     for bi in range(blks.shape[0]):
         b = blks[bi]
         c0 = ba.blk_clique[b]

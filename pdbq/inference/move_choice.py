@@ -35,6 +35,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.config import GibbsConfig, MixingConfig
+from pdbq.inference.cutset import Cutset, choose_cutset, describe_cutset, run_cutset
 from pdbq.inference.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
 from pdbq.language.nodes import FactorFunction
@@ -50,6 +51,8 @@ HOT_COPIES = 8
 PILOT_RHAT = 1.5
 
 STRONG_WEIGHT = 2.0
+AUTO_CUTSET_VARS = 4  # at most 16 joint configurations of booleans: one group, independent draws
+CUTSET_SCAN_VARS = 2_000  # free variables beyond which AUTO does not look for a cutset
 MAX_BLOCK_VARS = 50_000
 TEMPERING_COPIES = 4
 
@@ -62,6 +65,7 @@ class MoveDecision:
     reason: str
     walls: bool = False
     strong: bool = False
+    cutset: Cutset | None = None
 
 
 def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
@@ -119,8 +123,25 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
                             f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
                             f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
                             walls, strong)
+    cs = _small_cutset(graph, free, block_table)
+    if cs is not None:
+        return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
+                            f"cutset sampling if plain chains do not mix: {what}; conditioning on {cs.size} "
+                            f"variable(s) (one joint group) leaves a remainder of induced width {cs.width} "
+                            f"({cs.max_table:,}-entry tables), so each sweep draws the whole world exactly and independently",
+                            walls, strong, cs)
     return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
                         f"exact block moves if plain chains do not mix: {what}", walls, strong)
+
+
+def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
+    if free > CUTSET_SCAN_VARS:
+        return None
+    try:
+        cs = choose_cutset(graph, max_table=block_table, max_vars=AUTO_CUTSET_VARS)
+    except InferenceError:
+        return None
+    return cs if cs.size >= 1 and cs.n_groups == 1 else None
 
 
 def run_auto(
@@ -171,6 +192,12 @@ def run_auto(
             return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+    if moves.cutset is not None:
+        r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
+                       on_round=kw.get("on_round"))
+        verdict = ("ended in a world a hard constraint forbids (a zero-probability wall)" if pilot is None
+                   else f"did not mix (split R-hat {rhat:.3g})")
+        return r, f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
     mixing = moves.mixing
     cached = None
     why = ""
