@@ -117,7 +117,8 @@ def test_evidence_and_the_target_set_are_respected():
     assert r.marginals[0, 0] == 1.0 and r.marginals[4, 1] == 1.0 and r.stderr[0].max() == 0.0
     np.testing.assert_allclose(r.marginals[1], r.marginals[2])
     err = np.abs(r.marginals - exact[targets, : r.marginals.shape[1]])
-    assert np.all(err <= 4 * r.stderr + 1e-9)
+    # 1e-5: a target whose conditional moves only in rare cutset states (batch means see none)
+    assert np.all(err <= 4 * r.stderr + 1e-5)
 
 
 MODEL = """
@@ -155,3 +156,31 @@ def test_cutset_option_through_sql(db):
 def test_bad_cutset_options(db, opts, fragment):
     with pytest.raises(OptionError, match=fragment):
         db.execute(f"SELECT PROB(v) FROM a v USING GIBBS WITH ({opts})")
+
+
+def _ring_of_walls(n: int = 8, w: float = 9.0):
+    """A ring with links to the next and next-but-one variable at weight 9: two modes (all 0,
+    all 1) that single-site Gibbs cannot cross."""
+    b = GraphBuilder()
+    x = b.add_variables(n)
+    strong = b.add_weight(w)
+    for i in range(n):
+        b.add_factor(F.EQUAL, [x[i], x[(i + 1) % n]], weight=strong)
+        b.add_factor(F.EQUAL, [x[i], x[(i + 2) % n]], weight=strong)
+    b.add_factor(F.ISTRUE, [x[0]], weight=b.add_weight(0.3))
+    return b.build()
+
+
+def test_auto_picks_a_one_group_cutset_when_the_pilot_is_stuck():
+    from pdbq.inference.move_choice import choose_moves, run_auto  # noqa: PLC0415
+
+    g = _ring_of_walls()
+    exact = exact_marginals(g).marginals
+    d = choose_moves(g, block_table=4)
+    assert d.cutset is not None and d.cutset.n_groups == 1 and "cutset sampling" in d.reason
+    r, why = run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=20_000, seed=4), d)
+    assert "did not mix" in why and "cutset sampling: collapsed Gibbs on" in why
+    assert np.all(np.abs(r.marginals - exact) <= 4 * r.stderr + 1e-6)
+    assert np.abs(r.marginals - exact).max() < 0.03
+    # where the graph fits the table budget whole, no cutset is needed and AUTO keeps blocks
+    assert choose_moves(g, block_table=2**10).cutset is None
