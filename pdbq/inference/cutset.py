@@ -250,9 +250,10 @@ def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_tab
         cb_blk.extend(sorted(set().union(*(adj_blocks[j] for j in g))))
         cb_off.append(len(cb_blk))
     cut = cut[np.array(order, dtype=np.int64)] if order else cut
+    dirty = _dirty(blocks, packed, groups, cut, g_off)
     i64 = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
     ca = CutArrays(i64(cut), i64(g_off), i64(cf_off), i64(cf_table), i64(ca_off), i64(ca_var), i64(ca_stride),
-                   i64(cb_off), i64(cb_blk), np.concatenate(tables) if tables else np.zeros(0))
+                   i64(cb_off), i64(cb_blk), np.concatenate(tables) if tables else np.zeros(0), dirty)
     # cost model: one upward pass per configuration of a group over its blocks, then an upward
     # pass, a backward draw and a downward pass (about 3 passes) of every block
     bcost = [sum(int(np.prod(s)) * (1 + len(f)) for s, f in zip(b.shapes, b.factors)) for b in blocks]
@@ -263,6 +264,24 @@ def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_tab
     biggest = max((b.max_table for b in blocks), default=1)
     return Cutset(cut, tuple(blocks), packed, ca, width, int(biggest), int(sweep),
                   int(3 * sum(bcost) + 1 + cut.shape[0]), len(groups))
+
+
+def _dirty(blocks, packed: BlockArrays, groups, cut: np.ndarray, g_off) -> np.ndarray:
+    """uint8[n_groups, n_cliques]: 1 where a clique reads a variable of the group or is an
+    ancestor of one that does (its message changes with the group's values)."""
+    n_cliques = int(packed.c_var.shape[0])
+    out = np.zeros((len(groups), max(n_cliques, 1)), dtype=np.uint8)
+    for j in range(len(groups)):
+        members = set(cut[g_off[j] : g_off[j + 1]].tolist())
+        for b, blk in enumerate(blocks):
+            base = int(packed.blk_clique[b])
+            for i, fs in enumerate(blk.factors):
+                if any(v in members for f in fs for _, v in f.outside):
+                    c = i
+                    while c >= 0 and not out[j, base + c]:
+                        out[j, base + c] = 1
+                        c = int(blk.parent[c])
+    return out
 
 
 def _groups(tie: np.ndarray, card: np.ndarray, group_table: int) -> list[list[int]]:

@@ -41,6 +41,7 @@ class CutArrays(NamedTuple):
     cb_off: np.ndarray  # int64[n_groups+1]
     cb_blk: np.ndarray  # int64[n_cb]
     tables: np.ndarray  # float64: clamped log-tables of the internal factors
+    dirty: np.ndarray  # uint8[n_groups, n_cliques]: cliques whose potential or message depends on the group
 
 
 @njit(cache=True)
@@ -184,18 +185,31 @@ def group_size(ca, j, card):
 def collapsed_conditional(ba, ca, j, values, psi, coords, card, logp, probs, naive):
     """p(x_G | x_{C∖G}) over the configurations of group j, the remainder summed out exactly
     (``naive``, tests only: the remainder ignored), into ``probs[:n]``; returns n. The group's
-    values are left at its last configuration."""
+    values are left at its last configuration. Per block, the first configuration fills every
+    clique; the others refill only the cliques the group reaches (``dirty``: those reading a
+    group variable and their ancestors), the rest of the buffer is unchanged."""
     n = group_size(ca, j, card)
-    m = -np.inf
     for idx in range(n):
         _set_config(ca, j, idx, values, card)
-        s = _internal(ca, j, values)
-        if not naive:
-            for i in range(ca.cb_off[j], ca.cb_off[j + 1]):
-                s += block_log_z(ba, ca.cb_blk[i], values, psi, coords)
-        logp[idx] = s
-        if s > m:
-            m = s
+        logp[idx] = _internal(ca, j, values)
+    if not naive:
+        for i in range(ca.cb_off[j], ca.cb_off[j + 1]):
+            b = ca.cb_blk[i]
+            c0 = ba.blk_clique[b]
+            c1 = ba.blk_clique[b + 1]
+            for idx in range(n):
+                _set_config(ca, j, idx, values, card)
+                if idx == 0:
+                    block_fill(ba, c0, c1, values, psi, coords, 1.0)
+                else:
+                    for c in range(c0, c1):
+                        if ca.dirty[j, c] != 0:
+                            block_fill(ba, c, c + 1, values, psi, coords, 1.0)
+                logp[idx] += _lse_root(ba, c0, c1, psi)
+    m = -np.inf
+    for idx in range(n):
+        if logp[idx] > m:
+            m = logp[idx]
     tot = 0.0
     for idx in range(n):
         probs[idx] = np.exp(logp[idx] - m)
