@@ -1,6 +1,7 @@
 """Mixing moves (issue 18) against plain single-site Gibbs, same process, same budget.
 
     python examples/bench/mixing.py [--seconds 10] [--ising-seconds 60] [--skip-ising] [--only NAME] [--cutset]
+    python examples/bench/mixing.py --seeds 5 [--methods auto,cutset] --skip-ising   # pooled coverage
 
 UAI 2014 (../shared/data/uai2014, every instance with exact answers; relational_5 has none):
 exact inference off, every variable a target, 4 chains, `time_limit` seconds each for
@@ -112,6 +113,46 @@ def uai(seconds: float, only: str | None, cutset: bool = False) -> list[dict]:
     return rows
 
 
+def pooled(seconds: float, seeds: int, methods: list[str], only: str | None) -> list[dict]:
+    """Per instance and method: the median and largest max error over seeds 0..seeds-1 and the
+    coverage pooled over every (seed, variable)."""
+    rows = []
+    for name in INSTANCES:
+        if only and name != only:
+            continue
+        g = read_uai_graph(DATA / f"{name}.uai", DATA / f"{name}.uai.evid").graph
+        mar = read_mar(DATA / f"{name}.uai.MAR")
+        targets = np.arange(g.n_vars)
+        for warm in (lambda: run_gibbs(g, targets, GibbsConfig(steps=1000, seed=0)),
+                     lambda: run_cutset(g, targets, GibbsConfig(steps=10, seed=0))):
+            try:  # compile / cache-load outside the race
+                warm()
+            except InferenceError:
+                pass
+        row = {"instance": name, "seeds": seeds}
+        for m in methods:
+            errs, covers = [], []
+            for seed in range(seeds):
+                cfg = GibbsConfig(time_limit=seconds, seed=seed, scan="random")
+                one: dict = {}
+                if m == "auto":
+                    _race(one, m, g, mar, lambda: run_auto(g, targets, cfg, choose_moves(g)))
+                elif m == "cutset":
+                    _race(one, m, g, mar, lambda: run_cutset(g, targets, cfg, deadline=time.perf_counter() + seconds))
+                elif m == "blocks":
+                    _race(one, m, g, mar, lambda: run_mixing(g, targets, cfg, MixingConfig(blocks="auto")))
+                else:
+                    _race(one, m, g, mar, lambda: run_gibbs(g, targets, cfg))
+                errs.append(one[f"{m}_err"])
+                covers.append(one[f"{m}_cover"])
+            row[f"{m}_err_median"] = float(np.median(errs))
+            row[f"{m}_err_max"] = float(np.max(errs))
+            row[f"{m}_cover_pooled"] = float(np.mean(covers))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def ising_graph(n: int, coupling: float):
     from pdbq.graph.builder import GraphBuilder  # noqa: PLC0415
     from pdbq.language.nodes import FactorFunction as F  # noqa: PLC0415
@@ -162,8 +203,13 @@ def main() -> None:
     ap.add_argument("--skip-uai", action="store_true")
     ap.add_argument("--only")
     ap.add_argument("--cutset", action="store_true", help="add the CUTSET method")
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="instead of the one-seed table: seeds 0..N-1 of --methods, coverage pooled")
+    ap.add_argument("--methods", default="auto,cutset", help="with --seeds: gibbs,blocks,auto,cutset")
     a = ap.parse_args()
-    if not a.skip_uai:
+    if a.seeds:
+        pooled(a.seconds, a.seeds, a.methods.split(","), a.only)
+    elif not a.skip_uai:
         rows = uai(a.seconds, a.only, a.cutset)
         if rows:
             for k in ("gibbs", "blocks", "auto") + (("cutset",) if a.cutset else ()):
