@@ -50,8 +50,25 @@ from pdbq.inference.blocks import Block, _make_block, block_edges
 from pdbq.inference.config import GibbsConfig
 from pdbq.inference.cutset_kernels import CutArrays, collapsed_conditional, cutset_sweep, draw_block
 from pdbq.inference.elimination_order import min_fill_order
-from pdbq.inference.gibbs import ChainMoves, GibbsResult, GibbsTrace, MoveContext, Moves, RoundInfo, check_targets, run_gibbs
-from pdbq.inference.kernels import MODE_SWEEP, Best, KernelGraph, Schedule, group_sums_into, prepare_kernel_graph, run_chain
+from pdbq.inference.gibbs import (
+    ChainMoves,
+    GibbsResult,
+    GibbsTrace,
+    MoveContext,
+    Moves,
+    RoundInfo,
+    check_targets,
+    run_gibbs,
+)
+from pdbq.inference.kernels import (
+    MODE_SWEEP,
+    Best,
+    KernelGraph,
+    Schedule,
+    group_sums_into,
+    prepare_kernel_graph,
+    run_chain,
+)
 from pdbq.inference.potentials import Hyperedge
 from pdbq.inference.rng import chain_states
 from pdbq.inference.transition import Kernel, state_table
@@ -361,9 +378,10 @@ class _Sweeps:
                 if g.n_groups:
                     group_sums_into(g, kg.tables, values, st.group_sums)
                 run_chain(g, kg, st, self.csched, acc, self.unused, self.cs.size, collect)
-            cutset_sweep(self.cs.packed, self.cs.cut, self.order if self.collapsed else self.no_order, self.blks, values, self.psi[c], self.coords[c], self.tmp[c],
-                         self.logp[c], self.probs[c], self.card, self.rng[c : c + 1], collect, acc.target_index,
-                         acc.sums, acc.counts, self.naive)
+            order = self.order if self.collapsed else self.no_order
+            cutset_sweep(self.cs.packed, self.cs.cut, order, self.blks, values, self.psi[c], self.coords[c],
+                         self.tmp[c], self.logp[c], self.probs[c], self.card, self.rng[c : c + 1], collect,
+                         acc.target_index, acc.sums, acc.counts, self.naive)
             if collect:
                 self.sweeps[c] += 1
 
