@@ -184,3 +184,12 @@ def test_auto_picks_a_one_group_cutset_when_the_pilot_is_stuck():
     assert np.abs(r.marginals - exact).max() < 0.03
     # where the graph fits the table budget whole, no cutset is needed and AUTO keeps blocks
     assert choose_moves(g, block_table=2**10).cutset is None
+
+
+def test_auto_respects_cutset_false():
+    from pdbq.inference.move_choice import choose_moves  # noqa: PLC0415
+
+    d = choose_moves(_ring_of_walls(), block_table=4)
+    assert d.cutset is not None
+    plain = d.without_cutset()
+    assert plain.cutset is None and plain.reason.startswith("exact block moves") and plain.mixing == d.mixing

@@ -326,6 +326,8 @@ def answer(
         reason += "; " + describe_cutset(r)
     elif method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
+            moves = moves.without_cutset()
         r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
         reason += "; " + why
     elif mixing.active:

@@ -66,6 +66,13 @@ class MoveDecision:
     walls: bool = False
     strong: bool = False
     cutset: Cutset | None = None
+    without_cutset_reason: str = ""  # the reason of the same decision with cutset sampling ruled out
+
+    def without_cutset(self) -> MoveDecision:
+        """The decision when the query says ``cutset = false``: block moves instead."""
+        if self.cutset is None:
+            return self
+        return dataclasses.replace(self, cutset=None, reason=self.without_cutset_reason)
 
 
 def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
@@ -123,15 +130,15 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
                             f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
                             f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
                             walls, strong)
+    blocks_why = f"exact block moves if plain chains do not mix: {what}"
     cs = _small_cutset(graph, free, block_table)
     if cs is not None:
         return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
                             f"cutset sampling if plain chains do not mix: {what}; conditioning on {cs.size} "
                             f"variable(s) (one joint group) leaves a remainder of induced width {cs.width} "
                             f"({cs.max_table:,}-entry tables), so each sweep draws the whole world exactly and independently",
-                            walls, strong, cs)
-    return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
-                        f"exact block moves if plain chains do not mix: {what}", walls, strong)
+                            walls, strong, cs, blocks_why)
+    return MoveDecision(MixingConfig(blocks="auto", block_table=block_table), blocks_why, walls, strong)
 
 
 def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:

@@ -128,7 +128,8 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
         except InferenceError as e:
             return f"cutset sampling impossible: {e}"
     if method is Method.AUTO and not ({"tempering", "blocks"} & explicit):
-        return "AUTO: " + choose_moves(graph, block_table=opts.block_table).reason
+        d = choose_moves(graph, block_table=opts.block_table)
+        return "AUTO: " + (d.without_cutset() if "cutset" in explicit else d).reason
     parts = []
     if opts.blocks != "off":
         size = "as large as the table budget allows" if opts.blocks == "auto" else f"at most {opts.blocks} variables"
