@@ -1,6 +1,7 @@
 """Mixing moves (issue 18) against plain single-site Gibbs, same process, same budget.
 
-    python examples/bench/mixing.py [--seconds 10] [--ising-seconds 60] [--skip-ising] [--only NAME]
+    python examples/bench/mixing.py [--seconds 10] [--ising-seconds 60] [--skip-ising] [--only NAME] [--cutset]
+    python examples/bench/mixing.py --seeds 5 [--methods auto,cutset] --skip-ising   # pooled coverage
 
 UAI 2014 (../shared/data/uai2014, every instance with exact answers; relational_5 has none):
 exact inference off, every variable a target, 4 chains, `time_limit` seconds each for
@@ -8,7 +9,9 @@ exact inference off, every variable a target, 4 chains, `time_limit` seconds eac
 - BLOCKS: `run_mixing` with exact block moves (blocks = 'auto', block_table 2^10);
 - AUTO: `move_choice.run_auto` with `choose_moves`: where walls or strong couplings are found, a
   plain pilot (25% of the budget) and, if its R-hat flags non-mixing, block moves for the rest;
-  plain single-site chains otherwise.
+  plain single-site chains otherwise;
+- CUTSET (with --cutset): `cutset.run_cutset`, collapsed Gibbs on a cutset whose remainder fits
+  2^10-entry clique tables, the remainder answered exactly (choosing the cutset is in the budget).
 Per run: max |estimate − exact| over all variables and values, and the coverage of the 95%
 intervals (share of variables whose every value has |error| ≤ 1.96·stderr + 1e-6; the 1e-6
 absorbs float noise where a conditional is deterministic and the stderr is 0).
@@ -32,6 +35,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 
 from pdbq.inference.config import GibbsConfig, MixingConfig
+from pdbq.inference.cutset import choose_cutset, run_cutset
 from pdbq.inference.gibbs import run_gibbs
 from pdbq.inference.mixing import run_mixing
 from pdbq.inference.move_choice import choose_moves, run_auto
@@ -67,7 +71,7 @@ def _race(row: dict, name: str, g, mar, run):
     return out
 
 
-def uai(seconds: float, only: str | None) -> list[dict]:
+def uai(seconds: float, only: str | None, cutset: bool = False) -> list[dict]:
     rows = []
     for name in INSTANCES:
         if only and name != only:
@@ -90,6 +94,60 @@ def uai(seconds: float, only: str | None) -> list[dict]:
         out = _race(row, "auto", g, mar, lambda: run_auto(g, targets, cfg, choose_moves(g)))
         if out is not None:
             row["auto_moves"] = out[1].split("; ", 1)[-1]
+        if cutset:
+            try:
+                run_cutset(g, targets, GibbsConfig(steps=10, seed=0))  # compile outside the race
+            except InferenceError:
+                pass
+
+            def cut():
+                t_end = time.perf_counter() + seconds
+                cs = choose_cutset(g)
+                return run_cutset(g, targets, cfg, cutset=cs, deadline=t_end)
+
+            r = _race(row, "cutset", g, mar, cut)
+            if r is not None:
+                row["cutset"] = f"{r.cutset_size} vars, remainder width {r.remainder_width}, {r.sweeps} sweeps"
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def pooled(seconds: float, seeds: int, methods: list[str], only: str | None) -> list[dict]:
+    """Per instance and method: the median and largest max error over seeds 0..seeds-1 and the
+    coverage pooled over every (seed, variable)."""
+    rows = []
+    for name in INSTANCES:
+        if only and name != only:
+            continue
+        g = read_uai_graph(DATA / f"{name}.uai", DATA / f"{name}.uai.evid").graph
+        mar = read_mar(DATA / f"{name}.uai.MAR")
+        targets = np.arange(g.n_vars)
+        for warm in (lambda: run_gibbs(g, targets, GibbsConfig(steps=1000, seed=0)),
+                     lambda: run_cutset(g, targets, GibbsConfig(steps=10, seed=0))):
+            try:  # compile / cache-load outside the race
+                warm()
+            except InferenceError:
+                pass
+        row = {"instance": name, "seeds": seeds}
+        for m in methods:
+            errs, covers = [], []
+            for seed in range(seeds):
+                cfg = GibbsConfig(time_limit=seconds, seed=seed, scan="random")
+                one: dict = {}
+                if m == "auto":
+                    _race(one, m, g, mar, lambda: run_auto(g, targets, cfg, choose_moves(g)))
+                elif m == "cutset":
+                    _race(one, m, g, mar, lambda: run_cutset(g, targets, cfg, deadline=time.perf_counter() + seconds))
+                elif m == "blocks":
+                    _race(one, m, g, mar, lambda: run_mixing(g, targets, cfg, MixingConfig(blocks="auto")))
+                else:
+                    _race(one, m, g, mar, lambda: run_gibbs(g, targets, cfg))
+                errs.append(one[f"{m}_err"])
+                covers.append(one[f"{m}_cover"])
+            row[f"{m}_err_median"] = float(np.median(errs))
+            row[f"{m}_err_max"] = float(np.max(errs))
+            row[f"{m}_cover_pooled"] = float(np.mean(covers))
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
@@ -144,11 +202,17 @@ def main() -> None:
     ap.add_argument("--skip-ising", action="store_true")
     ap.add_argument("--skip-uai", action="store_true")
     ap.add_argument("--only")
+    ap.add_argument("--cutset", action="store_true", help="add the CUTSET method")
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="instead of the one-seed table: seeds 0..N-1 of --methods, coverage pooled")
+    ap.add_argument("--methods", default="auto,cutset", help="with --seeds: gibbs,blocks,auto,cutset")
     a = ap.parse_args()
-    if not a.skip_uai:
-        rows = uai(a.seconds, a.only)
+    if a.seeds:
+        pooled(a.seconds, a.seeds, a.methods.split(","), a.only)
+    elif not a.skip_uai:
+        rows = uai(a.seconds, a.only, a.cutset)
         if rows:
-            for k in ("gibbs", "blocks", "auto"):
+            for k in ("gibbs", "blocks", "auto") + (("cutset",) if a.cutset else ()):
                 e = np.median([r[f"{k}_err"] for r in rows])
                 c = np.median([r[f"{k}_cover"] for r in rows])
                 print(f"median {k}: max error {e:.4f}, coverage {c:.3f}")

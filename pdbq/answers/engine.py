@@ -38,6 +38,7 @@ from pdbq.inference.exact import exact_map, exact_marginals
 from pdbq.inference.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.influence import edge_influence
 from pdbq.inference.kernels import prepare_kernel_graph
+from pdbq.inference.cutset import cutset_for, describe_cutset, run_cutset
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
 from pdbq.inference.move_choice import choose_moves, run_auto
 from pdbq.inference.selection import SelectionConfig, selection_distribution
@@ -332,8 +333,16 @@ def answer(
                          lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
 
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
-    if method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
+    if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
+        # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
+        cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
+                       lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
+        r = run_cutset(graph, query, config, cutset=cs, on_round=round_cb, kernel=kernel, deadline=deadline)
+        reason += "; " + describe_cutset(r)
+    elif method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
+            moves = moves.without_cutset()
         r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
         reason += "; " + why
     elif mixing.active:

@@ -30,7 +30,7 @@ from numba import njit
 
 from pdbq.inference.rng import next_state, uniform
 
-__all__ = ["BlockArrays", "pack_blocks", "block_pass"]
+__all__ = ["BlockArrays", "pack_blocks", "block_pass", "block_fill", "block_sample_back"]
 
 
 class BlockArrays(NamedTuple):
@@ -253,3 +253,8 @@ def block_pass(ba, seq, values, psi, coords, probs, rng, beta, collect, tix, sum
         _fill(ba, c0, c1, values, psi, coords, beta)
         s = _sample_back(ba, c0, c1, values, psi, probs, s, collect, tix, sums, counts)
     rng[0] = s
+
+
+# the two passes, for the cutset sampler (`cutset_kernels`), which runs them block by block
+block_fill = _fill
+block_sample_back = _sample_back

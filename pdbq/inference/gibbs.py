@@ -165,11 +165,15 @@ class Moves(NamedTuple):
     of it; also the "sweep" of the default run length when larger than the sites).
     ``burn_in``: updates per chain of explicit burn-in the moves need before any sum is kept
     when the run is budget-governed (e.g. tempering's ladder adapts in burn-in only).
-    ``start(ctx)``: builds the `ChainMoves` once the chains exist."""
+    ``start(ctx)``: builds the `ChainMoves` once the chains exist.
+    ``exact``: bool[n_vars], True where the moves add a target's exact conditional given the
+    other sampled variables (cutset sampling): identical batch means of such a target are its
+    answer, not a frozen chain (as for a target without neighbours)."""
 
     unit: int = 1
     burn_in: int = 0
     start: Callable[[MoveContext], ChainMoves] | None = None
+    exact: np.ndarray | None = None
 
 
 def _single_site(ctx: MoveContext) -> ChainMoves:
@@ -413,6 +417,8 @@ def run_gibbs(
 
     if n_sites and n_live:
         constant = _constant_targets(kg, live)
+        if moves.exact is not None:
+            constant = constant | moves.exact[live]
         states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed")
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)

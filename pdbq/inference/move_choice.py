@@ -44,6 +44,7 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.clusters import cluster_coverage
 from pdbq.inference.config import GibbsConfig, MixingConfig
+from pdbq.inference.cutset import Cutset, choose_cutset, describe_cutset, run_cutset
 from pdbq.inference.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
 from pdbq.language.nodes import FactorFunction
@@ -59,6 +60,8 @@ HOT_COPIES = 8
 PILOT_RHAT = 1.5
 
 STRONG_WEIGHT = 2.0
+AUTO_CUTSET_VARS = 4  # at most 16 joint configurations of booleans: one group, independent draws
+CUTSET_SCAN_VARS = 2_000  # free variables beyond which AUTO does not look for a cutset
 MAX_BLOCK_VARS = 50_000
 TEMPERING_COPIES = 4
 CLUSTER_SHARE = 0.9
@@ -74,6 +77,14 @@ class MoveDecision:
     reason: str
     walls: bool = False
     strong: bool = False
+    cutset: Cutset | None = None
+    without_cutset_reason: str = ""  # the reason of the same decision with cutset sampling ruled out
+
+    def without_cutset(self) -> MoveDecision:
+        """The decision when the query says ``cutset = false``: block moves instead."""
+        if self.cutset is None:
+            return self
+        return dataclasses.replace(self, cutset=None, reason=self.without_cutset_reason)
 
 
 def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
@@ -93,7 +104,7 @@ def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
     t = np.where(np.isfinite(graph.tables), graph.tables, np.nan)
     offs = graph.table_offset[f]
     if t.size == 0:
-        return walls, 0.0
+        return False, 0.0
     idx = np.repeat(offs, sizes) + (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
     seg = np.repeat(np.arange(f.shape[0]), sizes)
     walls = bool(np.isneginf(graph.tables[idx]).any())
@@ -143,8 +154,25 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
                             f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
                             f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
                             walls, strong)
-    return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
-                        f"exact block moves if plain chains do not mix: {what}", walls, strong)
+    blocks_why = f"exact block moves if plain chains do not mix: {what}"
+    cs = _small_cutset(graph, free, block_table)
+    if cs is not None:
+        return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
+                            f"cutset sampling if plain chains do not mix: {what}; conditioning on {cs.size} "
+                            f"variable(s) (one joint group) leaves a remainder of induced width {cs.width} "
+                            f"({cs.max_table:,}-entry tables), so each sweep draws the whole world exactly and independently",
+                            walls, strong, cs, blocks_why)
+    return MoveDecision(MixingConfig(blocks="auto", block_table=block_table), blocks_why, walls, strong)
+
+
+def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
+    if free > CUTSET_SCAN_VARS:
+        return None
+    try:
+        cs = choose_cutset(graph, max_table=block_table, max_vars=AUTO_CUTSET_VARS)
+    except InferenceError:
+        return None
+    return cs if cs.size >= 1 and cs.n_groups == 1 else None
 
 
 def run_auto(
@@ -195,6 +223,12 @@ def run_auto(
             return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+    if moves.cutset is not None:
+        r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
+                       on_round=kw.get("on_round"))
+        verdict = ("ended in a world a hard constraint forbids (a zero-probability wall)" if pilot is None
+                   else f"did not mix (split R-hat {rhat:.3g})")
+        return r, f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
     mixing = moves.mixing
     cached = None
     why = ""

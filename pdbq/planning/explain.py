@@ -22,8 +22,9 @@ import pyarrow as pa
 from pdbq.arrays import unique
 from pdbq.answers.engine import auto_decision, run_length_text
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
-from pdbq.errors import PdbqError
+from pdbq.errors import InferenceError, PdbqError
 from pdbq.inference.influence import trail_scores
+from pdbq.inference.cutset import cutset_for, describe_cutset
 from pdbq.inference.move_choice import choose_moves
 from pdbq.inference.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method, ProbQuery
@@ -121,8 +122,14 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
     """Which MCMC moves the chains would use and why (issue 18)."""
     if method is Method.AUTO and decision is not None and decision.method == "EXACT":
         return "none: exact elimination"
+    if opts.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
+        try:
+            return describe_cutset(cutset_for(graph, opts.cutset, opts.cutset_table))
+        except InferenceError as e:
+            return f"cutset sampling impossible: {e}"
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
-        return "AUTO: " + choose_moves(graph, block_table=opts.block_table).reason
+        d = choose_moves(graph, block_table=opts.block_table)
+        return "AUTO: " + (d.without_cutset() if "cutset" in explicit else d).reason
     parts = []
     if opts.blocks != "off":
         size = "as large as the table budget allows" if opts.blocks == "auto" else f"at most {opts.blocks} variables"

@@ -55,6 +55,8 @@ class QueryOptions:
     blocks: str | int = "off"  # GIBBS/QAM: exact block moves: 'off' | 'auto' | max variables per block
     block_table: int = 2**10  # GIBBS/QAM: largest clique table of a block (entries)
     clusters: bool = False  # GIBBS/QAM: Swendsen–Wang cluster moves over the equality couplings
+    cutset: bool | int = False  # GIBBS/QAM: cutset sampling: False | True (size as needed) | max cutset variables
+    cutset_table: int = 2**10  # GIBBS/QAM: largest clique table of the cutset's remainder (entries)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, Any]], defaults: Mapping[str, Any] | None = None) -> "QueryOptions":
@@ -100,6 +102,8 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "blocks": ("blocks", None, True, "GIBBS/QAM: exact block moves: 'auto' | 'off' | max variables per block"),
     "block_table": ("int", 2, True, "GIBBS/QAM: largest clique table of a block move (entries)"),
     "clusters": ("bool", None, True, "GIBBS/QAM: Swendsen–Wang cluster moves over equality couplings (true | false)"),
+    "cutset": ("cutset", None, True, "GIBBS/QAM: sample a cutset, answer the rest exactly: true | false | max cutset variables"),
+    "cutset_table": ("int", 2, True, "GIBBS/QAM: largest clique table of the cutset's exact remainder (entries)"),
 }
 
 OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
@@ -109,7 +113,7 @@ def _coerce(name: str, value: Any) -> Any:
     kind, low, inclusive, _ = _SPECS[name]
     if value is None:
         if name in ("chains", "selection", "epsilon", "power", "max_table", "exact_budget", "temperature", "tempering", "blocks",
-                    "block_table", "clusters"):
+                    "block_table", "clusters", "cutset", "cutset_table"):
             raise OptionError(f"option '{name}' cannot be NULL")
         return None
     if kind == "bool":
@@ -123,6 +127,14 @@ def _coerce(name: str, value: Any) -> Any:
             return value.lower()
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()) or value < 2:
             raise OptionError(f"option 'blocks' must be 'auto', 'off' or a whole number of variables >= 2, got {value!r}")
+        return int(value)
+    if kind == "cutset":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "on", "false", "off"):
+            return value.lower() in ("true", "on")
+        if not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()) or value < 1:
+            raise OptionError(f"option 'cutset' must be true, false or a whole number of variables >= 1, got {value!r}")
         return int(value)
     if kind == "choice":
         if not isinstance(value, str) or value.lower() not in SELECTIONS:
