@@ -291,6 +291,17 @@ class Database:
         table = pa.table({"Count": [rows[0][0]]}) if rows and len(rows[0]) == 1 and stmt.kind.value == "INSERT" else pa.table({})
         return Result(table, answer.diagnostics, connection=self._con, database=self)
 
+    def _check_store_after_import(self) -> None:
+        """Run the store check a query would run first (catalog, `prepare`, store token) right
+        after an import committed, as a database builds an index at load time, so the first query
+        finds it kept (`pdbq.planning.store_state`: kept only while nothing else runs on the
+        database; any later change moves DuckDB's count and the next query checks in full)."""
+        from pdbq.grounding.store import schema_known  # noqa: PLC0415
+        from pdbq.planning.store_state import checked_store  # noqa: PLC0415
+
+        with schema_known(self._con):
+            checked_store(self, with_token=self.graph_cache is not None)
+
     def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
         # imported on first use: the engine loads numba, which a shell start-up need not pay for
         from pdbq.planning.execute import execute_query  # noqa: PLC0415

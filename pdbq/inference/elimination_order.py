@@ -26,6 +26,7 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
+from pdbq.inference.min_fill_kernel import MAX_DENSE, min_fill_graph, min_fill_kernel
 from pdbq.inference.potentials import Hyperedge
 
 __all__ = ["EliminationOrder", "elimination_order", "interaction_scopes", "min_fill_order"]
@@ -83,7 +84,42 @@ def min_fill_order(
 
     ``stop_above``: stop at the first clique whose table exceeds this many entries (the result
     is then marked incomplete) so hopeless graphs are rejected without finishing the order.
+    Up to `MAX_DENSE` variables the numba kernel of `pdbq.inference.min_fill_kernel` runs it.
     """
+    scopes = [s for s in scopes if len(s)]
+    if scopes and _n_vars(scopes) <= MAX_DENSE:
+        return _min_fill_dense(scopes, cardinality, stop_above)
+    return _min_fill_sets(scopes, cardinality, stop_above=stop_above)
+
+
+def _n_vars(scopes: Sequence[np.ndarray]) -> int:
+    return int(np.unique(np.concatenate([np.asarray(s, dtype=np.int64) for s in scopes])).size)
+
+
+def _min_fill_dense(scopes: Sequence[np.ndarray], cardinality: np.ndarray, stop_above: int | None) -> EliminationOrder:
+    g = min_fill_graph(scopes, cardinality)
+    stop = -1.0 if stop_above is None else float(stop_above)
+    order, members, offsets, complete = min_fill_kernel(g.adj, g.card, stop)
+    ids = g.ids
+    card = [int(c) for c in np.asarray(cardinality)[ids].tolist()]
+    parts = np.split(members, offsets[1:-1])
+    cliques = [ids[c] for c in parts]
+    # exact integer sizes (Python ints: a hopeless clique's product overflows int64)
+    sizes = [math.prod([card[i] for i in c.tolist()]) for c in parts]
+    return EliminationOrder(
+        order=ids[order],
+        cliques=cliques,
+        width=int(max(np.diff(offsets).max() - 1, 0)) if order.shape[0] else 0,
+        max_table_size=max(sizes, default=1),
+        total_table_size=sum(sizes),
+        complete=bool(complete),
+    )
+
+
+def _min_fill_sets(
+    scopes: Sequence[np.ndarray], cardinality: np.ndarray, *, stop_above: int | None = None
+) -> EliminationOrder:
+    """`min_fill_order` with Python sets and a heap (any number of variables)."""
     adj: dict[int, set[int]] = {}
     for s in scopes:
         members = [int(v) for v in s]
@@ -92,7 +128,9 @@ def min_fill_order(
             nb.update(members)
     for v, nb in adj.items():
         nb.discard(v)
-    logc = {v: math.log(int(cardinality[v])) for v in adj}
+    # table sizes as floats: exact products below 2**53 (beyond, far over any budget), so equal
+    # sizes tie exactly (log sums did not: log 2 + log 2 and log 4 may differ in the last bit)
+    logc = {v: float(int(cardinality[v])) for v in adj}
 
     def fill(v: int) -> int:
         nb = adj[v]
@@ -101,7 +139,7 @@ def min_fill_order(
         return d * (d - 1) // 2 - linked
 
     def weight(v: int) -> float:
-        return logc[v] + sum(logc[u] for u in adj[v])
+        return logc[v] * math.prod(logc[u] for u in adj[v])
 
     stamp = dict.fromkeys(adj, 0)
     heap = [(fill(v), weight(v), v, 0) for v in adj]

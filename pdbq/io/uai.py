@@ -478,10 +478,15 @@ def _prebuild(db: Any) -> None:
     con = db.duckdb
     if in_transaction(con):  # the caller's transaction: a failure here would abort it
         return
+    # a pdbq Database runs (and keeps) the whole check of a query's planning, store token included
+    check = getattr(db, "_check_store_after_import", None)
     try:
-        with transaction(con), schema_known(con):
-            variables, rules = db.catalog.definitions()
-            prepare(con, variables, rules, GroundingConfig())
+        if check is not None:
+            check()
+        else:
+            with transaction(con), schema_known(con):
+                variables, rules = db.catalog.definitions()
+                prepare(con, variables, rules, GroundingConfig())
     except (PdbqError, duckdb.Error):
         pass  # rolled back; the next query reports it
 
