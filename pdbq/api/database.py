@@ -291,22 +291,13 @@ class Database:
         table = pa.table({"Count": [rows[0][0]]}) if rows and len(rows[0]) == 1 and stmt.kind.value == "INSERT" else pa.table({})
         return Result(table, answer.diagnostics, connection=self._con, database=self)
 
-    def _check_store_after_import(self) -> None:
-        """Run the store check a query would run first (catalog, `prepare`, store token) right
-        after an import committed, as a database builds an index at load time, so the first query
-        finds it kept (`pdbq.planning.store_state`: kept only while nothing else runs on the
-        database; any later change moves DuckDB's count and the next query checks in full).
-        Errors are the caller's to swallow: the next query reports them."""
-        from pdbq.grounding.store import schema_known  # noqa: PLC0415
-        from pdbq.planning.store_state import checked_store, kept_state  # noqa: PLC0415
+    def _prepare_after_import(self, relation: str) -> None:
+        """What the first query would do before inference, done right after an import committed
+        (`pdbq.planning.after_import`); errors are the caller's to ignore (the next query reports
+        them)."""
+        from pdbq.planning.after_import import prepare_after_import  # noqa: PLC0415
 
-        with schema_known(self._con):
-            # the first check builds the import's vid map and stored evidence (writes, so it is
-            # not kept); the second finds them and is kept when nothing else ran
-            for _ in range(2):
-                checked_store(self, with_token=self.graph_cache is not None)
-                if kept_state(self) is not None:
-                    break
+        prepare_after_import(self, relation)
 
     def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
         # imported on first use: the engine loads numba, which a shell start-up need not pay for

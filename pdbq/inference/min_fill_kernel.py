@@ -13,8 +13,9 @@ nothing):
 
 The rule is `pdbq.inference.elimination_order.min_fill_order`'s: eliminate the variable with
 the fewest fill edges, ties by the smallest clique table (a float product, exact below 2**53),
-then by the smallest id; stop after the first clique whose table is over ``stop_above`` (< 0:
-never). The two give the same order.
+then by the smallest id, every variable with ``held[i]`` (uint8[n]) after all the others; stop
+after the first clique whose table is over ``stop_above`` (< 0: never). The two give the same
+order.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def _fill_and_weight(adj, card, alive, u, nb):
 
 
 @njit(cache=True)
-def min_fill_kernel(adj, card, stop_above):
+def min_fill_kernel(adj, card, held, stop_above):
     """``(order, clique_members, clique_offsets, complete)`` in compact indices; ``adj`` is
     changed (fill edges added, eliminated rows cleared): pass a copy to keep it."""
     n = adj.shape[0]
@@ -111,7 +112,8 @@ def min_fill_kernel(adj, card, stop_above):
     for step in range(n):
         v = -1
         for u in range(n):
-            if alive[u] and (v < 0 or fill[u] < fill[v] or (fill[u] == fill[v] and weight[u] < weight[v])):
+            if alive[u] and (v < 0 or held[u] < held[v] or (held[u] == held[v] and (
+                    fill[u] < fill[v] or (fill[u] == fill[v] and weight[u] < weight[v])))):
                 v = u
         # the clique {v} ∪ N(v), ascending
         k = 0
