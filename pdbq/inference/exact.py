@@ -34,7 +34,7 @@ from pdbq.errors import EvidenceError, InferenceError, PdbqError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.elimination_order import EliminationOrder, min_fill_order, interaction_scopes
 from pdbq.inference.potentials import Hyperedge, condition, evidence_array, hyperedges, shift_edge, shift_edges
-from pdbq.inference.upward_kernel import MAX_AXES, SMALL_TABLE, upward_kernel, upward_tree
+from pdbq.inference.upward_kernel import MAX_AXES, SMALL_TABLE, downward_kernel, upward_kernel, upward_tree
 
 __all__ = [
     "DEFAULT_MAX_TABLE",
@@ -199,11 +199,28 @@ def _potential(tree: _Tree, i: int, up: list) -> np.ndarray:
     return np.array(acc, dtype=np.float64) if not acc.flags.writeable or acc.base is not None else acc
 
 
-def _upward_small(tree: _Tree) -> tuple[list, float]:
+def _downward_small(t, info: EliminationOrder, visit: np.ndarray, wanted: np.ndarray, card: np.ndarray,
+                    marg: np.ndarray) -> None:
+    """The downward pass by `downward_kernel` over the visited cliques; wanted variables'
+    marginals written into ``marg``."""
+    n = info.order.shape[0]
+    want_c = wanted[info.order] & visit
+    out = np.zeros((n, marg.shape[1]), dtype=np.float64)
+    downward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride, t.msg_base,
+                    t.vals, t.part_child, visit.astype(np.uint8), want_c.astype(np.uint8), out)
+    rows = np.flatnonzero(want_c)
+    marg[info.order[rows]] = out[rows]
+
+
+def _upward_small(tree: _Tree, layout: list | None = None) -> tuple[list, float]:
     """The upward pass by `upward_kernel` (small cliques): every non-root clique's message (over
-    its axes 1..) and the sum of the roots' messages."""
+    its axes 1..) and the sum of the roots' messages; ``layout`` (a list) receives the kernel's
+    `UpwardTree` for the downward pass."""
     t = upward_tree(tree.keys, tree.shapes, tree.parent, tree.children, tree.assigned)
-    roots = float(upward_kernel(*t))
+    roots = float(upward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride,
+                                t.msg_base, t.vals))
+    if layout is not None:
+        layout.append(t)
     up: list = [None] * len(tree.keys)
     for i, b in enumerate(t.msg_base.tolist()):
         if b >= 0:
@@ -319,8 +336,9 @@ def marginals_from_hyperedges(
     n = info.order.shape[0]
     log_z = tree.constant
     zero = log_z == -np.inf
+    layout: list = []
     if info.max_table_size <= SMALL_TABLE and info.width < MAX_AXES:
-        up, roots = _upward_small(tree)
+        up, roots = _upward_small(tree, layout)
         log_z += roots
         zero = zero or roots == -np.inf
     else:
@@ -355,6 +373,9 @@ def marginals_from_hyperedges(
             while i >= 0 and not visit[i]:
                 visit[i] = True
                 i = int(tree.parent[i])
+    if layout:
+        _downward_small(layout[0], info, visit, wanted, card, marg)
+        visit = np.zeros(n, dtype=bool)  # done
     down: list = [None] * n
     for i in range(n - 1, -1, -1):
         if not visit[i]:
