@@ -72,3 +72,21 @@ def test_bad_inputs_are_refused_before_the_kernel():
         min_fill_graph([np.array([0, 1])], np.array([2, 0]))
     with pytest.raises(InferenceError, match="dense"):
         min_fill_graph([np.arange(MAX_DENSE + 1)], np.full(MAX_DENSE + 1, 2))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_held_variables_go_last_in_both_versions(seed):
+    rng = np.random.default_rng(50 + seed)
+    for t in range(30):
+        n = int(rng.integers(2, 30))
+        card = rng.integers(2, 4, n)
+        scopes = _random_scopes(rng, n, int(rng.integers(1, 50)), 3)
+        present = np.unique(np.concatenate(scopes))
+        held = frozenset(rng.choice(present, size=int(rng.integers(1, min(3, present.size) + 1)), replace=False).tolist())
+        a = _min_fill_sets(scopes, card, held=held)
+        b = _min_fill_dense(scopes, card, None, held)
+        assert _same(a, b), (seed, t)
+        tail = b.order[len(b.order) - len(held):].tolist()
+        assert set(tail) == held  # eliminated after every other variable
+        one = min_fill_order(scopes, card, last=[min(held)])
+        assert one.order[-1] == min(held)
