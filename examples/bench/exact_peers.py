@@ -19,7 +19,8 @@ MarkovNetwork); a query is:
   calibrated once and queried per variable (only with --pgmpy-all: minutes on some instances).
 
 Times are medians over 3 query variables (first, middle and last free variable) x ``--repeats``
-runs; ratios are pdbq / peer from the same process (the machine is shared: ratios are the
+runs (all-marginals: ``--all-repeats`` runs), pdbq and pyAgrum interleaved run by run; ratios
+are pdbq / peer from the same process (the machine is shared: ratios are the
 numbers to compare, absolute times move with the load).
 """
 
@@ -125,7 +126,7 @@ def fresh_db(inst):
     return db
 
 
-def run(inst, repeats: int, pgmpy_all: bool, with_pgmpy: bool):
+def run(inst, repeats: int, pgmpy_all: bool, with_pgmpy: bool, all_repeats: int = 0):
     model = read_uai_graph(inst.path, inst.evid)
     g = model.graph
     free = np.flatnonzero(g.evidence < 0)
@@ -133,8 +134,10 @@ def run(inst, repeats: int, pgmpy_all: bool, with_pgmpy: bool):
     evidence = {f"v{v}": int(x) for v, x in model.evidence.items()}
     factors = scopes_and_tables(g)
     row = {"name": inst.name, "vars": g.n_vars}
-    # pdbq
+    # pdbq and pyAgrum interleaved run by run (the machine's load moves: each pair sees the same)
+    m = build_pyagrum(g, factors) if gum is not None else None
     fresh, repeat, all_fresh, checks = [], [], [], {}
+    single, every = [], []
     for k in targets:
         q = f"SELECT v.id, DIST(v) AS d FROM net v WHERE v.id = {k} USING EXACT"
         for _ in range(repeats):
@@ -146,31 +149,27 @@ def run(inst, repeats: int, pgmpy_all: bool, with_pgmpy: bool):
             dist = dict(r.arrow().column("d")[0].as_py())  # value -> probability
             checks[k] = np.asarray([dist[x] for x in sorted(dist)], dtype=float)
             db.close()
-    for _ in range(repeats):
-        db = fresh_db(inst)
-        t, r = timed(lambda: db.execute("SELECT v.id, DIST(v) AS d FROM net v USING EXACT"))
-        all_fresh.append(t)
-        db.close()
-    row["pdbq_single"] = med([t for t, _ in fresh])
-    row["pdbq_overhead"] = med([t - i for t, i in fresh])
-    row["pdbq_repeat"] = med(repeat)
-    row["pdbq_all"] = med(all_fresh)
-    # pyAgrum
-    if gum is not None:
-        m = build_pyagrum(g, factors)
-        single, every = [], []
-        for k in targets:
-            for _ in range(repeats):
+            if m is not None:
                 def one():
                     ie = gum.ShaferShenoyMRFInference(m)
                     ie.setEvidence(evidence)
                     ie.makeInference()
                     return ie.posterior(f"v{k}").toarray()
-                t, p = timed(one)
+                try:
+                    t, p = timed(one)
+                except Exception as e:  # noqa: BLE001 - a peer's failure is a result to report
+                    row["agrum_error"] = f"{type(e).__name__}: {e}"[:100]
+                    m = None
+                    continue
                 single.append(t)
                 ref = checks[k][: p.shape[0]]
                 row["agrees"] = row.get("agrees", True) and bool(np.allclose(ref, p, atol=1e-6))
-        for _ in range(repeats):
+    for _ in range(all_repeats or repeats):
+        db = fresh_db(inst)
+        t, r = timed(lambda: db.execute("SELECT v.id, DIST(v) AS d FROM net v USING EXACT"))
+        all_fresh.append(t)
+        db.close()
+        if m is not None:
             def all_():
                 ie = gum.ShaferShenoyMRFInference(m)
                 ie.setEvidence(evidence)
@@ -178,7 +177,14 @@ def run(inst, repeats: int, pgmpy_all: bool, with_pgmpy: bool):
                 return [ie.posterior(f"v{v}") for v in range(g.n_vars)]
             t, _ = timed(all_)
             every.append(t)
+    row["pdbq_single"] = med([t for t, _ in fresh])
+    row["pdbq_overhead"] = med([t - i for t, i in fresh])
+    row["pdbq_repeat"] = med(repeat)
+    row["pdbq_all"] = med(all_fresh)
+    row["n_single"], row["n_all"] = len(fresh), len(all_fresh)
+    if single:
         row["agrum_single"] = med(single)
+    if every:
         row["agrum_all"] = med(every)
     # pgmpy
     if with_pgmpy:
@@ -216,6 +222,7 @@ def main() -> None:
     ap.add_argument("--generated", action="store_true", help="also the 7 generated models")
     ap.add_argument("--only", nargs="*", help="instance names")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--all-repeats", type=int, default=0, help="runs of all-marginals (default: --repeats)")
     ap.add_argument("--no-pgmpy", action="store_true")
     ap.add_argument("--pgmpy-all", action="store_true", help="pgmpy all-marginals by belief propagation (slow)")
     args = ap.parse_args()
@@ -230,13 +237,16 @@ def main() -> None:
     print(f"{'instance':20s} {'pdbq 1':>8s} {'overhd':>8s} {'repeat':>8s} {'agrum 1':>8s} {'ratio':>6s} {'pgmpy 1':>8s} |"
           f" {'pdbq all':>8s} {'agrum all':>9s} {'ratio':>6s} {'pgmpy all':>9s}  agree")
     for inst in todo:
-        r = run(inst, args.repeats, args.pgmpy_all, not args.no_pgmpy)
+        r = run(inst, args.repeats, args.pgmpy_all, not args.no_pgmpy, args.all_repeats)
         ratio1 = r["pdbq_single"] / r["agrum_single"] if "agrum_single" in r else float("nan")
         ratio_all = r["pdbq_all"] / r["agrum_all"] if "agrum_all" in r else float("nan")
         print(f"{r['name']:20s} {fmt(r['pdbq_single'])} {fmt(r['pdbq_overhead'])} {fmt(r['pdbq_repeat'])} "
               f"{fmt(r.get('agrum_single'))} {ratio1:6.2f} {fmt(r.get('pgmpy_single'))} | {fmt(r['pdbq_all'])} "
-              f"{fmt(r.get('agrum_all')):>9s} {ratio_all:6.2f} {fmt(r.get('pgmpy_all')):>9s}  {r.get('agrees', '-')}",
+              f"{fmt(r.get('agrum_all')):>9s} {ratio_all:6.2f} {fmt(r.get('pgmpy_all')):>9s}  {r.get('agrees', '-')}"
+              f"  (n={r['n_single']}/{r['n_all']})",
               flush=True)
+        if "agrum_error" in r:
+            print(f"    pyAgrum failed: {r['agrum_error']}")
         if "pgmpy_all_error" in r:
             print(f"    pgmpy BeliefPropagation failed: {r['pgmpy_all_error']}")
 

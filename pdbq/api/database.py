@@ -291,6 +291,14 @@ class Database:
         table = pa.table({"Count": [rows[0][0]]}) if rows and len(rows[0]) == 1 and stmt.kind.value == "INSERT" else pa.table({})
         return Result(table, answer.diagnostics, connection=self._con, database=self)
 
+    def _prepare_after_import(self, relation: str) -> None:
+        """What the first query would do before inference, done right after an import committed
+        (`pdbq.planning.after_import`); errors are the caller's to ignore (the next query reports
+        them)."""
+        from pdbq.planning.after_import import prepare_after_import  # noqa: PLC0415
+
+        prepare_after_import(self, relation)
+
     def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
         # imported on first use: the engine loads numba, which a shell start-up need not pay for
         from pdbq.planning.execute import execute_query  # noqa: PLC0415

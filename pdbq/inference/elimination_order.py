@@ -26,6 +26,7 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
+from pdbq.inference.min_fill_kernel import MAX_DENSE, min_fill_graph, min_fill_kernel
 from pdbq.inference.potentials import Hyperedge
 
 __all__ = ["EliminationOrder", "elimination_order", "interaction_scopes", "min_fill_order"]
@@ -77,13 +78,56 @@ def interaction_scopes(graph: FactorGraph, evidence: np.ndarray | None = None) -
 
 
 def min_fill_order(
-    scopes: Sequence[np.ndarray], cardinality: np.ndarray, *, stop_above: int | None = None
+    scopes: Sequence[np.ndarray], cardinality: np.ndarray, *, stop_above: int | None = None,
+    last: Sequence[int] | np.ndarray | None = None,
 ) -> EliminationOrder:
     """Greedy min-fill order (ties: smallest clique table) over the variables in ``scopes``.
 
     ``stop_above``: stop at the first clique whose table exceeds this many entries (the result
     is then marked incomplete) so hopeless graphs are rejected without finishing the order.
+    ``last``: variables eliminated only once every other one is (the same greedy rule among
+    them): a single query variable then has a root clique of its own, and its marginal needs
+    the upward pass alone.
+    Up to `MAX_DENSE` variables the numba kernel of `pdbq.inference.min_fill_kernel` runs it.
     """
+    scopes = [s for s in scopes if len(s)]
+    held = frozenset() if last is None else frozenset(int(v) for v in np.asarray(last, dtype=np.int64).ravel().tolist())
+    if scopes and _n_vars(scopes) <= MAX_DENSE:
+        return _min_fill_dense(scopes, cardinality, stop_above, held)
+    return _min_fill_sets(scopes, cardinality, stop_above=stop_above, held=held)
+
+
+def _n_vars(scopes: Sequence[np.ndarray]) -> int:
+    return int(np.unique(np.concatenate([np.asarray(s, dtype=np.int64) for s in scopes])).size)
+
+
+def _min_fill_dense(scopes: Sequence[np.ndarray], cardinality: np.ndarray, stop_above: int | None,
+                    held: frozenset = frozenset()) -> EliminationOrder:
+    g = min_fill_graph(scopes, cardinality)
+    stop = -1.0 if stop_above is None else float(stop_above)
+    hold = np.isin(g.ids, np.fromiter(held, dtype=np.int64, count=len(held))).astype(np.uint8)
+    order, members, offsets, complete = min_fill_kernel(g.adj, g.card, hold, stop)
+    ids = g.ids
+    card = [int(c) for c in np.asarray(cardinality)[ids].tolist()]
+    parts = np.split(members, offsets[1:-1])
+    cliques = [ids[c] for c in parts]
+    # exact integer sizes (Python ints: a hopeless clique's product overflows int64)
+    sizes = [math.prod([card[i] for i in c.tolist()]) for c in parts]
+    return EliminationOrder(
+        order=ids[order],
+        cliques=cliques,
+        width=int(max(np.diff(offsets).max() - 1, 0)) if order.shape[0] else 0,
+        max_table_size=max(sizes, default=1),
+        total_table_size=sum(sizes),
+        complete=bool(complete),
+    )
+
+
+def _min_fill_sets(
+    scopes: Sequence[np.ndarray], cardinality: np.ndarray, *, stop_above: int | None = None,
+    held: frozenset = frozenset(),
+) -> EliminationOrder:
+    """`min_fill_order` with Python sets and a heap (any number of variables)."""
     adj: dict[int, set[int]] = {}
     for s in scopes:
         members = [int(v) for v in s]
@@ -92,7 +136,9 @@ def min_fill_order(
             nb.update(members)
     for v, nb in adj.items():
         nb.discard(v)
-    logc = {v: math.log(int(cardinality[v])) for v in adj}
+    # table sizes as floats: exact products below 2**53 (beyond, far over any budget), so equal
+    # sizes tie exactly (log sums did not: log 2 + log 2 and log 4 may differ in the last bit)
+    logc = {v: float(int(cardinality[v])) for v in adj}
 
     def fill(v: int) -> int:
         nb = adj[v]
@@ -101,10 +147,10 @@ def min_fill_order(
         return d * (d - 1) // 2 - linked
 
     def weight(v: int) -> float:
-        return logc[v] + sum(logc[u] for u in adj[v])
+        return logc[v] * math.prod(logc[u] for u in adj[v])
 
     stamp = dict.fromkeys(adj, 0)
-    heap = [(fill(v), weight(v), v, 0) for v in adj]
+    heap = [(v in held, fill(v), weight(v), v, 0) for v in adj]
     heapq.heapify(heap)
     order: list[int] = []
     cliques: list[np.ndarray] = []
@@ -112,7 +158,7 @@ def min_fill_order(
     complete = True
     eliminated: set[int] = set()
     while heap:
-        _, _, v, st = heapq.heappop(heap)
+        _, _, _, v, st = heapq.heappop(heap)
         if v in eliminated or st != stamp[v]:
             continue
         nb = adj.pop(v)
@@ -140,7 +186,7 @@ def min_fill_order(
                 adj[c].add(a)
         for u in touched:
             stamp[u] += 1
-            heapq.heappush(heap, (fill(u), weight(u), u, stamp[u]))
+            heapq.heappush(heap, (u in held, fill(u), weight(u), u, stamp[u]))
     return EliminationOrder(
         order=np.array(order, dtype=np.int64),
         cliques=cliques,

@@ -24,6 +24,7 @@ about 25 for booleans); beyond it `InferenceError` states the induced width and 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -32,7 +33,8 @@ import numpy as np
 from pdbq.errors import EvidenceError, InferenceError, PdbqError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.elimination_order import EliminationOrder, min_fill_order, interaction_scopes
-from pdbq.inference.potentials import Hyperedge, condition, evidence_array, hyperedges, shift_edge
+from pdbq.inference.potentials import Hyperedge, condition, evidence_array, hyperedges, shift_edge, shift_edges
+from pdbq.inference.upward_kernel import MAX_AXES, SMALL_TABLE, downward_kernel, upward_kernel, upward_tree
 
 __all__ = [
     "DEFAULT_MAX_TABLE",
@@ -197,6 +199,36 @@ def _potential(tree: _Tree, i: int, up: list) -> np.ndarray:
     return np.array(acc, dtype=np.float64) if not acc.flags.writeable or acc.base is not None else acc
 
 
+def _downward_small(t, info: EliminationOrder, visit: np.ndarray, wanted: np.ndarray, card: np.ndarray,
+                    marg: np.ndarray) -> None:
+    """The downward pass by `downward_kernel` over the visited cliques; wanted variables'
+    marginals written into ``marg``."""
+    n = info.order.shape[0]
+    want_c = wanted[info.order] & visit
+    out = np.zeros((n, marg.shape[1]), dtype=np.float64)
+    downward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride, t.msg_base,
+                    t.vals, t.part_child, visit.astype(np.uint8), want_c.astype(np.uint8), out)
+    rows = np.flatnonzero(want_c)
+    marg[info.order[rows]] = out[rows]
+
+
+def _upward_small(tree: _Tree, layout: list | None = None) -> tuple[list, float]:
+    """The upward pass by `upward_kernel` (small cliques): every non-root clique's message (over
+    its axes 1..) and the sum of the roots' messages; ``layout`` (a list) receives the kernel's
+    `UpwardTree` for the downward pass."""
+    t = upward_tree(tree.keys, tree.shapes, tree.parent, tree.children, tree.assigned)
+    roots = float(upward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride,
+                                t.msg_base, t.vals))
+    if layout is not None:
+        layout.append(t)
+    up: list = [None] * len(tree.keys)
+    for i, b in enumerate(t.msg_base.tolist()):
+        if b >= 0:
+            shape = tree.shapes[i][1:]
+            up[i] = t.vals[b : b + math.prod(shape)].reshape(shape)
+    return up, roots
+
+
 _MERGE_SCAN = 256  # candidate tables looked at per table by _merge_into_supersets
 
 
@@ -207,30 +239,31 @@ def _merge_into_supersets(edges: list[Hyperedge]) -> list[Hyperedge]:
     is not added to -2e7 (which would round it)."""
     n = len(edges)
     by_var: dict[int, list[int]] = {}
-    for i, h in enumerate(edges):
-        for v in h.scope.tolist():
+    scopes = [frozenset(h.scope.tolist()) for h in edges]  # scopes never change below
+    for i, sc in enumerate(scopes):
+        for v in sc:
             by_var.setdefault(v, []).append(i)
     alive = [True] * n
+    grown = [False] * n  # something was added into it since it was shifted
     out = list(edges)
-    for i in sorted(range(n), key=lambda k: out[k].scope.size):
-        h = out[i]
-        if h.scope.size == 0:
+    for i in sorted(range(n), key=lambda k: len(scopes[k])):
+        mine = scopes[i]
+        if not mine:
             continue
-        mine = set(h.scope.tolist())
         best = -1
         pool = min((by_var[v] for v in mine), key=len)
         for j in pool[:_MERGE_SCAN]:  # bounded: a hub variable must not make this quadratic
-            g = out[j]
-            if j == i or not alive[j] or g.scope.size < h.scope.size:
+            if j == i or not alive[j] or len(scopes[j]) < len(mine):
                 continue
-            if (best < 0 or g.log_table.size < out[best].log_table.size) and mine <= set(g.scope.tolist()):
+            if (best < 0 or out[j].log_table.size < out[best].log_table.size) and mine <= scopes[j]:
                 best = j
         if best < 0:
             continue
         g = out[best]
-        h = shift_edge(h)  # what it gathered so far, shifted before meeting g's small entries
+        h = shift_edge(out[i]) if grown[i] else out[i]  # what it gathered so far, shifted before meeting g's small entries
         table = g.log_table + _expand(h.log_table, h.scope, g.scope)
         out[best] = Hyperedge(g.scope, table, g.source, g.offset + h.offset, g.saturated or h.saturated)
+        grown[best] = True
         alive[i] = False
     return [h for h, keep in zip(out, alive) if keep]
 
@@ -272,10 +305,14 @@ def _prepared_tree(edges, cardinality, evidence, max_table: int, order: Eliminat
     edges = condition(edges, ev) if np.any(ev >= 0) else list(edges)
     # Max-shift every table (largest entry 0, the shift into log Z): sums of a huge and a small
     # log-potential then keep the small one wherever it matters (issue 12: WEIGHT 1e16 + 0.7).
-    shifted = [shift_edge(h) for h in edges]
+    shifted = shift_edges(edges)
     first = {id(h) for h in shifted}
     # an edge nothing was merged into is the same object, already shifted (shifting is idempotent)
-    edges = [h if id(h) in first else shift_edge(h) for h in _merge_into_supersets(shifted)]
+    merged = _merge_into_supersets(shifted)
+    grown = [k for k, h in enumerate(merged) if id(h) not in first]
+    for k, h in zip(grown, shift_edges([merged[k] for k in grown])):
+        merged[k] = h
+    edges = merged
     info = order if order is not None else _order_for(edges, card, max_table)
     check_budget(info, max_table)
     return card, ev, info, _build_tree(edges, info, card), any(h.saturated for h in edges)
@@ -297,16 +334,22 @@ def marginals_from_hyperedges(
     card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n_vars = card.shape[0]
     n = info.order.shape[0]
-    up: list = [None] * n
     log_z = tree.constant
     zero = log_z == -np.inf
-    for i in range(n):
-        msg = _lse0(_potential(tree, i, up))
-        if tree.parent[i] < 0:
-            log_z += float(msg)
-            zero = zero or float(msg) == -np.inf
-        else:
-            up[i] = msg
+    layout: list = []
+    if info.max_table_size <= SMALL_TABLE and info.width < MAX_AXES:
+        up, roots = _upward_small(tree, layout)
+        log_z += roots
+        zero = zero or roots == -np.inf
+    else:
+        up = [None] * n
+        for i in range(n):
+            msg = _lse0(_potential(tree, i, up))
+            if tree.parent[i] < 0:
+                log_z += float(msg)
+                zero = zero or float(msg) == -np.inf
+            else:
+                up[i] = msg
     if zero:
         raise _zero_error(saturated)
     max_card = int(card.max()) if n_vars else 1
@@ -330,6 +373,9 @@ def marginals_from_hyperedges(
             while i >= 0 and not visit[i]:
                 visit[i] = True
                 i = int(tree.parent[i])
+    if layout:
+        _downward_small(layout[0], info, visit, wanted, card, marg)
+        visit = np.zeros(n, dtype=bool)  # done
     down: list = [None] * n
     for i in range(n - 1, -1, -1):
         if not visit[i]:
@@ -368,14 +414,33 @@ def marginals_from_hyperedges(
     return ExactResult(marg, float(log_z), info.width, info.max_table_size)
 
 
-def _graph_edges(graph: FactorGraph, evidence, max_table: int) -> tuple[list[Hyperedge], np.ndarray, EliminationOrder]:
+def _order_for_graph(graph: FactorGraph, ev: np.ndarray, max_table: int, variables) -> EliminationOrder:
+    """The min-fill order; for one wanted variable, the order that eliminates it last (its clique
+    is then a root: its marginal needs no downward pass, which on a deep tree such as
+    Promedus_26's is hundreds of cliques) unless that order is costlier: over the budget, or,
+    beyond small tables, over 1.25 times the plain order's total table size."""
+    scopes = interaction_scopes(graph, ev)
+    if variables is not None:
+        wanted = np.unique(np.asarray(variables, dtype=np.int64).ravel())
+        if wanted.size == 1:
+            held = min_fill_order(scopes, graph.cardinality, stop_above=max_table, last=wanted)
+            if held.complete and held.max_table_size <= min(max_table, SMALL_TABLE):
+                return held
+            plain = min_fill_order(scopes, graph.cardinality, stop_above=max_table)
+            if held.complete and held.max_table_size <= max_table and held.total_table_size <= 1.25 * plain.total_table_size:
+                return held
+            return plain
+    return min_fill_order(scopes, graph.cardinality, stop_above=max_table)
+
+
+def _graph_edges(graph: FactorGraph, evidence, max_table: int, variables=None) -> tuple[list[Hyperedge], np.ndarray, EliminationOrder]:
     ev = evidence_array(graph.n_vars, graph.evidence if evidence is None else evidence)
     bad = (ev >= graph.cardinality) | (ev < -1)
     if np.any(bad):
         v = int(np.flatnonzero(bad)[0])
         raise InferenceError(f"evidence {int(ev[v])} for variable {v} lies outside its domain")
     # The order comes from the scopes alone, so an oversized request fails before any table is built.
-    info = min_fill_order(interaction_scopes(graph, ev), graph.cardinality, stop_above=max_table)
+    info = _order_for_graph(graph, ev, max_table, variables)
     check_budget(info, max_table)
     edges = hyperedges(graph, max_entries=max(max_table, 1))
     return condition(edges, ev), ev, info
@@ -396,7 +461,7 @@ def exact_marginals(
     a full calibration. Raises `InferenceError` beyond ``max_table`` (naming width and table
     size) or when the evidence has probability zero.
     """
-    edges, ev, info = _graph_edges(graph, evidence, max_table)
+    edges, ev, info = _graph_edges(graph, evidence, max_table, variables)
     return marginals_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info, variables=variables)
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "Hyperedge",
     "shifted",
     "shift_edge",
+    "shift_edges",
     "factor_value",
     "group_function",
     "log_score",
@@ -211,6 +212,37 @@ def shift_edge(h: Hyperedge) -> Hyperedge:
     return Hyperedge(h.scope, out, h.source, h.offset + top, h.saturated or saturated)
 
 
+def shift_edges(edges: Sequence[Hyperedge]) -> list[Hyperedge]:
+    """`shift_edge` of every hyperedge, the same results from a few array operations over all
+    tables at once (issue 20: one numpy call per small table was most of exact inference's cost
+    on small networks). A table with a NaN or a +inf entry, or an empty one, goes through
+    `shift_edge` (its error or its hard-constraint rule)."""
+    edges = list(edges)
+    if len(edges) < 8:
+        return [shift_edge(h) for h in edges]
+    tables = [np.asarray(h.log_table, dtype=np.float64) for h in edges]
+    sizes = np.array([t.size for t in tables], dtype=np.int64)
+    if np.any(sizes == 0):
+        return [shift_edge(h) for h in edges]
+    flat = np.concatenate([t.ravel() for t in tables])
+    starts = np.cumsum(sizes) - sizes
+    top = np.maximum.reduceat(flat, starts)
+    odd = np.isnan(top) | (top == np.inf)
+    shift = np.where(np.isfinite(top), top, 0.0)  # an all -inf table is kept as it is
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = flat - np.repeat(shift, sizes)
+    saturated = np.logical_or.reduceat(np.isneginf(out) & np.isfinite(flat), starts)
+    pieces = np.split(out, starts[1:].tolist())
+    res = []
+    for k, h in enumerate(edges):
+        if odd[k]:
+            res.append(shift_edge(h))
+            continue
+        res.append(Hyperedge(h.scope, pieces[k].reshape(tables[k].shape), h.source, h.offset + float(shift[k]),
+                             h.saturated or bool(saturated[k])))
+    return res
+
+
 def log_score(graph: FactorGraph, values: Sequence[int] | np.ndarray) -> float:
     """Unnormalised log-probability of a full assignment (the energy of docs/factors.md).
 
@@ -334,16 +366,22 @@ def hyperedges(graph: FactorGraph, *, max_entries: int = DEFAULT_MAX_ENTRIES) ->
         w = wvals[wid[f]]
         if func[f] == table_code and w == 1.0:
             args = fvars[offs[f] : offs[f + 1]]
-            if all(a < b for a, b in zip(args, args[1:])):
+            ascending = all(a < b for a, b in zip(args, args[1:]))
+            if ascending or len(set(args)) == len(args):
                 # common case (UAI imports): the stored table already is the log-table over
-                # sorted arguments; plain Python ints here, numpy calls cost more than the work
+                # the arguments (transposed to sorted order when they are not); plain Python
+                # ints here, numpy calls cost more than the work
                 shape = tuple(cards[a] for a in args)
                 size = math.prod(shape)
                 if size > max_entries:
-                    _check_size(graph, np.array(args, dtype=np.int64), max_entries, f"factor {f}")
+                    _check_size(graph, np.array(sorted(args), dtype=np.int64), max_entries, f"factor {f}")
                 off = toff[f]
-                table = graph.tables[off : off + size].reshape(shape).copy()
-                out.append(Hyperedge(np.array(args, dtype=np.int64), table, f"factor {f}"))
+                table = graph.tables[off : off + size].reshape(shape)
+                if not ascending:
+                    perm = sorted(range(len(args)), key=args.__getitem__)
+                    args = [args[k] for k in perm]
+                    table = table.transpose(perm)
+                out.append(Hyperedge(np.array(args, dtype=np.int64), table.copy(order="C"), f"factor {f}"))
                 continue
         scope = _scope_of(graph, [f])
         shape = _check_size(graph, scope, max_entries, f"factor {f}")
@@ -399,6 +437,14 @@ def condition(edges: Sequence[Hyperedge], evidence: Mapping[int, int] | Sequence
 
         def observed(v: int) -> int:
             return int(ev_arr[v])
+
+        if len(edges) > 8:
+            # nothing to slice (edges conditioned before): one look at every scope at once
+            scopes = [h.scope for h in edges if h.scope.size]
+            if scopes:
+                every = np.concatenate(scopes)
+                if every.size and every.max() < ev_arr.shape[0] and every.min() >= 0 and np.all(ev_arr[every] < 0):
+                    return list(edges)
 
     out = []
     for h in edges:

@@ -466,11 +466,11 @@ def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = 
             evidence=(ev_ids, ev_vals), origin=str(path),
         )
         catalog.create_variable(node)
-    _prebuild(db)
+    _prebuild(db, rel)
     return model
 
 
-def _prebuild(db: Any) -> None:
+def _prebuild(db: Any, rel: str) -> None:
     """Build the new relation's vid map and stored evidence now, as a database builds an index at
     load time, so the first query does not. Best effort, in its own transaction after the import
     committed: a problem elsewhere in the database (another relation's bad evidence) is reported
@@ -478,10 +478,15 @@ def _prebuild(db: Any) -> None:
     con = db.duckdb
     if in_transaction(con):  # the caller's transaction: a failure here would abort it
         return
+    # a pdbq Database does what a first query does before inference (pdbq.planning.after_import)
+    warm = getattr(db, "_prepare_after_import", None)
     try:
-        with transaction(con), schema_known(con):
-            variables, rules = db.catalog.definitions()
-            prepare(con, variables, rules, GroundingConfig())
+        if warm is not None:
+            warm(rel)
+        else:
+            with transaction(con), schema_known(con):
+                variables, rules = db.catalog.definitions()
+                prepare(con, variables, rules, GroundingConfig())
     except (PdbqError, duckdb.Error):
         pass  # rolled back; the next query reports it
 
