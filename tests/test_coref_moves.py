@@ -52,23 +52,31 @@ def _exact(n, a, b, w, temp=1.0):
 
 
 @njit(cache=True)
+def partition_code(label, canon):
+    """The partition in ``label`` as one integer, invariant to how entities are numbered
+    (first-seen order); ``canon`` is scratch of the same length."""
+    n = label.shape[0]
+    canon[:] = -1
+    nxt = 0
+    code = 0
+    mult = 1
+    for m in range(n):
+        e = label[m]
+        if canon[e] < 0:
+            canon[e] = nxt
+            nxt += 1
+        code += canon[e] * mult
+        mult *= n
+    return code
+
+
+@njit(cache=True)
 def _trace(g, st, sc, rng, thin, p_new, psm, counters, log, codes):
     n = st.label.shape[0]
     canon = np.empty(n, np.int64)
     for t in range(codes.shape[0]):
         run_moves(g, st, sc, rng, thin, 1.0, p_new, psm, counters, log)
-        canon[:] = -1
-        nxt = 0
-        code = 0
-        mult = 1
-        for m in range(n):
-            e = st.label[m]
-            if canon[e] < 0:
-                canon[e] = nxt
-                nxt += 1
-            code += canon[e] * mult
-            mult *= n
-        codes[t] = code
+        codes[t] = partition_code(st.label, canon)
 
 
 def _run_trace(n, a, b, w, psm, samples, thin, seed=3, p_new=0.2):

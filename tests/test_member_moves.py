@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from numba import njit
 from test_coref_moves import (
+    partition_code,
     COMPLETE5,
     SPARSE6,
     _exact,
@@ -57,18 +58,7 @@ def _trace(g, tm, st, mb, sc, rng, thin, p_new, psm, counters, log, codes):
     canon = np.empty(n, np.int64)
     for t in range(codes.shape[0]):
         run_witness_moves(g, tm, st, mb, sc, rng, thin, 1.0, p_new, psm, counters, log)
-        canon[:] = -1
-        nxt = 0
-        code = 0
-        mult = 1
-        for m in range(n):
-            e = st.label[m]
-            if canon[e] < 0:
-                canon[e] = nxt
-                nxt += 1
-            code += canon[e] * mult
-            mult *= n
-        codes[t] = code
+        codes[t] = partition_code(st.label, canon)
 
 
 def _run(n, a, b, w, psm, samples, thin, seed=3, p_new=0.2, ratio_bug=False):
@@ -167,18 +157,7 @@ def _broken_trace(g, st, mb, sc, rng_state, thin, p_new, counters, log, codes):
     for t in range(codes.shape[0]):
         for _ in range(thin):
             rng = _broken_move(g, st, mb, sc, rng, 1.0, p_new, counters, log)
-        canon[:] = -1
-        nxt = 0
-        code = 0
-        mult = 1
-        for m in range(n):
-            e = st.label[m]
-            if canon[e] < 0:
-                canon[e] = nxt
-                nxt += 1
-            code += canon[e] * mult
-            mult *= n
-        codes[t] = code
+        codes[t] = partition_code(st.label, canon)
 
 
 def test_checker_rejects_a_witness_chain_without_its_proposal_ratio():
