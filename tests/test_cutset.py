@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_mixing_query import db  # noqa: F401  (its module fixture: walled pairs a(i) = b(i), a prior, soft links)
 
-import pdbq
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.config import GibbsConfig
@@ -120,23 +120,6 @@ def test_evidence_and_the_target_set_are_respected():
     # 1e-5: a target whose conditional moves only in rare cutset states (batch means see none)
     assert np.all(err <= 4 * r.stderr + 1e-5)
 
-
-MODEL = """
-CREATE TABLE ids AS SELECT * FROM range(4) r(i);
-CREATE VARIABLE a(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM ids);
-CREATE VARIABLE b(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM ids);
-CREATE RULE wall WEIGHT 12 FUNCTION EQUAL AS a(i) = b(i) :- ids(i);
-CREATE RULE prior WEIGHT 0.6 FUNCTION ISTRUE AS a(i) :- ids(i);
-CREATE RULE link WEIGHT 0.4 FUNCTION EQUAL AS b(i) = a(j) :- ids(i), ids(j), j = i + 1;
-"""
-
-
-@pytest.fixture(scope="module")
-def db():
-    d = pdbq.connect()
-    d.execute(MODEL)
-    yield d
-    d.close()
 
 
 def test_cutset_option_through_sql(db):
