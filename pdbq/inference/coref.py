@@ -224,34 +224,15 @@ def _stable(label):
 
 
 @njit(cache=True)
-def _within_components(g, label):
-    """Split every entity into the connected components of its within-entity candidate pairs.
-    No candidate pair crosses two components, so ψ is unchanged: a MAP tie broken toward not
-    joining mentions that no evidence links."""
-    n = label.shape[0]
-    parent = np.arange(n)
-    for m in range(n):
-        for e in range(g.indptr[m], g.indptr[m + 1]):
-            j = g.nbr[e]
-            if j > m and label[j] == label[m]:
-                rm = _find(parent, m)
-                rj = _find(parent, j)
-                if rm != rj:
-                    parent[max(rm, rj)] = min(rm, rj)
-    out = np.empty(n, np.int64)
-    for m in range(n):
-        out[m] = _find(parent, m)
-    return out
-
-
-@njit(cache=True)
-def _components_above(g, threshold):
+def _components(g, joined):
+    """Union-find components of the candidate pairs whose stored entry has ``joined[e]``
+    (each root the component's smallest mention)."""
     n = g.indptr.shape[0] - 1
     parent = np.arange(n)
     for m in range(n):
         for e in range(g.indptr[m], g.indptr[m + 1]):
             j = g.nbr[e]
-            if j > m and g.score[e] > threshold:
+            if j > m and joined[e]:
                 rm = _find(parent, m)
                 rj = _find(parent, j)
                 if rm != rj:
@@ -260,6 +241,19 @@ def _components_above(g, threshold):
     for m in range(n):
         out[m] = _find(parent, m)
     return out
+
+
+def _within_components(g, label):
+    """Split every entity into the connected components of its within-entity candidate pairs.
+    No candidate pair crosses two components, so ψ is unchanged: a MAP tie broken toward not
+    joining mentions that no evidence links."""
+    rows = np.repeat(np.arange(label.shape[0]), np.diff(g.indptr))
+    return _components(g, label[rows] == label[g.nbr])
+
+
+def _components_above(g, threshold):
+    """Components of the candidate pairs scoring above ``threshold``."""
+    return _components(g, g.score > threshold)
 
 
 def initial_labels(g: PairGraph, config: CorefConfig) -> np.ndarray:
