@@ -121,6 +121,23 @@ def _strides(where: dict, hk: list, shape, ndim: int) -> list[int]:
     return out
 
 
+@njit(cache=True, inline="always")
+def _next_index(idx, offs, p0, p1, part_stride, part_sax, ax_card, a0, nd):
+    """Advance a clique's multi-index ``idx`` (C order: the last axis fastest) and the read
+    offsets ``offs[p0:p1]`` of its parts with it."""
+    a = nd - 1
+    while a >= 0:
+        idx[a] += 1
+        for p in range(p0, p1):
+            offs[p] += part_stride[part_sax[p] + a]
+        if idx[a] < ax_card[a0 + a]:
+            return
+        for p in range(p0, p1):
+            offs[p] -= part_stride[part_sax[p] + a] * idx[a]
+        idx[a] = 0
+        a -= 1
+
+
 @njit(cache=True)
 def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_stride, msg_base, vals):
     """Fill every non-root clique's message slot in ``vals``; return the sum of the roots'."""
@@ -152,18 +169,7 @@ def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_s
             for p in range(p0, p1):
                 s += vals[offs[p]]
             pot[e] = s
-            # next index, C order: the last axis fastest
-            a = nd - 1
-            while a >= 0:
-                idx[a] += 1
-                for p in range(p0, p1):
-                    offs[p] += part_stride[part_sax[p] + a]
-                if idx[a] < ax_card[a0 + a]:
-                    break
-                for p in range(p0, p1):
-                    offs[p] -= part_stride[part_sax[p] + a] * idx[a]
-                idx[a] = 0
-                a -= 1
+            _next_index(idx, offs, p0, p1, part_stride, part_sax, ax_card, a0, nd)
         rest = size // ax_card[a0]
         for r in range(rest):
             m = -np.inf
@@ -233,17 +239,7 @@ def downward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part
                         j = part_child[p]
                         if j >= 0 and visit[j]:
                             down[msg_base[j] + offs[p] - part_base[p]] += x
-                a = nd - 1
-                while a >= 0:
-                    idx[a] += 1
-                    for p in range(p0, p1):
-                        offs[p] += part_stride[part_sax[p] + a]
-                    if idx[a] < ax_card[a0 + a]:
-                        break
-                    for p in range(p0, p1):
-                        offs[p] -= part_stride[part_sax[p] + a] * idx[a]
-                    idx[a] = 0
-                    a -= 1
+                _next_index(idx, offs, p0, p1, part_stride, part_sax, ax_card, a0, nd)
             if sweep == 0:
                 top = -np.inf
                 for e in range(size):
