@@ -68,7 +68,7 @@ def test_unwarned_intervals_cover_per_value(name):
     # issue 12, item 4: 95% intervals (1.96 stderr, per value) of unwarned runs cover the exact
     # marginals (to the .MAR files' 5e-7). Values of one run are correlated, so the pooled
     # coverage of 4 fixed seeds scatters by a few percent around its mean (≥ 93% over more seeds,
-    # examples/bench/coverage.py); 0.9 fails a stderr 25% too small (88% here; 94.7% and 95.5% with the real one).
+    # examples/bench/interval_coverage.py); 0.9 fails a stderr 25% too small (88% here; 94.7% and 95.5% with the real one).
     g, mar = _load(name)
     free = np.flatnonzero(g.evidence < 0)
     hit = total = 0

@@ -29,27 +29,13 @@ import time
 
 import numpy as np
 
-from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import run_gibbs
 from pdbq.inference.mixing import run_mixing
-from pdbq.language.nodes import FactorFunction as F
+
+from mixing import ising_graph  # examples/bench/mixing.py: the same grid
 
 J_C = 0.5 * np.log1p(np.sqrt(2.0))
-
-
-def ising_graph(n: int, coupling: float):
-    b = GraphBuilder()
-    xs = b.add_variables(n * n)
-    w = b.add_weight(coupling)
-    for r in range(n):
-        for c in range(n):
-            v = xs[r * n + c]
-            if c + 1 < n:
-                b.add_factor(F.EQUAL, [v, v + 1], weight=w)
-            if r + 1 < n:
-                b.add_factor(F.EQUAL, [v, v + n], weight=w)
-    return b.build()
 
 
 def run(method: str, g, targets, seconds: float, seed: int) -> dict:

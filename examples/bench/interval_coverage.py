@@ -1,6 +1,6 @@
 """Coverage of 95% intervals on the UAI 2014 instances with exact marginals (issue 12, item 4).
 
-    python examples/bench/coverage.py [--seeds 20] [--only CSP_12 ...] [--runs gibbs-1000 ...]
+    python examples/bench/interval_coverage.py [--seeds 20] [--only CSP_12 ...] [--runs gibbs-1000 ...]
                                       [--rule new|before|both] [--data DIR]
 
 Every answer comes through SQL, as a user gets it: ``read_uai`` loads the instance, then for each
@@ -34,19 +34,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
-# This file's folder first on sys.path would shadow the `coverage` package numba looks for.
-if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import pdbq  # noqa: E402
-from pdbq.inference import estimates, gibbs  # noqa: E402
-from pdbq.io import read_mar, read_uai  # noqa: E402
+import pdbq
+from pdbq.inference import estimates, gibbs
+from pdbq.io import read_mar, read_uai
 
 # The .MAR files print each marginal to ~6 significant digits (re-checked to ≤ 5e-7): an interval
 # is only asked to reach the exact value within that.
