@@ -181,7 +181,7 @@ def test_an_overestimated_join_is_counted_not_refused(monkeypatch):
     import pdbq.grounding.limits as limits
 
     # the optimizer's guess for a join on (row, column) keys can be far too high: never trusted alone
-    monkeypatch.setattr(limits, "estimate_groundings", lambda con, select: 10**12)
+    monkeypatch.setattr(limits, "estimate_groundings", lambda con, select, text=None: 10**12)
     con = duckdb.connect()
     V, R = load_model(con, GRID2)
     stats = ground_all(con, V, R, GroundingConfig(max_groundings=2 * 29 * 30))

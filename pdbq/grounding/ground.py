@@ -17,7 +17,7 @@ import sqlglot.expressions as exp
 
 from pdbq.catalog.store import transaction
 from pdbq.errors import GroundingError
-from pdbq.grounding.compile import CompiledRule, compile_rule, observed_columns
+from pdbq.grounding.compile import CompiledRule, compile_cached, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_relation
 from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
@@ -59,6 +59,10 @@ class Prepared:
     stats: GroundingStats
     imports: list[ImportInfo] = field(default_factory=list)  # live imported models (pdbq.io)
     fresh: set[str] = field(default_factory=set)  # rules whose factor table this call created (empty)
+    # with ``defer_fresh``: fresh rules whose table and registry row the grounding creates, with
+    # (position, definition hash, inputs fingerprint) for the row
+    pending: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    weightless: set[str] = field(default_factory=set)  # fresh rules that have no weight rows
 
 
 def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
@@ -102,7 +106,7 @@ def _drop_rule(con, rule: str, keep_weights: bool) -> None:
 
 
 def _register(con, c: CompiledRule, position: int, def_hash: str, fp: str, complete: bool, n: int) -> None:
-    con.execute("DELETE FROM pdbq_fs_rules WHERE rule = ?", [c.name])
+    """The rule's registry row (the caller has removed any earlier one: `_drop_rule`)."""
     con.execute(
         "INSERT INTO pdbq_fs_rules VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [c.name, position, def_hash, fp, complete, int(c.function), int(c.semantics), c.arity,
@@ -127,13 +131,14 @@ def _learned(con, c: CompiledRule) -> tuple[str, list]:
     )
 
 
-def _sync_weights(con, c: CompiledRule) -> None:
-    """Weight rows: one for constant/learnable rules, one per new tying value for tied rules."""
+def _sync_weights(con, c: CompiledRule, empty: bool = False) -> None:
+    """Weight rows: one for constant/learnable rules, one per new tying value for tied rules.
+    ``empty``: the rule is known to have no weight rows yet (no lookup)."""
     if c.weight_kind is WeightKind.CONSTANT:
-        if not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+        if empty or not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
             con.execute("INSERT INTO pdbq_fs_weights VALUES (?, 0, ?, FALSE, NULL)", [c.name, c.weight_value])
     elif c.weight_kind is WeightKind.LEARNABLE:
-        if not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+        if empty or not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
             value, params = _learned(con, c)
             con.execute(
                 f"INSERT INTO pdbq_fs_weights SELECT ?, 0, {value}, TRUE, NULL FROM (SELECT NULL::VARCHAR AS tie) AS d",
@@ -181,12 +186,13 @@ def _create_factor_table(con, c: CompiledRule) -> None:
     followed in the same transaction by an INSERT of more than a row group loses the inserted rows
     (count(*) reports them, scans return none); see docs/grounding.md.
     """
-    described = con.execute("DESCRIBE " + sql_text(c.select)).fetchall()
+    described = con.execute("DESCRIBE " + c.select_text).fetchall()
     schema = exp.Schema(
         this=table_ref(factor_table(c.name)),
         expressions=[exp.ColumnDef(this=ident(r[0]), kind=exp.DataType.build(r[1], dialect="duckdb")) for r in described],
     )
-    con.execute(sql_text(exp.Create(this=schema, kind="TABLE")))
+    # OR REPLACE: a table left by an older pdbq (the registry row was the only record) goes
+    con.execute(sql_text(exp.Create(this=schema, kind="TABLE", replace=True)))
 
 
 def prepare(
@@ -194,8 +200,14 @@ def prepare(
     variables: Mapping[str, CreateVariable],
     rules: Mapping[str, CreateRule],
     config: GroundingConfig = GroundingConfig(),
+    *,
+    defer_fresh: bool = False,
 ) -> Prepared:
-    """Sync vid maps and drop stale groundings (call inside a transaction). Grounds nothing."""
+    """Sync vid maps and drop stale groundings (call inside a transaction). Grounds nothing.
+
+    A rule with no current groundings gets an empty factor table and a registry row, unless
+    ``defer_fresh`` (`ground_all`, which grounds it next): then both are left to the grounding
+    (one CREATE TABLE AS), and the rule is listed in ``Prepared.pending``."""
     t0 = time.perf_counter()
     ensure_schema(con)
     # rules over cluster relations ground into pdbq.coref's pair graph, not the factor store
@@ -211,10 +223,12 @@ def prepare(
     for name in sorted(set(stored) - set(rules)):
         _drop_rule(con, name, keep_weights=False)
     lookup = observed_columns(con)
-    compiled = {name: compile_rule(rules[name], variables, lookup) for name in sorted(rules)}
+    compiled = {name: compile_cached(rules[name], variables, lookup) for name in sorted(rules)}
     order = rule_order(compiled)
     complete: dict[str, bool] = {}
     fresh: set[str] = set()
+    pending: dict[str, tuple[int, str, str]] = {}
+    weightless: set[str] = set()
     seen: dict[str, str] = {}
     for pos, name in enumerate(order):
         c = compiled[name]
@@ -231,17 +245,22 @@ def prepare(
             complete[name] = bool(prev[3])
             stats.factors[name] = int(prev[5])
             continue
-        if prev is not None:
+        if prev is not None:  # a rule with no registry row has no table, weights or expansions
             stats.invalidated.append(name)
-        _drop_rule(con, name, keep_weights=prev is not None and prev[1] == dh)
-        _create_factor_table(con, c)
-        _register(con, c, pos, dh, fp, False, 0)
+            _drop_rule(con, name, keep_weights=prev[1] == dh)
+        if prev is None or prev[1] != dh:
+            weightless.add(name)
+        if defer_fresh:
+            pending[name] = (pos, dh, fp)
+        else:
+            _create_factor_table(con, c)
+            _register(con, c, pos, dh, fp, False, 0)
         fresh.add(name)
         complete[name] = False
         stats.factors[name] = 0
     imports = live_imports(con, variables, sync.info)
     stats.seconds = time.perf_counter() - t0
-    return Prepared(compiled, complete, sync, stats, imports, fresh)
+    return Prepared(compiled, complete, sync, stats, imports, fresh, pending, weightless)
 
 
 def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> str:
@@ -266,16 +285,25 @@ def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> st
     return combine([repr(relations), repr(rules), repr(weights), repr(imports)])
 
 
-def ground_rows(con, c: CompiledRule, select: exp.Select, config: GroundingConfig) -> int:
-    """Insert the rows of ``select`` into the rule's factor table after the size checks; returns
-    how many were inserted. Call inside a transaction."""
-    check_estimate(con, c.name, select, config)
+def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: GroundingConfig, *, create: bool = False) -> int:
+    """Insert the rows of ``select`` (None: the rule's full grounding SELECT) into the rule's
+    factor table after the size checks; returns how many were inserted. ``create``: the table
+    does not exist yet and is made from the rows (CREATE TABLE AS: the bare join's cost, no
+    DESCRIBE and CREATE before it). Call inside a transaction."""
+    if select is None:
+        check_estimate(con, c.name, c.select, config, c.select_text)
+        body = c.guarded_text(config.max_groundings)
+    else:
+        check_estimate(con, c.name, select, config)
+        # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
+        body = sql_text(select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select)
     t = sql_text(table_ref(factor_table(c.name)))
-    # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
-    guarded = select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select
     try:
-        # an INSERT answers with the number of rows it wrote: no count(*) before and after
-        n = int(con.execute(f"INSERT INTO {t} {sql_text(guarded)}").fetchone()[0])
+        # both answer with the number of rows written: no count(*) before and after
+        if create:
+            n = int(con.execute(f"CREATE OR REPLACE TABLE {t} AS {body}").fetchone()[0])
+        else:
+            n = int(con.execute(f"INSERT INTO {t} {body}").fetchone()[0])
     except (duckdb.ConversionException, duckdb.BinderException, duckdb.InvalidInputException,
             duckdb.OutOfRangeException) as e:
         # The data broke the rule's body (a failed implicit cast, ...): name the rule, not the
@@ -299,20 +327,24 @@ def ground_all(
     """
     t0 = time.perf_counter()
     with transaction(con), schema_known(con):  # the store's fixed tables are looked up once
-        p = prepare(con, variables, rules, config)
+        p = prepare(con, variables, rules, config, defer_fresh=True)
         stats = p.stats
         for name in rule_order(p.compiled):
             c = p.compiled[name]
             if p.complete[name]:
                 stats.reused.append(name)
                 continue
-            if name not in p.fresh:  # a table prepare just created holds nothing to delete
+            if name in p.pending:
+                n = ground_rows(con, c, None, config, create=True)
+                _check_rows(con, c)
+                _register(con, c, *p.pending[name], True, n)
+            else:  # a partly grounded rule (query-driven): ground it again in full
                 con.execute(f"DELETE FROM {sql_text(table_ref(factor_table(name)))}")
                 con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [name])
-            n = ground_rows(con, c, c.select, config)
-            _check_rows(con, c)
-            _sync_weights(con, c)
-            con.execute("UPDATE pdbq_fs_rules SET complete = TRUE, n_factors = ? WHERE rule = ?", [n, name])
+                n = ground_rows(con, c, None, config)
+                _check_rows(con, c)
+                con.execute("UPDATE pdbq_fs_rules SET complete = TRUE, n_factors = ? WHERE rule = ?", [n, name])
+            _sync_weights(con, c, empty=name in p.weightless)
             stats.grounded.append(name)
             stats.new_factors += n
             stats.factors[name] = n

@@ -39,9 +39,10 @@ class GroundingConfig:
             raise OptionError(f"fingerprint must be 'hash' or 'count', got {self.fingerprint!r}")
 
 
-def estimate_groundings(con: duckdb.DuckDBPyConnection, select: exp.Expression) -> int:
-    """DuckDB's optimizer estimate of the number of rows ``select`` yields (a few ms: no join runs)."""
-    plan = con.execute("EXPLAIN (FORMAT JSON) " + select.sql(dialect="duckdb")).fetchall()
+def estimate_groundings(con: duckdb.DuckDBPyConnection, select: exp.Expression, text: str | None = None) -> int:
+    """DuckDB's optimizer estimate of the number of rows ``select`` yields (a few ms: no join runs).
+    ``text``: ``select`` already generated as DuckDB SQL."""
+    plan = con.execute("EXPLAIN (FORMAT JSON) " + (text or select.sql(dialect="duckdb"))).fetchall()
     try:
         root = json.loads(plan[0][1])[0]
         return int(float(root.get("extra_info", {}).get("Estimated Cardinality", 0)))
@@ -49,7 +50,8 @@ def estimate_groundings(con: duckdb.DuckDBPyConnection, select: exp.Expression) 
         return 0
 
 
-def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expression, config: GroundingConfig) -> None:
+def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expression, config: GroundingConfig,
+                   text: str | None = None) -> None:
     """Refuse a rule's join that yields more than ``config.max_groundings`` rows, before any row
     is written.
 
@@ -59,7 +61,7 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
     keyed by (row, column)), and a model that fits must not be refused for it. A join that is
     really too large is stopped after that many rows, as the insert itself would be.
     """
-    estimate = estimate_groundings(con, select)
+    estimate = estimate_groundings(con, select, text)
     if estimate <= config.max_groundings:
         return
     bounded = select.copy().limit(config.max_groundings + 1)
