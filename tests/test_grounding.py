@@ -11,6 +11,7 @@ from test_grounding_golden import load_model
 
 from pdbq.errors import EvidenceError, GroundingError, OptionError
 from pdbq.graph.from_store import full_graph, query_graph
+from pdbq.grounding.compile import observed_columns
 from pdbq.grounding.ground import ground_all
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.variables import keys_to_vids, relation_info, stored_evidence, sync_variables, vids_to_keys
@@ -192,6 +193,38 @@ def test_an_overestimated_join_is_counted_not_refused(monkeypatch):
                                              r"and yields more than max_groundings = 1,739"):
         ground_all(con2, V2, R2, GroundingConfig(max_groundings=2 * 29 * 30 - 1))
     assert not con2.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'pdbq_fs_factors%'").fetchone()[0]
+
+
+def test_a_join_bounded_by_row_counts_skips_the_estimate_and_one_that_is_not_asks_for_it(monkeypatch):
+    import pdbq.grounding.limits as limits
+
+    asked = []
+    monkeypatch.setattr(limits, "estimate_groundings", lambda con, select, text=None: asked.append(1) or 0)
+    con = duckdb.connect()
+    V, R = load_model(con, GRID2)
+    # links has 1,740 rows and both g atoms are keyed by its columns: at most 1,740 groundings
+    stats = ground_all(con, V, R, GroundingConfig(max_groundings=1740))
+    assert stats.factors["link"] == 1740 and asked == []
+    con2 = duckdb.connect()
+    V2, R2 = load_model(con2, GRID2.replace(":- links(r, c, r2, c2)", ":- links(r, c, r3, c3), cells(r2, c2)"))
+    ground_all(con2, V2, R2, GroundingConfig(max_groundings=10**9))  # bound 1,740 * 900 <= 1e9: not asked
+    assert asked == []
+    con3 = duckdb.connect()
+    V3, R3 = load_model(con3, GRID2.replace(":- links(r, c, r2, c2)", ":- links(r, c, r3, c3), cells(r2, c2)"))
+    with pytest.raises(GroundingError, match="over max_groundings = 1,000"):  # the estimate (0 here) let it run
+        ground_all(con3, V3, R3, GroundingConfig(max_groundings=1000))
+    assert asked == [1]
+
+
+def test_size_bound_counts_tables_and_unkeyed_variable_atoms():
+    from pdbq.grounding.compile import compile_rule  # noqa: PLC0415
+
+    con = duckdb.connect()
+    V, R = load_model(con, GRID2 + "CREATE RULE pair WEIGHT 1 AS g(r, c) :- g(r2, c2), cells(r, c), NOT links(r, c, r2, c2);")
+    lookup = observed_columns(con)
+    assert compile_rule(R["link"], V, lookup).size_bound == (("table", "links"),)
+    # g(r2, c2) is keyed by nothing bound elsewhere: every cell; the negated atom only filters
+    assert compile_rule(R["pair"], V, lookup).size_bound == (("table", "cells"), ("map", "g"))
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,11 @@ class CompiledRule:
     tie_columns: tuple[str, ...]
     head_columns: tuple[str, ...]
     observed: tuple[str, ...]  # observed tables/views read (for staleness)
+    # ("table", name) / ("map", relation) whose row counts multiply to an upper bound on the
+    # groundings: every observed atom's table, and each variable atom not keyed entirely by
+    # constants and symbols bound elsewhere (a map holds one row per key, so a fully keyed atom
+    # matches at most one row per combination of the others)
+    size_bound: tuple[tuple[str, str], ...] = ()
 
     @property
     def arity(self) -> int:
@@ -115,6 +120,17 @@ class observed_columns:
         self.con = con
 
     def __call__(self, name: str) -> list[str] | None:
+        # A table or view the binder finds by this one name: its columns from a bound relation
+        # (no statement runs, ~0.05 ms against ~1 ms for the catalog query below). `_table_kind`
+        # reads the catalog only, so a Python object found by a replacement scan is not taken
+        # for a table. Dotted names and the rest go to the catalog query.
+        kind = getattr(self.con, "_table_kind", None)
+        if kind is not None and "." not in name:
+            try:
+                if kind(name) in ("table", "view"):
+                    return list(self.con.table(name).columns)
+            except duckdb.Error:
+                pass
         # a catalog query, not SELECT * FROM name: a failed statement would abort the transaction
         # ordered in Python: an ORDER BY here costs DuckDB more than the catalog scan itself
         rows = self.con.execute(
@@ -157,6 +173,29 @@ def _substitute(rule: str, text: str, bindings: Mapping[str, exp.Expression], wh
         return node
 
     return tree.transform(repl)
+
+
+def _size_bound(atoms: list[tuple[Atom, bool]], variables: Mapping[str, CreateVariable]) -> tuple[tuple[str, str], ...]:
+    """See `CompiledRule.size_bound`. Filters (negated observed atoms, conditions) only remove rows."""
+    parts: list[tuple[str, str]] = []
+    bound: set[str] = set()
+    pending = []
+    for atom, _is_head in atoms:
+        if atom.relation in variables:
+            pending.append(atom)
+        elif not atom.negated:
+            parts.append(("table", atom.relation))
+            bound |= {t.text.lower() for t in atom.terms if t.kind is TermKind.SYMBOL}
+    while pending:
+        keyed = [a for a in pending if all(t.kind is TermKind.CONSTANT or (t.kind is TermKind.SYMBOL and t.text.lower() in bound)
+                                           for t in a.terms)]
+        if keyed:
+            pending = [a for a in pending if a not in keyed]
+            continue
+        first = pending.pop(0)
+        parts.append(("map", first.relation))
+        bound |= {t.text.lower() for t in first.terms if t.kind is TermKind.SYMBOL}
+    return tuple(parts)
 
 
 def compile_cached(
@@ -354,6 +393,7 @@ def compile_rule(
     if where:
         select = select.where(exp.and_(*where))
     return CompiledRule(
+        size_bound=_size_bound(atoms, variables),
         name=name,
         select=select,
         vid_columns=vid_columns,

