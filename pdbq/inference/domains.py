@@ -8,7 +8,8 @@ boundary barrier a handful of times per run. The pilot's effective sample sizes 
 domain's variables have an ESS hundreds of times below the median, all of them together.
 
 `slow_variables` reads that from the pilot (targets whose ESS is below `SLOW_ESS_RATIO` × the
-median ESS of the free targets, slowest first; nothing when fewer than two). `domain_blocks`
+pilot's kept draws, i.e. sweeps times chains: under 1% of what independent draws would give;
+slowest first; nothing when fewer than two). `domain_blocks`
 grows exact blocks inside that set, slowest variable first and then the slowest neighbour
 (`blocks.build_blocks` with ``within``/``priority``), each within the block table budget, so
 a block holds the domain rather than a generic cut of the graph; each block is then drawn
@@ -23,7 +24,7 @@ on this repository's kernels) it picks the single-site sweeps per cycle that lea
 draws about `BLOCK_TIME_SHARE` of the time.
 
 >>> import numpy as np
->>> slow_variables(np.arange(4), np.array([5.0, 9e4, 1e5, 4.0]), np.full(4, -1)).tolist()
+>>> slow_variables(np.arange(4), np.array([5.0, 9e4, 1e5, 4.0]), np.full(4, -1), draws=1e5).tolist()
 [3, 0]
 """
 
@@ -50,17 +51,16 @@ MAX_SWEEPS = 10_000
 MIN_FRESH = 0.5  # share of a further domain block's variables that no earlier one holds
 
 
-def slow_variables(targets: np.ndarray, ess: np.ndarray, evidence: np.ndarray) -> np.ndarray:
-    """Free targets whose pilot ESS is below `SLOW_ESS_RATIO` × the median (finite) ESS of the
-    free targets, slowest first; empty when fewer than two are that slow (a domain is a patch)."""
+def slow_variables(targets: np.ndarray, ess: np.ndarray, evidence: np.ndarray, draws: float) -> np.ndarray:
+    """Free targets whose pilot ESS is below `SLOW_ESS_RATIO` × ``draws`` (the pilot's kept
+    sweeps summed over its chains: what a target's ESS would be were its draws independent),
+    slowest first; empty when fewer than two are that slow (a domain is a patch)."""
     targets = np.asarray(targets, dtype=np.int64)
     ess = np.asarray(ess, dtype=np.float64)
     free = evidence[targets] < 0
-    ok = free & ~np.isnan(ess)
-    fin = ess[ok & np.isfinite(ess)]
-    if fin.size < 2:
-        return np.zeros(0, dtype=np.int64)
-    cut = SLOW_ESS_RATIO * float(np.median(fin))
+    # an ESS of 0 is an estimate that never varied (a conditional pinned near 0 or 1): no signal
+    ok = free & ~np.isnan(ess) & (ess > 0)
+    cut = SLOW_ESS_RATIO * float(draws)
     slow = np.flatnonzero(ok & (ess < cut))
     if slow.size < 2:
         return np.zeros(0, dtype=np.int64)
@@ -123,5 +123,5 @@ def sweeps_per_cycle(blocks: list[Block], kernel: KernelGraph, sites: np.ndarray
 
 def describe_domains(blocks: list[Block], n_slow: int, cut: float, sweeps: int) -> str:
     sizes = ", ".join(str(b.size) for b in blocks)
-    return (f"{n_slow} variable(s) mix slowest (pilot ESS under {cut:.3g}, {SLOW_ESS_RATIO:g} × the median): "
+    return (f"{n_slow} variable(s) mix slowly (pilot ESS under {cut:.3g}, {SLOW_ESS_RATIO:g} × its kept draws): "
             f"exact domain block(s) of {sizes} variables around them, drawn once per {sweeps} single-site sweep(s)")

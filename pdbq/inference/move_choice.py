@@ -192,17 +192,17 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     """Domain blocks from the pilot's ESS (`domains`) and the run with them, or None when the
     pilot shows no slow domain or no block fits."""
     t0 = time.perf_counter()
-    slow = slow_variables(pilot.targets, pilot.ess, graph.evidence)
+    sites = kw.get("sites")
+    sites = np.flatnonzero(graph.evidence < 0) if sites is None else np.asarray(sites, dtype=np.int64)
+    draws = (pilot.steps - pilot.burn_in) / max(sites.shape[0], 1) * pilot.chains
+    slow = slow_variables(pilot.targets, pilot.ess, graph.evidence, draws)
     if slow.size == 0:
         return None
     ess_of = np.full(graph.n_vars, np.inf)
     ess_of[pilot.targets] = pilot.ess
-    sites = kw.get("sites")
-    if sites is not None:
-        in_sites = np.zeros(graph.n_vars, dtype=bool)
-        in_sites[np.asarray(sites, dtype=np.int64)] = True
-        slow = slow[in_sites[slow]]  # only sampled sites may move
-    sites = np.flatnonzero(graph.evidence < 0) if sites is None else np.asarray(sites, dtype=np.int64)
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites] = True
+    slow = slow[in_sites[slow]]  # only sampled sites may move
     blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table)
     if not blocks:
         return None
@@ -215,7 +215,7 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
         rest = dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t0), 1e-3))
     mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
     r = run_mixing(graph, targets, rest, mixing, blocks=blocks, deadline=deadline, sweeps=sweeps, **kw)
-    cut = SLOW_ESS_RATIO * float(np.median(pilot.ess[np.isfinite(pilot.ess) & (graph.evidence[pilot.targets] < 0)]))
+    cut = SLOW_ESS_RATIO * draws
     return r, describe_domains(blocks, int(slow.size), cut, sweeps)
 
 
