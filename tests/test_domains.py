@@ -172,3 +172,36 @@ def test_a_domain_block_with_a_wrong_conditional_fails_the_same_check():
     bad = run_mixing(g, np.arange(g.n_vars), config, mixing, blocks=broken, sweeps=9)
     ok, err = _within(bad, exact)
     assert not ok, err
+
+
+# ---------------------------------------------------------------------------------------------
+# through SQL: EXPLAIN and the answer say why
+
+GRID = """
+CREATE TABLE cells AS SELECT a.r AS r, b.c AS c, (a.r < 4 AND b.c < 4) AS inside FROM range(6) a(r), range(6) b(c);
+CREATE VARIABLE x(r BIGINT, c BIGINT) DOMAIN BOOLEAN FROM (SELECT r, c FROM cells);
+CREATE RULE field_in WEIGHT 0.2 FUNCTION ISTRUE AS x(r, c) :- cells(r, c, i), i;
+CREATE RULE field_out WEIGHT -1.5 FUNCTION ISTRUE AS x(r, c) :- cells(r, c, i), NOT i;
+CREATE RULE bond_in WEIGHT 1.9 FUNCTION EQUAL AS x(r, c) = x(s, d) :-
+    cells(r, c, i), cells(s, d, j), i AND j, (s = r AND d = c + 1) OR (s = r + 1 AND d = c);
+CREATE RULE bond_out WEIGHT 0.5 FUNCTION EQUAL AS x(r, c) = x(s, d) :-
+    cells(r, c, i), cells(s, d, j), NOT (i AND j), (s = r AND d = c + 1) OR (s = r + 1 AND d = c);
+"""
+
+
+def test_sql_auto_explains_and_uses_domain_blocks():
+    import pdbq  # noqa: PLC0415
+
+    with pdbq.connect() as d:
+        d.execute(GRID)  # domain_grid(6, 4) in SQL
+        q = "SELECT v.r, v.c, PROB(v), STDERR(v) FROM x v ORDER BY v.r, v.c "
+        exact = np.array([p for *_, p, _ in d.execute(q + "USING EXACT").fetchall()])
+        moves = dict(d.execute("EXPLAIN SELECT PROB(v) FROM x v USING AUTO WITH (max_table = 2)").fetchall())["moves"]
+        assert moves.startswith("AUTO: single-site moves, plus exact blocks around slow domains"), moves
+        # max_table = 2 rules exact elimination out, so AUTO samples
+        r = d.execute(q + "USING AUTO WITH (max_table = 2, seed = 0, steps = 200000)")
+        rows = r.fetchall()
+        p, se = np.array([x[2] for x in rows]), np.array([x[3] for x in rows])
+        why = r.diagnostics["method_reason"]
+        assert "exact domain block(s) of 16 variables" in why, why
+        assert np.all(np.abs(p - exact) <= 4 * se + 0.01), np.abs(p - exact).max()

@@ -21,6 +21,14 @@ needs to cross, couplings that are strong but few), so `run_auto` first spends
 do not mix (above `PILOT_RHAT` = 1.5: a short pilot's R-hat is noisy near 1.1, stuck chains
 give thousands or infinity); only then does the rest of the budget go to the chosen moves.
 
+Domain blocks (`domains`): an ordered model whose fields rule out cluster moves (bonds on at least
+`CLUSTER_SHARE` of the free variables, Bethe indicator at least `CLUSTER_ORDER`, no walls, no
+strong couplings: UAI Segmentation_11) gets a pilot too (`MoveDecision.ordered`). After any pilot
+that mixed by R-hat (and after that one whatever its R-hat), the targets whose pilot ESS is under
+1% of its kept draws form the slow set; exact blocks grown inside it (a domain that flips as one)
+are drawn once per a few single-site sweeps for the rest of the budget. Without a slow set the
+rest is plain single-site moves.
+
 >>> from pdbq.graph.builder import GraphBuilder
 >>> from pdbq.language.nodes import FactorFunction
 >>> b = GraphBuilder(); x, y = b.add_variables(2)
