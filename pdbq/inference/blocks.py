@@ -189,6 +189,10 @@ def build_blocks(
         for v in h.scope.tolist():
             scopes_of[v].append(k)
     scopes = [h.scope for h in edges if h.scope.size]
+    if within is not None:
+        # blocks inside ``within`` see the rest as conditioned: the order of the induced subgraph
+        # bounds their cliques as well (and costs only that subgraph)
+        scopes = [s[keep[s]] for s in scopes if keep[s].any()]
     use_order = free.size <= global_order_limit
     if use_order:
         info = min_fill_order(scopes, card)

@@ -21,7 +21,10 @@ leaves the target distribution invariant.
 A block draw costs many single-site sweeps, so `sweeps_per_cycle` balances them: from a work
 model (table entries touched per draw against factor visits per sweep; `DRAW_COST` calibrated
 on this repository's kernels) it picks the single-site sweeps per cycle that leave the block
-draws about `BLOCK_TIME_SHARE` of the time.
+draws about `BLOCK_TIME_SHARE` of the time. Measured on Segmentation_11 (92-variable block,
+1024-entry tables, equal time): the domain's standard error was lowest with the draws at about
+80% of the time (30 sweeps a draw); 10 sweeps (93%) and 100 sweeps (56%) were 1.4× worse,
+300 sweeps 1.3×.
 
 >>> import numpy as np
 >>> slow_variables(np.arange(4), np.array([5.0, 9e4, 1e5, 4.0]), np.full(4, -1), draws=1e5).tolist()
@@ -43,10 +46,11 @@ __all__ = ["SLOW_ESS_RATIO", "BLOCK_TIME_SHARE", "DRAW_COST", "slow_variables", 
            "sweeps_per_cycle", "describe_domains"]
 
 SLOW_ESS_RATIO = 0.01
-BLOCK_TIME_SHARE = 0.5
+BLOCK_TIME_SHARE = 0.75
 # seconds of one block-table entry visit (per factor argument) over one single-site factor visit,
-# measured on Segmentation_11 (blocks of 36–82 variables, 256–4096-entry tables: 0.35–0.53)
-DRAW_COST = 0.4
+# measured on Segmentation_11 (blocks of 36–95 variables, 256–4096-entry tables: 0.35–0.53 on one
+# thread; about 0.6 with 4 chains on 2 busy cores)
+DRAW_COST = 0.5
 MAX_SWEEPS = 10_000
 MIN_FRESH = 0.5  # share of a further domain block's variables that no earlier one holds
 
@@ -65,7 +69,10 @@ def slow_variables(targets: np.ndarray, ess: np.ndarray, evidence: np.ndarray, d
     if slow.size < 2:
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(ess[slow], kind="stable")
-    return targets[slow[order]]
+    out = targets[slow[order]]
+    _, first = np.unique(out, return_index=True)  # a target listed twice is one variable
+    out = out[np.sort(first)]
+    return out if out.size >= 2 else np.zeros(0, dtype=np.int64)
 
 
 def domain_blocks(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, max_table: int,

@@ -227,7 +227,8 @@ def run_mixing(
     Arguments as in `run_gibbs` (``deadline`` included); ``blocks``: blocks built earlier for
     this graph (`blocks.build_blocks`), else built here when ``mixing.blocks`` asks for them.
     Block moves need every factor as a table (`potentials.hyperedges`); a graph whose factors
-    are too large raises `InferenceError` naming the factor.
+    are too large raises `InferenceError` naming the factor. ``sweeps``: single-site passes per
+    cycle with blocks or clusters (AUTO's domain blocks set it: `domains.sweeps_per_cycle`).
     """
     config = config.check()
     mixing = mixing.check()
