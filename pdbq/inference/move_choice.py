@@ -211,7 +211,12 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     in_sites = np.zeros(graph.n_vars, dtype=bool)
     in_sites[sites] = True
     slow = slow[in_sites[slow]]  # only sampled sites may move
-    blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table)
+    if int(np.count_nonzero(graph.evidence < 0)) > MAX_BLOCK_VARS:
+        return None  # as for block moves: too large to build the tables of (plain moves go on)
+    try:
+        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table)
+    except InferenceError:
+        return None  # a factor too large for a table (`potentials.hyperedges`): plain moves go on
     if not blocks:
         return None
     kernel = kw.get("kernel")
