@@ -205,3 +205,13 @@ def test_sql_auto_explains_and_uses_domain_blocks():
         why = r.diagnostics["method_reason"]
         assert "exact domain block(s) of 16 variables" in why, why
         assert np.all(np.abs(p - exact) <= 4 * se + 0.01), np.abs(p - exact).max()
+
+
+def test_auto_keeps_single_site_moves_on_an_ordered_model_without_a_slow_domain():
+    g = domain_grid(6, 4, w_in=0.8, w_out=0.8, h_out=-0.8, h_in=-0.8)  # uniform: no patch
+    d = choose_moves(g)
+    assert d.ordered
+    r, why = run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=200_000, seed=0), d)
+    assert "domain block" not in why and ("single-site moves only" in why or "no slow domain" in why), why
+    ok, err = _within(r, exact_marginals(g).marginals)
+    assert ok, err
