@@ -296,11 +296,13 @@ def run_auto(
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     if not moves.mixing.active:  # an ordered model whose pilot did not mix: domain blocks if any
         found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw) if pilot is not None else None
+        verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
+                   else "gave no split R-hat (too few updates in its share of the budget)")
         if found is not None:
             r, what = found
-            return r, f"{moves.reason}; a plain pilot did not mix (split R-hat {rhat:.3g}) and {what}"
+            return r, f"{moves.reason}; a plain pilot {verdict} and {what}"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
-        return r, f"{moves.reason}; a plain pilot did not mix (split R-hat {rhat:.3g}) and showed no slow domain"
+        return r, f"{moves.reason}; a plain pilot {verdict} and showed no slow domain""
     if moves.cutset is not None:
         r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
                        on_round=kw.get("on_round"))
