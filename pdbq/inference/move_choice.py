@@ -302,7 +302,7 @@ def run_auto(
             r, what = found
             return r, f"{moves.reason}; a plain pilot {verdict} and {what}"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
-        return r, f"{moves.reason}; a plain pilot {verdict} and showed no slow domain""
+        return r, f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     if moves.cutset is not None:
         r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
                        on_round=kw.get("on_round"))
