@@ -162,9 +162,10 @@ def build_blocks(
     """Blocks over the free variables (see the module docstring). ``max_vars`` caps a block's
     size; ``targets`` are seeded first. ``within`` (bool per variable): blocks hold and seed only
     these variables (`domains` grows blocks around a slow-mixing patch); ``priority`` (float per
-    variable): growth takes the highest-priority neighbour first instead of the strongest coupling. A block of 16 or more variables that would bring fewer
-    than max(2, ``min_new`` × its size) variables not yet in a block is dropped (its seed is left to single-site moves),
-    so a separator that every block must leave out does not breed near-identical blocks."""
+    variable): growth takes the highest-priority neighbour first instead of the strongest coupling.
+    A block of 16 or more variables that would bring fewer than max(2, ``min_new`` × its size)
+    variables not yet in a block is dropped (its seed is left to single-site moves), so a
+    separator that every block must leave out does not breed near-identical blocks."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"blocks: the largest clique table must be at least 2 entries, got {max_table!r}")
     if max_vars is not None and (isinstance(max_vars, bool) or not isinstance(max_vars, (int, np.integer)) or max_vars < 1):
