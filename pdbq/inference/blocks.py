@@ -156,11 +156,16 @@ def build_blocks(
     edges: list[Hyperedge] | None = None,
     global_order_limit: int = GLOBAL_ORDER_LIMIT,
     min_new: float = 0.05,
+    within: np.ndarray | None = None,
+    priority: np.ndarray | None = None,
 ) -> list[Block]:
     """Blocks over the free variables (see the module docstring). ``max_vars`` caps a block's
-    size; ``targets`` are seeded first. A block of 16 or more variables that would bring fewer
-    than max(2, ``min_new`` × its size) variables not yet in a block is dropped (its seed is left to single-site moves),
-    so a separator that every block must leave out does not breed near-identical blocks."""
+    size; ``targets`` are seeded first. ``within`` (bool per variable): blocks hold and seed only
+    these variables (`domains` grows blocks around a slow-mixing patch); ``priority`` (float per
+    variable): growth takes the highest-priority neighbour first instead of the strongest coupling.
+    A block of 16 or more variables that would bring fewer than max(2, ``min_new`` × its size)
+    variables not yet in a block is dropped (its seed is left to single-site moves), so a
+    separator that every block must leave out does not breed near-identical blocks."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"blocks: the largest clique table must be at least 2 entries, got {max_table!r}")
     if max_vars is not None and (isinstance(max_vars, bool) or not isinstance(max_vars, (int, np.integer)) or max_vars < 1):
@@ -169,14 +174,26 @@ def build_blocks(
     n = graph.n_vars
     card = graph.cardinality.astype(np.int64)
     free = np.flatnonzero(graph.evidence < 0)
+    if within is not None:
+        free = free[np.asarray(within, dtype=bool)[free]]
     if free.size == 0:
         return []
     nb = _neighbours(edges, n)
+    if within is not None:
+        keep = np.asarray(within, dtype=bool)
+        nb = [{w: s for w, s in d.items() if keep[w]} for d in nb]
+    if priority is not None:
+        prio = np.asarray(priority, dtype=np.float64)
+        nb = [{w: float(prio[w]) for w in d} for d in nb]
     scopes_of: list[list[int]] = [[] for _ in range(n)]
     for k, h in enumerate(edges):
         for v in h.scope.tolist():
             scopes_of[v].append(k)
     scopes = [h.scope for h in edges if h.scope.size]
+    if within is not None:
+        # blocks inside ``within`` see the rest as conditioned: the order of the induced subgraph
+        # bounds their cliques as well (and costs only that subgraph)
+        scopes = [s[keep[s]] for s in scopes if keep[s].any()]
     use_order = free.size <= global_order_limit
     if use_order:
         info = min_fill_order(scopes, card)
@@ -196,6 +213,8 @@ def build_blocks(
     seeds = rest if targets is None else np.concatenate([np.asarray(targets, dtype=np.int64), rest])
     covered = np.zeros(n, dtype=bool)
     covered[graph.evidence >= 0] = True
+    if within is not None:
+        covered[~np.asarray(within, dtype=bool)] = True
     blocks: list[Block] = []
     cap = max_vars if max_vars is not None else n
     for seed in seeds.tolist():

@@ -220,13 +220,15 @@ def run_mixing(
     kernel: KernelGraph | None = None,
     blocks: list[Block] | None = None,
     deadline: float | None = None,
+    sweeps: int = 1,
 ) -> MixingResult:
     """Estimate the marginals of ``targets`` with Gibbs chains plus the moves of ``mixing``.
 
     Arguments as in `run_gibbs` (``deadline`` included); ``blocks``: blocks built earlier for
     this graph (`blocks.build_blocks`), else built here when ``mixing.blocks`` asks for them.
     Block moves need every factor as a table (`potentials.hyperedges`); a graph whose factors
-    are too large raises `InferenceError` naming the factor.
+    are too large raises `InferenceError` naming the factor. ``sweeps``: single-site passes per
+    cycle with blocks or clusters (AUTO's domain blocks set it: `domains.sweeps_per_cycle`).
     """
     config = config.check()
     mixing = mixing.check()
@@ -260,7 +262,9 @@ def run_mixing(
     # single-site updates per copy and cycle: without blocks at least _MIN_CYCLE_UPDATES, so the
     # per-cycle overhead (a thread hand-off, the swap scores) stays small on small graphs
     # (a cluster pass counts one update per sampled site)
-    site_updates = n_sites if blocks or cg is not None else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
+    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or sweeps < 1:
+        raise InferenceError(f"mixing: sweeps per cycle must be a positive integer, got {sweeps!r}")
+    site_updates = n_sites * int(sweeps) if blocks or cg is not None else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
     per_cycle = max(site_updates + block_updates + (n_sites if cg is not None else 0), 1)
     fused = 0
     if cg is not None and not blocks and mixing.tempering == 1:

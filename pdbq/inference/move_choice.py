@@ -21,6 +21,14 @@ needs to cross, couplings that are strong but few), so `run_auto` first spends
 do not mix (above `PILOT_RHAT` = 1.5: a short pilot's R-hat is noisy near 1.1, stuck chains
 give thousands or infinity); only then does the rest of the budget go to the chosen moves.
 
+Domain blocks (`domains`): an ordered model whose fields rule out cluster moves (bonds on at least
+`CLUSTER_SHARE` of the free variables, Bethe indicator at least `CLUSTER_ORDER`, no walls, no
+strong couplings: UAI Segmentation_11) gets a pilot too (`MoveDecision.ordered`). After any pilot
+that mixed by R-hat (and after that one whatever its R-hat), the targets whose pilot ESS is under
+1% of its kept draws form the slow set; exact blocks grown inside it (a domain that flips as one)
+are drawn once per a few single-site sweeps for the rest of the budget. Without a slow set the
+rest is plain single-site moves.
+
 >>> from pdbq.graph.builder import GraphBuilder
 >>> from pdbq.language.nodes import FactorFunction
 >>> b = GraphBuilder(); x, y = b.add_variables(2)
@@ -45,7 +53,9 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.inference.clusters import cluster_coverage
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.cutset import Cutset, choose_cutset, describe_cutset, run_cutset
+from pdbq.inference.domains import SLOW_ESS_RATIO, describe_domains, domain_blocks, slow_variables, sweeps_per_cycle
 from pdbq.inference.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
+from pdbq.inference.kernels import prepare_kernel_graph
 from pdbq.inference.mixing import block_set, describe_moves, run_mixing
 from pdbq.language.nodes import FactorFunction
 
@@ -79,6 +89,14 @@ class MoveDecision:
     strong: bool = False
     cutset: Cutset | None = None
     without_cutset_reason: str = ""  # the reason of the same decision with cutset sampling ruled out
+    # single-site moves, but an ordered model whose plain pilot may show a slow domain (`domains`)
+    ordered: bool = False
+    block_table: int = 2**10  # the clique table budget of domain blocks
+
+    @property
+    def pilots(self) -> bool:
+        """Whether `run_auto` runs a plain pilot first."""
+        return self.mixing.active or self.ordered
 
     def without_cutset(self) -> MoveDecision:
         """The decision when the query says ``cutset = false``: block moves instead."""
@@ -123,6 +141,10 @@ def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
 
 def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecision:
     """Moves for AUTO's chains on ``graph`` (see the module docstring)."""
+    return dataclasses.replace(_choose(graph, block_table), block_table=block_table)
+
+
+def _choose(graph: FactorGraph, block_table: int) -> MoveDecision:
     free = int(np.count_nonzero(graph.evidence < 0))
     walls, spread = _table_spread(graph)
     used = np.zeros(graph.weights.shape[0], dtype=bool)
@@ -144,8 +166,17 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
                                 f"mean field {cov.field:.3g}",
                                 walls, strong)
     if not walls and not strong:
-        return MoveDecision(MixingConfig(), f"single-site moves (no zero entries; largest |weight| {wmax:.3g}, "
-                                            f"largest table spread {spread:.3g})")
+        plain = f"no zero entries; largest |weight| {wmax:.3g}, largest table spread {spread:.3g}"
+        if cov.share >= CLUSTER_SHARE and cov.order >= CLUSTER_ORDER:
+            # ordered, but fields too strong for clusters: domains of the weak-field minority flip
+            # rarely under single-site moves while R-hat looks fine; the pilot's ESS finds them
+            return MoveDecision(MixingConfig(block_table=block_table),
+                                f"single-site moves, plus exact blocks around slow domains if a plain pilot shows "
+                                f"them ({plain}; couplings in the ordered regime, Bethe indicator {cov.order:.3g} >= "
+                                f"{CLUSTER_ORDER:g}, with fields too strong for cluster moves, mean field "
+                                f"{cov.field:.3g} > {CLUSTER_FIELD:g})",
+                                ordered=True)
+        return MoveDecision(MixingConfig(), f"single-site moves ({plain})")
     what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})" if strong else ""
     if walls:
         what = "zero entries" + (" and " + what if what else "")
@@ -163,6 +194,42 @@ def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecisio
                             f"({cs.max_table:,}-entry tables), so each sweep draws the whole world exactly and independently",
                             walls, strong, cs, blocks_why)
     return MoveDecision(MixingConfig(blocks="auto", block_table=block_table), blocks_why, walls, strong)
+
+
+def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: GibbsResult, deadline, kw):
+    """Domain blocks from the pilot's ESS (`domains`) and the run with them, or None when the
+    pilot shows no slow domain or no block fits."""
+    t0 = time.perf_counter()
+    sites = kw.get("sites")
+    sites = np.flatnonzero(graph.evidence < 0) if sites is None else np.asarray(sites, dtype=np.int64)
+    draws = (pilot.steps - pilot.burn_in) / max(sites.shape[0], 1) * pilot.chains
+    slow = slow_variables(pilot.targets, pilot.ess, graph.evidence, draws)
+    if slow.size == 0:
+        return None
+    ess_of = np.full(graph.n_vars, np.inf)
+    ess_of[pilot.targets] = pilot.ess
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites] = True
+    slow = slow[in_sites[slow]]  # only sampled sites may move
+    if int(np.count_nonzero(graph.evidence < 0)) > MAX_BLOCK_VARS:
+        return None  # as for block moves: too large to build the tables of (plain moves go on)
+    try:
+        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table)
+    except InferenceError:
+        return None  # a factor too large for a table (`potentials.hyperedges`): plain moves go on
+    if not blocks:
+        return None
+    kernel = kw.get("kernel")
+    if kernel is None:
+        kernel = prepare_kernel_graph(graph)
+        kw = {**kw, "kernel": kernel}
+    sweeps = sweeps_per_cycle(blocks, kernel, sites)
+    if rest.time_limit is not None:  # choosing the blocks comes out of the budget
+        rest = dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t0), 1e-3))
+    mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
+    r = run_mixing(graph, targets, rest, mixing, blocks=blocks, deadline=deadline, sweeps=sweeps, **kw)
+    cut = SLOW_ESS_RATIO * draws
+    return r, describe_domains(blocks, int(slow.size), cut, sweeps)
 
 
 def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
@@ -190,7 +257,7 @@ def run_auto(
     ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
     gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
     sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
-    if not moves.mixing.active:
+    if not moves.pilots:
         return run_gibbs(graph, targets, config, deadline=deadline, **kw), moves.reason
     pilot_cfg, pilot_deadline = config, None
     if config.time_limit is not None:
@@ -221,8 +288,21 @@ def run_auto(
         if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
             # the pilot mixed and already reached the tolerance: it is the answer
             return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
+        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw)
+        if found is not None:
+            r, what = found
+            return r, f"{moves.reason}; a plain pilot mixed by split R-hat ({rhat:.3g}) but {what}"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
         return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+    if not moves.mixing.active:  # an ordered model whose pilot did not mix: domain blocks if any
+        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw) if pilot is not None else None
+        verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
+                   else "gave no split R-hat (too few updates in its share of the budget)")
+        if found is not None:
+            r, what = found
+            return r, f"{moves.reason}; a plain pilot {verdict} and {what}"
+        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
+        return r, f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     if moves.cutset is not None:
         r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
                        on_round=kw.get("on_round"))
