@@ -57,7 +57,7 @@ def scores(g, r, mar):
         k = len(mar[v])
         e = np.abs(r.marginals[v, :k] - mar[v])
         se = np.nan_to_num(r.stderr[v, :k], nan=np.inf)
-        err[v] = e.max()
+        err[v] = np.inf if np.isnan(e).any() else e.max()  # NaN: no number (a warned answer)
         cover[v] = bool(np.all(e <= 1.96 * se + 1e-6))
     return float(err.max()), float(cover.mean())
 
@@ -80,8 +80,9 @@ def value_scores(g, r, mar) -> dict:
     ok &= ~np.isnan(r.marginals[free][inside])
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, np.maximum(e - MAR_PRECISION, 0.0) / se, np.where(ok, 0.0, np.inf))
-    return {"hit": int(ok.sum()), "values": int(ok.size), "median_se": float(np.nanmedian(se)) if se.size else 0.0,
-            "mean_width": float(np.nanmean(2 * 1.96 * se)) if se.size else 0.0,
+    known = se[~np.isnan(se)]
+    return {"hit": int(ok.sum()), "values": int(ok.size), "median_se": float(np.median(known)) if known.size else np.nan,
+            "mean_width": float(np.mean(2 * 1.96 * known)) if known.size else np.nan,
             "max_z": float(np.nanmax(z)) if z.size else 0.0, "warned": bool(r.warnings)}
 
 
