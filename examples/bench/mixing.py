@@ -34,6 +34,7 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 
+from pdbq.inference import gibbs as gibbs_mod
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.cutset import choose_cutset, run_cutset
 from pdbq.inference.gibbs import run_gibbs
@@ -62,11 +63,29 @@ def scores(g, r, mar):
     return float(err.max()), float(cover.mean())
 
 
+_BATCH_STATISTICS = gibbs_mod.batch_statistics
+_UNFLOORED: dict = {}
+
+
+def _recording_statistics(sums, counts, constant=None, **kw):
+    """`batch_statistics` as the sampler calls it, also keeping the same store's standard errors
+    without the resolution floor: the floor's effect measured on the very same run."""
+    kw.pop("floor", None)
+    _UNFLOORED["se"] = _BATCH_STATISTICS(sums, counts, constant, floor=False, **kw)[1]
+    return _BATCH_STATISTICS(sums, counts, constant, **kw)
+
+
+gibbs_mod.batch_statistics = _recording_statistics
+
+
 def value_scores(g, r, mar) -> dict:
     """Issue 12's coverage, per value: over the non-evidence variables' values, the share with
     |estimate − exact| ≤ 1.96·stderr + `MAR_PRECISION` (a NaN estimate is a miss; runs never
-    give one without a warning, and the caller keeps warned runs apart). Also the median stderr and 95% interval width over those values and the largest
-    |z|, to show that coverage is not bought with wider intervals."""
+    give one without a warning, and the caller keeps warned runs apart). Also the median stderr
+    over those values and the largest |z|, to show that coverage is not bought with wider
+    intervals; and the same without the resolution floor (``*_nofloor``), from the standard
+    errors of the run's last batch store without it (NaN when that store's rows are not the
+    free variables: cutset sampling answers some of them exactly)."""
     free = np.flatnonzero(g.evidence < 0)
     kmax = r.marginals.shape[1]
     card = np.array([len(mar[v]) for v in range(g.n_vars)])
@@ -75,15 +94,25 @@ def value_scores(g, r, mar) -> dict:
         exact[v, : card[v]] = mar[v]
     inside = np.arange(kmax)[None, :] < card[free][:, None]
     e = np.abs(r.marginals[free] - exact[free])[inside]
-    se = r.stderr[free][inside]
-    ok = e <= 1.96 * np.nan_to_num(se, nan=0.0) + MAR_PRECISION
-    ok &= ~np.isnan(r.marginals[free][inside])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(se > 0, np.maximum(e - MAR_PRECISION, 0.0) / se, np.where(ok, 0.0, np.inf))
-    known = se[~np.isnan(se)]
-    return {"hit": int(ok.sum()), "values": int(ok.size), "median_se": float(np.median(known)) if known.size else np.nan,
-            "mean_width": float(np.mean(2 * 1.96 * known)) if known.size else np.nan,
-            "max_z": float(np.nanmax(z)) if z.size else 0.0, "warned": bool(r.warnings)}
+    out = {"values": int(inside.sum()), "warned": bool(r.warnings)}
+    raw = _UNFLOORED.pop("se", None)
+    variants = {"": r.stderr[free]}
+    if raw is not None and raw.shape[0] == free.size and raw.shape[1] <= kmax:
+        nf = np.zeros((free.size, kmax))
+        nf[:, : raw.shape[1]] = raw
+        nf = np.where(np.isnan(r.stderr[free]), np.nan, np.where(inside, nf, 0.0))
+        variants["_nofloor"] = nf
+    for tag, se_all in variants.items():
+        se = se_all[inside]
+        ok = e <= 1.96 * np.nan_to_num(se, nan=0.0) + MAR_PRECISION
+        ok &= ~np.isnan(r.marginals[free][inside])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(se > 0, np.maximum(e - MAR_PRECISION, 0.0) / se, np.where(ok, 0.0, np.inf))
+        known = se[~np.isnan(se)]
+        out.update({f"hit{tag}": int(ok.sum()), f"median_se{tag}": float(np.median(known)) if known.size else np.nan,
+                    f"mean_se{tag}": float(np.mean(known)) if known.size else np.nan,
+                    f"max_z{tag}": float(np.nanmax(z)) if z.size else 0.0})
+    return out
 
 
 def _race(row: dict, name: str, g, mar, run):
@@ -177,8 +206,9 @@ def pooled(seconds: float, seeds: int, methods: list[str], only: list[str] | Non
         row = {"instance": name, "seeds": seeds}
         for m in methods:
             errs, covers, per_run, med_se, warned, moves = [], [], [], [], 0, set()
-            hit = total = 0
-            max_z = 0.0
+            per_run_nf, med_se_nf, mean_se, mean_se_nf = [], [], [], []
+            hit = total = hit_nf = 0
+            max_z = max_z_nf = 0.0
             for seed in range(first_seed, first_seed + seeds):
                 cfg = GibbsConfig(time_limit=seconds, seed=seed, scan="random")
                 one: dict = {}
@@ -202,8 +232,16 @@ def pooled(seconds: float, seeds: int, methods: list[str], only: list[str] | Non
                     total += vs["values"]
                     per_run.append(vs["hit"] / vs["values"])
                     max_z = max(max_z, vs["max_z"])
+                    if "hit_nofloor" in vs:
+                        hit_nf += vs["hit_nofloor"]
+                        per_run_nf.append(vs["hit_nofloor"] / vs["values"])
+                        max_z_nf = max(max_z_nf, vs["max_z_nofloor"])
                 if vs is not None:
                     med_se.append(vs["median_se"])
+                    mean_se.append(vs["mean_se"])
+                    if "median_se_nofloor" in vs:
+                        med_se_nf.append(vs["median_se_nofloor"])
+                        mean_se_nf.append(vs["mean_se_nofloor"])
                 if dump is not None and f"{m}_result" in one:
                     r = one[f"{m}_result"]
                     dump.mkdir(parents=True, exist_ok=True)
@@ -220,6 +258,13 @@ def pooled(seconds: float, seeds: int, methods: list[str], only: list[str] | Non
             row[f"{m}_value_cover_p10"] = float(np.percentile(per_run, 10)) if per_run else float("nan")
             row[f"{m}_median_se"] = float(np.median(med_se)) if med_se else float("nan")
             row[f"{m}_max_z"] = max_z
+            row[f"{m}_mean_se"] = float(np.median(mean_se)) if mean_se else float("nan")
+            full = len(per_run_nf) == len(per_run) and per_run  # the no-floor variant of every scored run
+            row[f"{m}_value_cover_nofloor"] = hit_nf / total if full else float("nan")
+            row[f"{m}_value_cover_nofloor_clustered"] = _clustered(per_run_nf) if full else (float("nan"),) * 2
+            row[f"{m}_median_se_nofloor"] = float(np.median(med_se_nf)) if med_se_nf else float("nan")
+            row[f"{m}_mean_se_nofloor"] = float(np.median(mean_se_nf)) if mean_se_nf else float("nan")
+            row[f"{m}_max_z_nofloor"] = max_z_nf
             if moves:
                 row[f"{m}_moves"] = sorted(moves)
         print(json.dumps(row), flush=True)
@@ -228,17 +273,22 @@ def pooled(seconds: float, seeds: int, methods: list[str], only: list[str] | Non
 
 
 def pooled_table(rows: list[dict], methods: list[str]) -> None:
-    """The pooled rows as a markdown table (per method: both coverage metrics side by side)."""
+    """The pooled rows as a markdown table (per method: both coverage metrics side by side, and
+    the per-value coverage and stderrs of the same runs without the resolution floor)."""
     print("| instance | method | max error, median (largest) | per-variable cover (all runs) | unwarned | "
-          "per-value cover (unwarned) | run-clustered 95% | p10 run | median stderr | max \\|z\\| |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "per-value cover (unwarned) [run-clustered 95%] | p10 run | median / mean stderr | max \\|z\\| | "
+          "without the floor: per-value cover [run-clustered] | median / mean stderr | max \\|z\\| |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         for m in methods:
             lo, hi = row[f"{m}_value_cover_clustered"]
+            nlo, nhi = row[f"{m}_value_cover_nofloor_clustered"]
             print(f"| {row['instance']} | {m} | {row[f'{m}_err_median']:.4f} ({row[f'{m}_err_max']:.4f}) | "
                   f"{row[f'{m}_cover_pooled']:.3f} | {row[f'{m}_unwarned']} of {row['seeds']} | "
-                  f"**{100 * row[f'{m}_value_cover']:.1f}%** | [{100 * lo:.1f}, {100 * hi:.1f}] | "
-                  f"{100 * row[f'{m}_value_cover_p10']:.1f}% | {row[f'{m}_median_se']:.2e} | {row[f'{m}_max_z']:.1f} |",
+                  f"**{100 * row[f'{m}_value_cover']:.1f}%** [{100 * lo:.1f}, {100 * hi:.1f}] | "
+                  f"{100 * row[f'{m}_value_cover_p10']:.1f}% | {row[f'{m}_median_se']:.2e} / {row[f'{m}_mean_se']:.2e} | "
+                  f"{row[f'{m}_max_z']:.1f} | {100 * row[f'{m}_value_cover_nofloor']:.1f}% [{100 * nlo:.1f}, {100 * nhi:.1f}] | "
+                  f"{row[f'{m}_median_se_nofloor']:.2e} / {row[f'{m}_mean_se_nofloor']:.2e} | {row[f'{m}_max_z_nofloor']:.1f} |",
                   flush=True)
 
 
