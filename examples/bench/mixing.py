@@ -1,7 +1,7 @@
 """Mixing moves (issue 18) against plain single-site Gibbs, same process, same budget.
 
     python examples/bench/mixing.py [--seconds 10] [--ising-seconds 60] [--skip-ising] [--only NAME] [--cutset]
-    python examples/bench/mixing.py --seeds 5 [--methods auto,cutset] --skip-ising   # pooled coverage
+    python examples/bench/mixing.py --seeds 8 [--first-seed 0] [--methods auto,cutset] [--only A B] [--dump DIR] --skip-ising
 
 UAI 2014 (../shared/data/uai2014, every instance with exact answers; relational_5 has none):
 exact inference off, every variable a target, 4 chains, `time_limit` seconds each for
@@ -14,7 +14,14 @@ exact inference off, every variable a target, 4 chains, `time_limit` seconds eac
   2^10-entry clique tables, the remainder answered exactly (choosing the cutset is in the budget).
 Per run: max |estimate − exact| over all variables and values, and the coverage of the 95%
 intervals (share of variables whose every value has |error| ≤ 1.96·stderr + 1e-6; the 1e-6
-absorbs float noise where a conditional is deterministic and the stderr is 0).
+absorbs float noise where a conditional is deterministic and the stderr is 0). That per-variable
+metric asks for a simultaneous interval over a variable's K values, stricter than a 95% interval
+promises; with --seeds the table adds issue 12's per-value coverage (as
+examples/bench/interval_coverage.py: over the unwarned runs, each non-evidence value with
+|error| ≤ 1.96·stderr + 5e-7, pooled over seeds, with the run-clustered 95% interval — a run's
+values share its chains and miss together — and the 10th-percentile run), the median and mean
+stderr, the largest |z|, and the same runs' coverage and stderrs without the resolution floor of
+`estimates.batch_statistics` (recomputed from the same batch store: a same-run before/after).
 
 Ising 300×300 at the critical coupling (±1 spins, J = ln(1 + √2)/2 per EQUAL factor, no field,
 so every marginal is exactly 1/2): 100 target spins, error = max |p̂ − 1/2| along the run's
