@@ -1,6 +1,6 @@
 """Monte Carlo estimates from per-chain batches: pooled means, calibrated standard errors
 (batch means at several batch lengths and a multi-chain ESS estimate, each with its Student-t
-quantile: docs/inference.md, "Standard errors and coverage"), split R-hat and effective sample
+quantile, never below the sampler's resolution: docs/inference.md, "Standard errors and coverage"), split R-hat and effective sample
 size.
 
 The sampler adds, at every update of a target variable, the target's full conditional
