@@ -31,7 +31,7 @@ def sticky_ring():
 def _z_scores(g, exact, seeds):
     z = []
     for seed in seeds:
-        r = gibbs_mod.run_gibbs(g, np.arange(12), GibbsConfig(steps=12 * 1500, chains=4, seed=seed, threads=1))
+        r = gibbs_mod.run_gibbs(g, np.arange(12), GibbsConfig(steps=12 * 5000, chains=4, seed=seed, threads=1))
         if r.warnings:  # a warned answer may miss: it says so; the check is on unwarned ones
             continue
         z.append(np.abs(r.marginals[:, 1] - exact[:, 1]) / r.stderr[:, 1])

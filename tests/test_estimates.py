@@ -102,7 +102,7 @@ def test_batch_statistics_matches_the_numpy_reference():
     constant = np.array([False, False, False, True, False, False])
     from pdbq.inference.estimates import batch_statistics
 
-    mean, se, rhat = batch_statistics(sums, counts, constant, student=False)
+    mean, se, rhat = batch_statistics(sums, counts, constant, student=False, floor=False)
     np.testing.assert_allclose(mean, pooled_mean(sums, counts), rtol=1e-12, atol=1e-15)
     levels = [batch_stderr(sums, counts), batch_stderr(sums.reshape(C, B // 2, 2, T, K).sum(2), counts.reshape(C, B // 2, 2, T).sum(2)),
               batch_stderr(sums.reshape(C, B // 4, 4, T, K).sum(2), counts.reshape(C, B // 4, 4, T).sum(2))]
@@ -112,9 +112,18 @@ def test_batch_statistics_matches_the_numpy_reference():
     assert np.nanmax(se - levels[0]) > 0  # the longer batches matter here
     assert np.nanmax(gse - np.max(levels, axis=0)) > 0  # and the chains' disagreement (target 2)
     # the Student-t widening: each estimate by t_{0.975, dof}/1.96, never narrower
-    _, se_t, _ = batch_statistics(sums, counts, constant)
+    _, se_t, _ = batch_statistics(sums, counts, constant, floor=False)
     assert np.all(se_t[np.isfinite(se)] >= se[np.isfinite(se)])
     assert np.nanmax(se_t / np.where(se > 0, se, np.nan)) > 1.05
+    # the resolution floor Z95 / updates: it lifts the frozen target's zero errors, leaves the
+    # constant target exact (0) and every resolved value as it was
+    _, se_f, _ = batch_statistics(sums, counts, constant)
+    lo = 1.959963984540054 / counts.sum(axis=(0, 1))
+    want_f = np.where(constant[:, None], se_t, np.fmax(se_t, lo[:, None]))
+    np.testing.assert_allclose(se_f, want_f, rtol=1e-12)
+    assert np.all(se_f[3] < 1e-15) and np.all(se_f[5] == lo[5])
+    resolved = np.isfinite(se_t) & (se_t > 2 * lo[:, None])
+    assert resolved.sum() >= 12 and np.array_equal(se_f[resolved], se_t[resolved])
     np.testing.assert_allclose(rhat, split_rhat(sums, counts, constant), rtol=1e-9)
     assert rhat[3] == 1.0 and np.isinf(rhat[5]) and rhat[2] > 1.1
 

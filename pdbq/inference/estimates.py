@@ -1,6 +1,6 @@
 """Monte Carlo estimates from per-chain batches: pooled means, calibrated standard errors
 (batch means at several batch lengths and a multi-chain ESS estimate, each with its Student-t
-quantile: docs/inference.md, "Standard errors and coverage"), split R-hat and effective sample
+quantile, never below the sampler's resolution: docs/inference.md, "Standard errors and coverage"), split R-hat and effective sample
 size.
 
 The sampler adds, at every update of a target variable, the target's full conditional
@@ -200,17 +200,24 @@ def effective_sample_size(
     """Independent exact draws that would give the same standard error: min over a target's
     values of p(1−p)/se² (Rao-Blackwellised runs can exceed their update count). Where every
     se is 0: the update count for a ``constant`` target (see `split_rhat`), else 0 (a frozen
-    chain has no information)."""
+    chain has no information). A value whose se is the resolution floor Z95 / n_draws
+    (`batch_statistics`' ``floor``) says nothing about autocorrelation and is left out; a target
+    whose every value is at the floor counts its updates."""
     const = np.zeros(estimate.shape[0], dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
     kmax = estimate.shape[1] if estimate.ndim == 2 else 0
     inside = np.arange(kmax)[None, :] < np.asarray(card)[:, None]
+    draws = np.asarray(n_draws, dtype=np.float64)
     ok = inside & np.isfinite(stderr) & (stderr > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(ok, estimate * (1.0 - estimate) / np.where(ok, stderr, 1.0) ** 2, np.inf)
+        at_floor = ok & (stderr <= (Z95 / np.maximum(draws, 1.0))[:, None] * (1.0 + 1e-9))
+    use = ok & ~at_floor
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(use, estimate * (1.0 - estimate) / np.where(use, stderr, 1.0) ** 2, np.inf)
     out = ratio.min(axis=1) if kmax else np.zeros(estimate.shape[0])
+    out = np.where(~use.any(axis=1) & at_floor.any(axis=1), draws, out)
     none = ~ok.any(axis=1)
     finite = np.isfinite(np.where(inside, stderr, 0.0)).all(axis=1)
-    fallback = np.where(finite, np.where(const, np.asarray(n_draws, dtype=np.float64), 0.0), np.nan)
+    fallback = np.where(finite, np.where(const, draws, 0.0), np.nan)
     return np.where(none, fallback, out)
 
 
@@ -428,7 +435,8 @@ def _geyer_kernel(sums, counts, nh, se, ess):
 
 
 def batch_statistics(
-    sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None, *, student: bool = True
+    sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None, *, student: bool = True,
+    floor: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(`pooled_mean`, standard errors, `split_rhat`) of a batch store in compiled streaming passes.
 
@@ -445,7 +453,11 @@ def batch_statistics(
     each widened by ``t_{0.975,ν}/1.96`` (``student``), ν the estimate's degrees of freedom
     (batches − 1 at a batch-means level, ESS − 1 in batch units for the ESS estimate): a
     variance estimated from a few dozen batch means is itself uncertain, and a normal quantile
-    on it under-covers. ``student=False`` gives the plain (normal) widest estimate."""
+    on it under-covers. ``student=False`` gives the plain (normal) widest estimate.
+
+    ``floor``: no standard error below the sampler's resolution, Z95 / n for a target updated n
+    times in all (`_resolution_floor`), except for ``constant`` targets, whose conditional is
+    exact."""
     C, B, T, K = sums.shape
     mean = np.empty((T, K))
     se = np.empty((T, K))
@@ -460,6 +472,8 @@ def batch_statistics(
         if student:
             gse = gse * _t_factors(gess - 1.0)
         se = np.where(gse > se, gse, se)  # NaN (not estimable) keeps the batch-means value
+    if floor:
+        se = _resolution_floor(se, counts, constant)
     if nh < 2:
         return mean, se, np.full(T, np.nan)
     negligible = rv == -1.0
@@ -471,6 +485,29 @@ def batch_statistics(
     const = np.zeros(T, dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
     frozen = negligible.all(axis=1) & ~const & (topv > 1.0 - _FROZEN)
     return mean, se, np.where(frozen, np.inf, out)
+
+
+def _resolution_floor(se: np.ndarray, counts: np.ndarray, constant: np.ndarray | None) -> np.ndarray:
+    """se raised to at least Z95 / n per target, n its updates over all chains and batches.
+
+    A Rao-Blackwellised estimate averages a target's conditional P(v | its context) over the
+    contexts the chains visited. Where the marginal of a value comes from contexts too rare to
+    have been visited (a value of probability 1e-5 that only a rare configuration of the
+    neighbours makes likely), every visited conditional is about the same, the batch means agree
+    to 1e-10, and the batch-means and ESS errors claim a precision the run does not have: the
+    unvisited contexts can carry any mass that n draws would plausibly not have met. That mass is
+    bounded as a zero count is by Wilson's score interval: with n draws and no hit, the 95%
+    upper limit is z²/(n + z²) ≈ z²/n, a half-width of z²/n, i.e. a standard error of z/n.
+    This only binds on near-deterministic values (an error of at most ~4/n), never on a value
+    the run resolves (docs/inference.md, "Standard errors and coverage")."""
+    n = counts.sum(axis=(0, 1)).astype(np.float64)  # [T]
+    with np.errstate(divide="ignore"):
+        lo = np.where(n > 0, Z95 / np.maximum(n, 1.0), np.nan)
+    if constant is not None:
+        lo = np.where(np.asarray(constant, dtype=bool), 0.0, lo)
+    lo = np.nan_to_num(lo, nan=0.0)
+    # NaN (not estimable) stays NaN
+    return np.where(se < lo[:, None], lo[:, None], se)
 
 
 def _t_factors(nu: np.ndarray) -> np.ndarray:

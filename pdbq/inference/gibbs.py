@@ -76,7 +76,11 @@ _FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
 _MIN_ROUNDS_FOR_TOLERANCE = 16
 BURN_IN_SHARE = 0.25  # of a run the budget ends (no explicit burn_in), dropped as burn-in
 TRACE_MAX_TARGETS = 1000  # more targets than this: no running-estimate trace (time and memory)
-MIN_ESS = 100.0  # an estimate from fewer effective draws than this carries a warning
+# An estimate from fewer effective draws than MIN_ESS per chain carries a warning: below ~100 per
+# chain the ESS and R-hat estimates themselves are unreliable (Vehtari et al. 2021), and the
+# standard error with them (Segmentation_11: runs at ESS 120-240 whose slowly switching mode
+# was under-visited had both the estimate and its error too small, z down to -3.9).
+MIN_ESS = 100.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -640,11 +644,13 @@ def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stop
         )
     elif ok.any() and np.isnan(rhat[ok]).any():
         out.append("R-hat unavailable: too few batches per chain to compare chain halves; run more steps")
-    low = np.flatnonzero(ok & (ess < MIN_ESS))
+    min_ess = MIN_ESS * config.chains
+    low = np.flatnonzero(ok & (ess < min_ess))
     if low.size and not bad.size:
         worst = int(low[np.argmin(ess[low])])
         out.append(
-            f"{low.size} target(s) have an effective sample size below {MIN_ESS:g} (worst {ess[worst]:.3g} for "
+            f"{low.size} target(s) have an effective sample size below {min_ess:g} ({MIN_ESS:g} per chain; worst "
+            f"{ess[worst]:.3g} for "
             f"variable {int(live[worst])}): their standard errors are themselves uncertain; run longer"
         )
     if config.tolerance is not None and ok.any():
