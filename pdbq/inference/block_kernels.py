@@ -30,7 +30,7 @@ from numba import njit
 
 from pdbq.inference.rng import next_state, uniform
 
-__all__ = ["BlockArrays", "pack_blocks", "block_pass", "block_fill", "block_sample_back"]
+__all__ = ["BlockArrays", "pack_blocks", "block_pass", "block_fill", "block_sample_back", "advance"]
 
 
 class BlockArrays(NamedTuple):
@@ -144,6 +144,19 @@ def pack_blocks(blocks) -> BlockArrays:
     )
 
 
+@njit(cache=True, inline="always")
+def advance(coords, ax_card, a0, na):
+    """Step the multi-index ``coords[:na]`` of a clique whose axes have cardinalities
+    ``ax_card[a0:a0 + na]`` (C order: the last axis fastest; wraps to all zeros)."""
+    a = na - 1
+    while a >= 0:
+        coords[a] += 1
+        if coords[a] < ax_card[a0 + a]:
+            return
+        coords[a] = 0
+        a -= 1
+
+
 @njit(cache=True)
 def _fill(ba, c0, c1, values, psi, coords, beta):
     """Upward pass over cliques c0..c1-1: factor tables and children's messages, then the
@@ -174,13 +187,7 @@ def _fill(ba, c0, c1, values, psi, coords, beta):
                     psi[off + e] += psi[idx]
                 else:
                     psi[off + e] += scale * ba.tables[idx]
-                a = na - 1
-                while a >= 0:
-                    coords[a] += 1
-                    if coords[a] < ba.ax_card[a0 + a]:
-                        break
-                    coords[a] = 0
-                    a -= 1
+                advance(coords, ba.ax_card, a0, na)
         if ba.c_parent[c] >= 0:
             kv = ba.ax_card[a0]
             rest = size // kv

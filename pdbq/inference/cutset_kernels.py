@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from pdbq.inference.block_kernels import block_fill, block_sample_back
+from pdbq.inference.block_kernels import advance, block_fill, block_sample_back
 from pdbq.inference.rng import next_state, uniform
 
 __all__ = ["CutArrays", "block_log_z", "calibrate_block", "collapsed_conditional", "cutset_sweep", "draw_block", "group_size"]
@@ -106,13 +106,7 @@ def calibrate_block(ba, b, values, psi, coords, tmp, probs, tix, sums, counts):
                 t = psi[poff + e] - psi[mo + s]
                 if t > tmp[s]:
                     tmp[s] = t
-                a = na - 1
-                while a >= 0:
-                    coords[a] += 1
-                    if coords[a] < ba.ax_card[pa0 + a]:
-                        break
-                    coords[a] = 0
-                    a -= 1
+                advance(coords, ba.ax_card, pa0, na)
             # tmp[rest:] holds the sums
             for r in range(rest):
                 tmp[rest + r] = 0.0
@@ -123,13 +117,7 @@ def calibrate_block(ba, b, values, psi, coords, tmp, probs, tix, sums, counts):
                 for j in range(ba.arg_off[k], ba.arg_off[k + 1]):
                     s += coords[ba.arg_axis[j]] * ba.arg_tstride[j]
                 tmp[rest + s] += np.exp(psi[poff + e] - psi[mo + s] - tmp[s])
-                a = na - 1
-                while a >= 0:
-                    coords[a] += 1
-                    if coords[a] < ba.ax_card[pa0 + a]:
-                        break
-                    coords[a] = 0
-                    a -= 1
+                advance(coords, ba.ax_card, pa0, na)
             for r in range(rest):
                 d = np.log(tmp[rest + r]) + tmp[r]
                 for x in range(kv):

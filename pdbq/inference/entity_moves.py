@@ -203,8 +203,10 @@ def _accept(rng, delta, log_q_ratio, temp, splits):
 
 
 @njit(cache=True, inline="always")
-def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
-    """One mention move (module docstring). Returns the advanced rng state."""
+def _propose_mention(g, st, rng, p_new, counters):
+    """The proposal both mention moves share: a mention m of entity s, and either a new entity
+    (``to_new``, probability ``pn``) or the entity t of one of m's pair neighbours. Returns
+    (rng, m, s, t, lo, deg, pn, to_new, noop); ``noop``: the move changes nothing (counted)."""
     n = st.label.shape[0]
     rng = next_state(rng)
     m = bounded(rng, n)
@@ -216,14 +218,23 @@ def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
     rng = next_state(rng)
     to_new = uniform(rng) < pn
     t = -1
+    noop = False
     if not to_new:
         rng = next_state(rng)
         t = st.label[g.nbr[lo + bounded(rng, deg)]]
-        if t == s:
-            counters[C_NOOP] += 1
-            return rng
-    elif st.size[s] == 1:
+        noop = t == s
+    else:
+        noop = st.size[s] == 1
+    if noop:
         counters[C_NOOP] += 1
+    return rng, m, s, t, lo, deg, pn, to_new, noop
+
+
+@njit(cache=True, inline="always")
+def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
+    """One mention move (module docstring). Returns the advanced rng state."""
+    rng, m, s, t, lo, deg, pn, to_new, noop = _propose_mention(g, st, rng, p_new, counters)
+    if noop:
         return rng
     # gather: pairs (m, j) with j in s leave the entity, with j in t join it
     k = 0

@@ -58,12 +58,11 @@ from pdbq.coref.tokens import pair_score
 from pdbq.inference.entity_moves import (
     C_ACCEPTED,
     C_EVALS,
-    C_NOOP,
-    C_PROPOSALS,
     EntityState,
     _accept,
     _link,
     _pop_free,
+    _propose_mention,
     _unlink,
     split_merge_move,
 )
@@ -285,28 +284,10 @@ def _estimate(g, tm, st, mb, sub, m, s, t, ns, k, rng, temp, lqr):
 @njit(cache=True, inline="always")
 def witness_move(g, tm, st, mb, sc, rng, temp, p_new, counters, log_score):
     """One witness mention move (module docstring). Returns the advanced move stream."""
-    n = st.label.shape[0]
-    rng = next_state(rng)
-    m = bounded(rng, n)
-    s = st.label[m]
-    lo = g.indptr[m]
-    deg = g.indptr[m + 1] - lo
-    pn = p_new if deg > 0 else 1.0
-    counters[C_PROPOSALS] += 1
-    rng = next_state(rng)
-    to_new = uniform(rng) < pn
-    t = -1
-    ss = st.size[s]
-    if not to_new:
-        rng = next_state(rng)
-        t = st.label[g.nbr[lo + bounded(rng, deg)]]
-        if t == s:
-            counters[C_NOOP] += 1
-            return rng
-    elif ss == 1:
-        counters[C_NOOP] += 1
+    rng, m, s, t, lo, deg, pn, to_new, noop = _propose_mention(g, st, rng, p_new, counters)
+    if noop:
         return rng
-    ns = ss - 1
+    ns = st.size[s] - 1
     if ns > 0:
         rng = next_state(rng)
         r = bounded(rng, ns)

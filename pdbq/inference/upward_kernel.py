@@ -138,17 +138,23 @@ def _next_index(idx, offs, p0, p1, part_stride, part_sax, ax_card, a0, nd):
         a -= 1
 
 
-@njit(cache=True)
-def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_stride, msg_base, vals):
-    """Fill every non-root clique's message slot in ``vals``; return the sum of the roots'."""
-    n = parent.shape[0]
+@njit(cache=True, inline="always")
+def _largest_table(ax_off, ax_card, n):
+    """Entries of the largest of the n cliques' tables (at least 1)."""
     biggest = 1
     for i in range(n):
         size = 1
         for a in range(ax_off[i], ax_off[i + 1]):
             size *= ax_card[a]
         biggest = max(biggest, size)
-    pot = np.empty(biggest, dtype=np.float64)
+    return biggest
+
+
+@njit(cache=True)
+def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_stride, msg_base, vals):
+    """Fill every non-root clique's message slot in ``vals``; return the sum of the roots'."""
+    n = parent.shape[0]
+    pot = np.empty(_largest_table(ax_off, ax_card, n), dtype=np.float64)
     idx = np.zeros(64, dtype=np.int64)  # MAX_AXES
     offs = np.zeros(part_base.shape[0], dtype=np.int64)
     root = 0.0
@@ -198,13 +204,7 @@ def downward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part
     visited), its belief; ``marg[i, :card]`` the normalised marginal of its eliminated variable
     when ``wanted[i]``."""
     n = parent.shape[0]
-    biggest = 1
-    for i in range(n):
-        size = 1
-        for a in range(ax_off[i], ax_off[i + 1]):
-            size *= ax_card[a]
-        biggest = max(biggest, size)
-    pot = np.empty(biggest, dtype=np.float64)
+    pot = np.empty(_largest_table(ax_off, ax_card, n), dtype=np.float64)
     down = np.zeros(vals.shape[0], dtype=np.float64)
     idx = np.zeros(64, dtype=np.int64)  # MAX_AXES
     offs = np.zeros(part_base.shape[0], dtype=np.int64)
