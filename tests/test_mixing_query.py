@@ -46,6 +46,15 @@ def test_blocks_and_tempering_options_answer_within_their_error(db):
     assert "block" not in d["method_reason"]
 
 
+def test_mode_jumps_option_answers_within_its_error(db):
+    exact, _, _ = _prob(db, "USING EXACT")
+    p, se, d = _prob(db, "USING GIBBS WITH (jumps = 8, tempering = 2, seed = 3, steps = 20000)")
+    assert np.all(np.abs(p - exact) <= 4 * se + 0.01), (p, exact)
+    assert "mode jumps between" in d["method_reason"]
+    rows = dict(db.execute("EXPLAIN SELECT PROB(v) FROM a v USING GIBBS WITH (jumps = 8, tempering = 2)").fetchall())
+    assert "mode jumps between up to 8 local modes" in rows["moves"]
+
+
 def test_auto_picks_blocks_for_strong_couplings_when_exact_is_off(db):
     # max_table = 2 rules exact elimination out, so AUTO samples and picks the moves itself
     # time_limit bounds the whole query (grounding and planning too): room for a loaded machine
@@ -73,7 +82,9 @@ def test_explain_names_the_moves(db):
 
 
 @pytest.mark.parametrize("opts,fragment", [("blocks = 'huge'", "blocks"), ("blocks = 1", "blocks"),
-                                            ("tempering = 0", "tempering"), ("block_table = 1", "block_table")])
+                                            ("tempering = 0", "tempering"), ("block_table = 1", "block_table"),
+                                            ("jumps = 1", "jumps"), ("jumps = 100", "jumps"), ("jumps = -1", "jumps"),
+                                            ("jumps = 4", "tempering")])
 def test_bad_options(db, opts, fragment):
     with pytest.raises(OptionError, match=fragment):
         db.execute(f"SELECT PROB(v) FROM a v USING GIBBS WITH ({opts})")

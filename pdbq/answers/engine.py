@@ -326,7 +326,7 @@ def answer(
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
     t_sample = time.perf_counter()
     mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
-                          clusters=options.clusters).check()
+                          clusters=options.clusters, jumps=options.jumps).check()
 
     def blocks_for(m: MixingConfig):
         return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
@@ -339,7 +339,7 @@ def answer(
                        lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
         r = run_cutset(graph, query, config, cutset=cs, on_round=round_cb, kernel=kernel, deadline=deadline)
         reason += "; " + describe_cutset(r)
-    elif method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
+    elif method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
         if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
             moves = moves.without_cutset()

@@ -30,6 +30,7 @@ MAX_COUNT = 2**62
 _MAXIMA = {
     "chains": (MAX_CHAINS, "each chain keeps its own copy of the state and estimates"),
     "threads": (MAX_THREADS, "more threads than that only add scheduling overhead"),
+    "jumps": (64, "every pair of kept modes is a jump, so the jump set grows with its square"),
 }
 
 
@@ -171,6 +172,10 @@ class MixingConfig:
     query_passes: extra moves per round of every block holding a query target.
     clusters: add a Swendsen–Wang cluster pass to every cycle (pdbq/inference/clusters.py): bonds
         on the pairwise equality couplings, clusters relabelled exactly given everything else.
+    jumps: 0 (off) or the number of local modes kept for mode jumps (pdbq/inference/jumps.py):
+        states met in burn-in, quenched to local modes; every cycle, each copy tries a Metropolis
+        jump that exchanges the values of two stored modes where they differ. Needs tempering >= 2
+        (the hot copies find the modes no chain starts in).
     """
 
     tempering: int = 1
@@ -179,6 +184,7 @@ class MixingConfig:
     block_table: int = 2**10
     query_passes: int = 1
     clusters: bool = False
+    jumps: int = 0
 
     @property
     def uses_blocks(self) -> bool:
@@ -186,7 +192,7 @@ class MixingConfig:
 
     @property
     def active(self) -> bool:
-        return self.tempering > 1 or self.uses_blocks or self.clusters
+        return self.tempering > 1 or self.uses_blocks or self.clusters or self.jumps > 0
 
     def check(self) -> MixingConfig:
         _positive_int("tempering", self.tempering)
@@ -205,4 +211,12 @@ class MixingConfig:
         _positive_int("query_passes", self.query_passes, allow_zero=True)
         if not isinstance(self.clusters, bool):
             raise OptionError(f"option 'clusters' must be true or false, got {self.clusters!r}")
+        _positive_int("jumps", self.jumps, allow_zero=True)
+        if self.jumps == 1:
+            raise OptionError("option 'jumps' must be 0 (off) or at least 2 modes to jump between, got 1")
+        if self.jumps and self.tempering < 2:
+            raise OptionError(
+                "option 'jumps' needs replica exchange (tempering >= 2): jumps reach only the local modes the "
+                "chains met in burn-in, and without hot copies a mode no chain met would never be sampled and "
+                "no diagnostic would notice")
         return self

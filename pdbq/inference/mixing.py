@@ -14,7 +14,9 @@ its relabellings add nothing to the sums: the single-site conditionals are the e
 cluster pass only speeds mixing; with clusters and neither blocks nor tempering, a cycle is
 ``ceil(_MIN_CYCLE_UPDATES / (2·len(sites)))`` sweep+pass pairs made in one numba call,
 `cluster_kernels.sweeps_and_passes`), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
-of neighbouring copies (`tempering`). Every piece leaves its copy's (or the product's)
+of neighbouring copies (`tempering`; the energy difference walked variable by variable,
+`energy_paths.energy_gap`), then, with jumps, one mode-jump try per copy (`jumps`: local modes
+quenched from every copy every `HARVEST_EVERY` burn-in cycles, fixed after burn-in). Every piece leaves its copy's (or the product's)
 distribution invariant, so their composition does too. The β = 1 copy's single-site
 conditionals and block draw probabilities are the Rao-Blackwellised sums.
 
@@ -24,8 +26,9 @@ and the warnings are exactly those of plain Gibbs; a cycle is the indivisible un
 ``steps`` counts updates of the β = 1 copy (a block move of m variables counts m). Single-site
 passes and block moves (`block_kernels.block_pass`) are nogil numba calls: chains run on
 ``threads`` threads as in `run_gibbs`; each chain decides its own swaps between its cycles.
-The ladder adapts during burn-in only; a run the budget ends keeps `ADAPT_CYCLES` cycles of
-explicit burn-in for it (besides the share of the run that `run_gibbs` drops).
+The ladder and the mode pool adapt during burn-in only; a run the budget ends keeps `ADAPT_CYCLES`
+cycles of explicit burn-in for them (with jumps up to `HARVEST_CYCLES`), besides the share of the
+run that `run_gibbs` drops.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pdbq.inference.block_kernels import block_pass, pack_blocks
 from pdbq.inference.blocks import Block, block_edges, build_blocks
 from pdbq.inference.cluster_kernels import ClusterGraph, cluster_pass, make_scratch, sweeps_and_passes
 from pdbq.inference.clusters import check_cluster_inputs, prepare_clusters
+from pdbq.inference.energy_paths import energy_gap
 from pdbq.inference.config import GibbsConfig, MixingConfig
 from pdbq.inference.gibbs import (
     ChainMoves,
@@ -59,10 +63,10 @@ from pdbq.inference.kernels import (
     KernelGraph,
     anneal_chain,
     group_sums_into,
-    log_score_kernel,
     prepare_kernel_graph,
     run_chain,
 )
+from pdbq.inference.jumps import JumpSet, ModePool, empty_jumps, jump_moves, jump_set, quench
 from pdbq.inference.rng import chain_generators, chain_states
 from pdbq.inference.tempering import adapt_ladder, initial_ladder, swap_probability
 
@@ -70,6 +74,13 @@ __all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves"]
 
 _MIN_CYCLE_UPDATES = 256
 ADAPT_CYCLES = 20  # cycles of burn-in for the ladder in a run the budget ends
+# Mode jumps: burn-in long enough for the hot copies to meet the modes (at most HARVEST_CYCLES
+# cycles, fewer on large graphs: HARVEST_UPDATES updates per chain over all copies), a quench of
+# every copy every HARVEST_EVERY burn-in cycles, JUMP_TRIES jump attempts per copy and cycle.
+HARVEST_CYCLES = 200
+HARVEST_UPDATES = 2_000_000
+HARVEST_EVERY = 4
+JUMP_TRIES = 1
 LOW_SWAP_RATE = 0.02
 
 
@@ -85,6 +96,9 @@ class MixingResult(GibbsResult):
     largest_block: int = 0
     largest_block_table: int = 0
     cluster_bonds: int = -1  # -1: no cluster moves; else the factors carrying bonds
+    jump_modes: int = 0  # local modes the jumps exchange (0: no mode jumps)
+    jump_pairs: int = 0
+    jump_rate: float = float("nan")  # accepted share of the β = 1 copy's jump attempts after burn-in
 
 
 def _copy_state(src: ChainState, values: np.ndarray, gsums: np.ndarray, rng: np.ndarray) -> ChainState:
@@ -97,7 +111,8 @@ class _Cycle:
     cycle = single-site passes and block moves of every copy, then neighbour swaps."""
 
     def __init__(self, ctx: MoveContext, mixing: MixingConfig, packed, seq: np.ndarray, site_updates: int,
-                 per_cycle: int, cg: ClusterGraph | None = None, fused: int = 0):
+                 per_cycle: int, cg: ClusterGraph | None = None, fused: int = 0, sites: np.ndarray | None = None,
+                 movable: np.ndarray | None = None):
         g, kg, states = ctx.graph, ctx.kernel, ctx.states
         chains = len(states)
         K = mixing.tempering
@@ -134,11 +149,26 @@ class _Cycle:
             self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
             self.cl_rng = chain_states(ctx.seed + 3_000_017, chains)
             check_cluster_inputs(cg, states[0].values, states[0].group_sums, self.cl_rng[0:1], 1.0)
+        if K > 1:  # scratch of `energy_gap`, per chain
+            self.work = np.empty((chains, g.n_vars), dtype=dtype)
+            self.work_gs = np.zeros((chains, g.n_groups))
+            self.path = np.empty((chains, g.n_vars), dtype=np.int64)
         # swap statistics of the current round (row per chain) and of all kept rounds
         self.r_acc = np.zeros((chains, max(K - 1, 0)))
         self.r_att = np.zeros((chains, max(K - 1, 0)))
         self.swap_acc = np.zeros(max(K - 1, 0))
         self.swap_att = np.zeros(max(K - 1, 0))
+        # mode jumps: the pool fills in burn-in (per chain candidates, merged between rounds)
+        self.pool = ModePool(mixing.jumps) if mixing.jumps else None
+        self.js: JumpSet = empty_jumps(g.n_vars)
+        self.sites, self.movable = sites, movable
+        self.candidates: list[list[tuple[np.ndarray, float]]] = [[] for _ in range(chains)]
+        if self.pool is not None:
+            self.jump_rng = chain_states(ctx.seed + 4_000_037, chains * K)
+        self.r_jacc = np.zeros(chains)
+        self.r_jatt = np.zeros(chains)
+        self.jump_acc = 0.0
+        self.jump_att = 0.0
 
     def moves(self) -> ChainMoves:
         return ChainMoves(self.advance, self.end_round)
@@ -176,16 +206,36 @@ class _Cycle:
                              self.cl_on[c], self.cl_scratch[c])
         if self.K > 1:
             self._swaps(c)
+        if self.pool is not None:
+            self._jumps(c, collect)
         self.cycle_no[c] += 1
+
+    def _jumps(self, c: int, collect: bool) -> None:
+        g, kg = self.ctx.graph, self.ctx.kernel
+        row = self.copies[c]
+        if not collect and self.cycle_no[c] % HARVEST_EVERY == 0:
+            for k in range(self.K):
+                self.candidates[c].append(quench(g, kg, row[k].values, self.sites))
+        js = self.js
+        if js.n_modes < 2:
+            return
+        for k in range(self.K):
+            j = c * self.K + k
+            acc = jump_moves(g, kg, row[k].values, row[k].group_sums, float(self.betas[k]), js, self.jump_rng[j : j + 1],
+                             JUMP_TRIES)
+            if k == 0:
+                self.r_jacc[c] += acc
+                self.r_jatt[c] += JUMP_TRIES
 
     def _swaps(self, c: int) -> None:
         g, kg = self.ctx.graph, self.ctx.kernel
         row = self.copies[c]
         betas = self.betas
-        energies = [log_score_kernel(g, kg.tables, row[k].values) for k in range(self.K)]
         rng = self.gens[c]
         for k in range(int(self.cycle_no[c] % 2), self.K - 1, 2):
-            a = swap_probability(float(betas[k]), float(betas[k + 1]), energies[k], energies[k + 1])
+            # the pairs are disjoint: each gap is read from the current states
+            gap = energy_gap(g, kg, row[k].values, row[k + 1].values, self.work[c], self.work_gs[c], self.path[c])
+            a = swap_probability(float(betas[k]), float(betas[k + 1]), 0.0, gap)
             self.r_att[c, k] += 1
             self.r_acc[c, k] += a  # the expected acceptance: a lower-variance rate estimate
             if rng.random() < a:
@@ -193,7 +243,6 @@ class _Cycle:
                 tmp = vk.copy()
                 vk[:] = vk1
                 vk1[:] = tmp
-                energies[k], energies[k + 1] = energies[k + 1], energies[k]
 
     def end_round(self, phase: str) -> None:
         if self.K > 1:
@@ -206,6 +255,19 @@ class _Cycle:
                 self.swap_att += att
         self.r_acc[:] = 0.0
         self.r_att[:] = 0.0
+        if self.pool is not None:
+            if phase == "burn_in":
+                for cands in self.candidates:  # chain order: the pool is a function of the seed
+                    for mode, energy in cands:
+                        self.pool.offer(mode, energy)
+                self.js = jump_set(self.pool.modes(), self.movable)
+            elif phase == "kept":
+                self.jump_acc += float(self.r_jacc.sum())
+                self.jump_att += float(self.r_jatt.sum())
+            for cands in self.candidates:
+                cands.clear()
+            self.r_jacc[:] = 0.0
+            self.r_jatt[:] = 0.0
 
 
 def run_mixing(
@@ -267,7 +329,7 @@ def run_mixing(
     site_updates = n_sites * int(sweeps) if blocks or cg is not None else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
     per_cycle = max(site_updates + block_updates + (n_sites if cg is not None else 0), 1)
     fused = 0
-    if cg is not None and not blocks and mixing.tempering == 1:
+    if cg is not None and not blocks and mixing.tempering == 1 and not mixing.jumps:
         # clusters alone: several sweep+pass pairs per cycle on small graphs (one numba call)
         fused = max(1, math.ceil(_MIN_CYCLE_UPDATES / max(2 * n_sites, 1)))
         per_cycle = fused * 2 * n_sites
@@ -276,11 +338,15 @@ def run_mixing(
     made: list[_Cycle] = []
 
     def start(ctx: MoveContext) -> ChainMoves:
-        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle, cg, fused)
+        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle, cg, fused, sites_arr, in_sites)
         made.append(cyc)
         return cyc.moves()
 
-    hook = Moves(unit=per_cycle, burn_in=ADAPT_CYCLES * per_cycle if mixing.tempering > 1 else 0, start=start)
+    adapt = ADAPT_CYCLES if mixing.tempering > 1 else 0
+    if mixing.jumps:
+        work = per_cycle * mixing.tempering  # updates per chain of one cycle, all copies
+        adapt = max(adapt, min(HARVEST_CYCLES, max(HARVEST_UPDATES // work, HARVEST_EVERY)))
+    hook = Moves(unit=per_cycle, burn_in=adapt * per_cycle, start=start)
     r = run_gibbs(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=kernel,
                   deadline=deadline, moves=hook)
     K = mixing.tempering
@@ -296,6 +362,10 @@ def run_mixing(
                 f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under "
                 f"{LOW_SWAP_RATE:.0%} of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
             )
+    if mixing.jumps and made and made[0].js.n_modes < 2 and r.steps > 0:
+        found = len(made[0].pool)
+        warnings.append(f"jumps: burn-in met {found} distinct local mode(s), fewer than the 2 a jump needs, so no "
+                        "jump was tried (the jumps are chosen in burn-in only: give burn_in > 0)")
     if cg is not None and cg.bond_u.shape[0] == 0:
         warnings.append("clusters: no factor can carry a bond (docs/inference.md, \"Cluster moves\"), so the "
                         "cluster pass only relabels single variables")
@@ -309,6 +379,9 @@ def run_mixing(
         largest_block=max((b.size for b in blocks), default=0),
         largest_block_table=max((b.max_table for b in blocks), default=0),
         cluster_bonds=int(cg.bond_u.shape[0]) if cg is not None else -1,
+        jump_modes=len(made[0].pool) if made and made[0].pool is not None else 0,
+        jump_pairs=made[0].js.n_pairs if made else 0,
+        jump_rate=(made[0].jump_acc / made[0].jump_att) if made and made[0].jump_att else float("nan"),
     )
 
 
@@ -327,6 +400,9 @@ def describe_moves(r: MixingResult) -> str:
                      f"{r.largest_block_table:,}-entry clique table")
     if r.cluster_bonds >= 0:
         parts.append(f"Swendsen–Wang cluster moves over {r.cluster_bonds:,} bond(s)")
+    if r.jump_modes:
+        rate = f", accepted in {r.jump_rate:.1%} of tries" if np.isfinite(r.jump_rate) else ""
+        parts.append(f"mode jumps between {r.jump_modes} local modes ({r.jump_pairs} pairs){rate}")
     if r.betas is not None and r.betas.shape[0] > 1:
         ladder = ", ".join(f"{b:.3g}" for b in r.betas)
         rates = ", ".join(f"{x:.2f}" for x in r.swap_rates) if r.swap_rates is not None else ""

@@ -127,7 +127,7 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
             return describe_cutset(cutset_for(graph, opts.cutset, opts.cutset_table))
         except InferenceError as e:
             return f"cutset sampling impossible: {e}"
-    if method is Method.AUTO and not ({"tempering", "blocks", "clusters"} & explicit):
+    if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
         d = choose_moves(graph, block_table=opts.block_table)
         return "AUTO: " + (d.without_cutset() if "cutset" in explicit else d).reason
     parts = []
@@ -138,6 +138,8 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
         parts.append("Swendsen–Wang cluster moves (bonds on the equality couplings)")
     if opts.tempering > 1:
         parts.append(f"replica exchange with {opts.tempering} copies per chain")
+    if opts.jumps:
+        parts.append(f"mode jumps between up to {opts.jumps} local modes found in burn-in")
     return "; ".join(parts) if parts else "single-site moves"
 
 

@@ -55,6 +55,7 @@ class QueryOptions:
     blocks: str | int = "off"  # GIBBS/QAM: exact block moves: 'off' | 'auto' | max variables per block
     block_table: int = 2**10  # GIBBS/QAM: largest clique table of a block (entries)
     clusters: bool = False  # GIBBS/QAM: Swendsen–Wang cluster moves over the equality couplings
+    jumps: int = 0  # GIBBS/QAM: local modes kept for mode jumps (0: off)
     cutset: bool | int = False  # GIBBS/QAM: cutset sampling: False | True (size as needed) | max cutset variables
     cutset_table: int = 2**10  # GIBBS/QAM: largest clique table of the cutset's remainder (entries)
 
@@ -102,6 +103,7 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "blocks": ("blocks", None, True, "GIBBS/QAM: exact block moves: 'auto' | 'off' | max variables per block"),
     "block_table": ("int", 2, True, "GIBBS/QAM: largest clique table of a block move (entries)"),
     "clusters": ("bool", None, True, "GIBBS/QAM: Swendsen–Wang cluster moves over equality couplings (true | false)"),
+    "jumps": ("int", 0, True, "GIBBS/QAM: mode jumps between this many local modes found in burn-in (0: off; else 2–64; needs tempering >= 2)"),
     "cutset": ("cutset", None, True, "GIBBS/QAM: sample a cutset, answer the rest exactly: true | false | max cutset variables"),
     "cutset_table": ("int", 2, True, "GIBBS/QAM: largest clique table of the cutset's exact remainder (entries)"),
 }
@@ -113,7 +115,7 @@ def _coerce(name: str, value: Any) -> Any:
     kind, low, inclusive, _ = _SPECS[name]
     if value is None:
         if name in ("chains", "selection", "epsilon", "power", "max_table", "exact_budget", "temperature", "tempering", "blocks",
-                    "block_table", "clusters", "cutset", "cutset_table"):
+                    "block_table", "clusters", "jumps", "cutset", "cutset_table"):
             raise OptionError(f"option '{name}' cannot be NULL")
         return None
     if kind == "bool":
