@@ -45,22 +45,50 @@ def _reset(con, rule: str) -> None:
     con.execute(f'DROP TABLE IF EXISTS "pdbq_fs_factors__{rule}"')
 
 
-def test_one_new_rule_is_grounded_in_ten_statements_with_one_for_all_fingerprints():
+def test_one_new_rule_is_grounded_in_eight_statements_with_one_for_all_fingerprints():
     con = duckdb.connect()
     V, R = load_model(con, MODEL)
-    ground_all(con, V, R)
-    _reset(con, "fans_vote")
+    for _ in range(2):  # the registries' contents as they will be below have been read once
+        ground_all(con, V, R)
+        _reset(con, "fans_vote")
     logged = Logged(con)
     stats = ground_all(logged, V, R)
     assert stats.grounded == ["fans_vote"] and stats.factors["fans_vote"] == 200
-    # two txid probes, BEGIN, fingerprints, relation and rule registries, CTAS, registry row,
-    # weight row, COMMIT (12 before the fourth pass: one fingerprint statement per input)
-    assert len(logged.log) == 10, logged.log
+    # two txid probes, BEGIN, fingerprints (inputs and registries), CTAS, registry row, weight
+    # row, COMMIT (12 before the fourth pass: a statement per fingerprint, two registry reads)
+    assert len(logged.log) == 8, logged.log
     hashing = [s for s in logged.log if "HASH(" in s.upper()]
     assert len(hashing) == 1
-    # FROM and EVIDENCE of both relations (4 items, the two FROMs differ) and the observed table
-    assert hashing[0].upper().count("UNION ALL") == 3
-    assert ('"tweets"' in hashing[0]) and ("liked" in hashing[0]) and ("users" in hashing[0])
+    # FROM and EVIDENCE of both relations (3 items), the observed table, the two registries
+    assert hashing[0].upper().count("UNION ALL") == 5
+    for name in ('"tweets"', "liked", "users", "movies", '"pdbq_fs_relations"', '"pdbq_fs_rules"'):
+        assert name in hashing[0]
+    assert not any("FROM pdbq_fs_rules" in s or "FROM pdbq_fs_relations" in s for s in logged.log)
+
+
+def test_a_registry_changed_through_plain_sql_is_read_again():
+    con = duckdb.connect()
+    V, R = load_model(con, MODEL)
+    ground_all(con, V, R)
+    assert ground_all(con, V, R).reused == ["fans_vote"]
+    logged = Logged(con)
+    assert ground_all(logged, V, R).reused == ["fans_vote"]
+    assert not any("FROM pdbq_fs_rules" in s for s in logged.log)  # unchanged: the cached rows
+    # another definition hash in the registry: the rule's factors are no longer known current
+    con.execute("UPDATE pdbq_fs_rules SET def_hash = 'edited' WHERE rule = 'fans_vote'")
+    logged = Logged(con)
+    st = ground_all(logged, V, R)
+    assert st.grounded == ["fans_vote"] and st.invalidated == ["fans_vote"]
+    assert any("FROM pdbq_fs_rules" in s for s in logged.log)
+    # a vid map's registry row edited: its map is rebuilt
+    con.execute("UPDATE pdbq_fs_relations SET source_fp = 'edited' WHERE relation = 'is_fan'")
+    st = ground_all(con, V, R)
+    assert st.grounded == ["fans_vote"]
+    assert con.execute("SELECT source_fp FROM pdbq_fs_relations WHERE relation = 'is_fan'").fetchone()[0] != "edited"
+    # the count mode reads both registries (a row count does not address a content)
+    logged = Logged(con)
+    ground_all(logged, V, R, GroundingConfig(fingerprint="count"))
+    assert any("FROM pdbq_fs_rules" in s for s in logged.log) and any("FROM pdbq_fs_relations" in s for s in logged.log)
 
 
 def test_fingerprint_many_gives_each_single_fingerprint_in_either_mode():
@@ -203,3 +231,16 @@ def test_no_limit_where_row_counts_bound_the_join_and_the_guard_where_they_do_no
     assert len(ctas) == 1 and ctas[0].upper().endswith("LIMIT 2000")
     assert asked == [1]
     assert not con2.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'pdbq_fs_factors__fans_vote'").fetchone()[0]
+
+
+def test_cached_registry_rows_are_copies():
+    from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows  # noqa: PLC0415
+
+    con = duckdb.connect()
+    V, R = load_model(con, MODEL)
+    ground_all(con, V, R)
+    fp = fingerprint_many(con, [REGISTRY_ITEMS["rules"]])[REGISTRY_ITEMS["rules"]]
+    first = registry_rows(con, "rules", fp)
+    first[0][4].append("changed by a caller")
+    again = registry_rows(con, "rules", fp)
+    assert again == con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors, position FROM pdbq_fs_rules").fetchall()

@@ -21,6 +21,7 @@ from pdbq.grounding.compile import CompiledRule, compile_cached, observed_column
 from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_many, fingerprint_relation
 from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
+from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows
 from pdbq.grounding.store import ensure_schema, factor_table, ident, schema_known, sql_text, table_ref, table_sql
 from pdbq.grounding.variables import VariableSync, sync_variables
 from pdbq.language.nodes import CreateRule, CreateVariable, DomainKind, WeightKind
@@ -250,14 +251,16 @@ def prepare(
     # EVIDENCE queries and the rules' observed tables, are then taken in one statement
     lookup = observed_columns(con)
     compiled = {name: compile_cached(rules[name], variables, lookup) for name in sorted(rules)}
-    taken = fingerprint_many(con, _inputs(variables, compiled.values()), config.fingerprint)
+    inputs = _inputs(variables, compiled.values())
+    # with hashes, the registries' contents too: their rows then come from `registry_rows`' cache
+    registries = list(REGISTRY_ITEMS.values()) if config.fingerprint == "hash" else []
+    taken = fingerprint_many(con, inputs + registries, config.fingerprint)
     sync = sync_variables(con, variables, config, fingerprints=taken)
     stats = GroundingStats(warnings=list(sync.warnings))
     _shift_vids(con, sync, sync.previous)
     versions = {r: i.map_version for r, i in sync.info.items()}
-    stored = {
-        r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors, position FROM pdbq_fs_rules").fetchall()
-    }
+    # nothing above writes pdbq_fs_rules: its fingerprint still describes it
+    stored = {r[0]: r for r in registry_rows(con, "rules", taken.get(REGISTRY_ITEMS["rules"]))}
     for name in sorted(set(stored) - set(rules)):
         _drop_rule(con, name, keep_weights=False)
     order = rule_order(compiled)
@@ -265,7 +268,7 @@ def prepare(
     fresh: set[str] = set()
     pending: dict[str, tuple[int, str, str]] = {}
     weightless: set[str] = set()
-    seen = {text: fp for (kind, text), fp in taken.items() if kind == "relation"}
+    seen = {text: taken[kind, text] for kind, text in inputs if kind == "relation"}
     for pos, name in enumerate(order):
         c = compiled[name]
         dh = definition_hash(rules[name])

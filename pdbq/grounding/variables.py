@@ -23,6 +23,7 @@ import sqlglot.expressions as exp
 from pdbq.errors import EvidenceError, GroundingError, suggest
 from pdbq.grounding.fingerprint import definition_hash, fingerprint_query
 from pdbq.grounding.limits import GroundingConfig
+from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows
 from pdbq.grounding.store import col, ensure_schema, ident, sql_text, table_ref, table_sql, var_table
 from pdbq.language.nodes import CreateVariable, Domain, DomainKind
 
@@ -243,17 +244,15 @@ def sync_variables(
     relations whose base moved are shifted in place. Call inside the caller's transaction.
     ``fingerprints``: FROM/EVIDENCE fingerprints (``("query", text)`` -> fingerprint, mode
     ``config.fingerprint``) the caller took in this transaction (`fingerprint_many`); the
-    others are taken here.
+    others are taken here. With the registry's own (``REGISTRY_ITEMS["relations"]``, mode
+    "hash"), its rows may come from `registry_rows`' cache.
     """
     known = fingerprints or {}
     ensure_schema(con)
     # cluster relations are resolved by pdbq.coref, never stored as categorical variables
     variables = {k: v for k, v in variables.items() if v.domain.kind is not DomainKind.CLUSTER}
     out = VariableSync()
-    old = {r[0]: r for r in con.execute(
-        "SELECT relation, base, n, cardinality, per_row, def_hash, source_fp, evidence_fp, map_version, null_keys, ev_warnings "
-        "FROM pdbq_fs_relations"
-    ).fetchall()}
+    old = {r[0]: r for r in registry_rows(con, "relations", known.get(REGISTRY_ITEMS["relations"]))}
     out.previous = {name: (int(r[1]), int(r[2])) for name, r in old.items()}
     for name in sorted(set(old) - set(variables)):
         out.dropped[name] = (int(old[name][1]), int(old[name][2]))
