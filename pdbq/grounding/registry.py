@@ -14,6 +14,7 @@ by plain SQL, has another fingerprint and is read again.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import duckdb
@@ -33,6 +34,7 @@ REGISTRY_ITEMS = {"relations": ("relation", "pdbq_fs_relations"), "rules": ("rel
 
 _MAX = 32
 _CACHE: OrderedDict[tuple[str, str], list[tuple]] = OrderedDict()
+_LOCK = threading.Lock()  # grounding may run on several threads (one connection each)
 
 
 def _copy(rows: list[tuple]) -> list[tuple]:
@@ -47,12 +49,15 @@ def registry_rows(con: duckdb.DuckDBPyConnection, which: str, fingerprint: str |
     if fingerprint is None:
         return con.execute(_SQL[which]).fetchall()
     key = (which, fingerprint)
-    hit = _CACHE.get(key)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
     if hit is not None:
-        _CACHE.move_to_end(key)
         return _copy(hit)
     rows = con.execute(_SQL[which]).fetchall()
-    _CACHE[key] = _copy(rows)
-    while len(_CACHE) > _MAX:
-        _CACHE.popitem(last=False)
+    with _LOCK:
+        _CACHE[key] = _copy(rows)
+        while len(_CACHE) > _MAX:
+            _CACHE.popitem(last=False)
     return rows
