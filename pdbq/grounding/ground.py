@@ -9,7 +9,7 @@ that is not complete. Both run in one DuckDB transaction: a failure leaves the s
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import duckdb
@@ -19,9 +19,10 @@ from pdbq.catalog.store import transaction
 from pdbq.errors import GroundingError
 from pdbq.grounding.compile import CompiledRule, compile_cached, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
-from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_relation
+from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_many, fingerprint_relation
 from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
-from pdbq.grounding.store import ensure_schema, factor_table, ident, schema_known, sql_text, table_ref
+from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows
+from pdbq.grounding.store import ensure_schema, factor_table, ident, schema_known, sql_text, table_ref, table_sql
 from pdbq.grounding.variables import VariableSync, sync_variables
 from pdbq.language.nodes import CreateRule, CreateVariable, DomainKind, WeightKind
 
@@ -102,6 +103,21 @@ def _inputs_fp(con, c: CompiledRule, rule: CreateRule, versions: Mapping[str, in
     return combine(parts)
 
 
+def _inputs(variables: Mapping[str, CreateVariable], compiled: Iterable[CompiledRule]) -> list[tuple[str, str]]:
+    """What `prepare` fingerprints (items of `fingerprint_many`): every variable relation's FROM
+    and EVIDENCE query, every rule's observed tables. Left out, and taken where they were before:
+    anything naming pdbq's own tables (``pdbq_``), which the sync itself writes."""
+    items: list[tuple[str, str]] = []
+    for name in sorted(variables):
+        v = variables[name]
+        if v.domain.kind is DomainKind.CLUSTER:
+            continue
+        items += [("query", q) for q in (v.source, v.evidence) if q]
+    for c in compiled:
+        items += [("relation", t) for t in c.observed]
+    return [it for it in items if "pdbq_" not in it[1].lower()]
+
+
 def _shift_vids(con, sync: VariableSync, old_ranges: Mapping[str, tuple[int, int]]) -> None:
     """Move vids of stored factors and expansions after relations' bases moved."""
     if sync.shifted:
@@ -116,7 +132,7 @@ def _shift_vids(con, sync: VariableSync, old_ranges: Mapping[str, tuple[int, int
 
 
 def _drop_rule(con, rule: str, keep_weights: bool) -> None:
-    con.execute(f"DROP TABLE IF EXISTS {sql_text(table_ref(factor_table(rule)))}")
+    con.execute(f"DROP TABLE IF EXISTS {table_sql(factor_table(rule))}")
     con.execute("DELETE FROM pdbq_fs_rules WHERE rule = ?", [rule])
     con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [rule])
     if not keep_weights:
@@ -191,7 +207,7 @@ def tie_json(tie_columns: tuple[str, ...] | list[str], table: str | None = None)
 
 def _check_rows(con, c: CompiledRule, where: str = "") -> None:
     if c.has_w:
-        t = sql_text(table_ref(factor_table(c.name)))
+        t = table_sql(factor_table(c.name))
         bad = con.execute(f"SELECT count(*) FROM {t} WHERE (w IS NULL OR NOT isfinite(w)) {where}").fetchone()[0]
         if bad:
             raise GroundingError(f"rule '{c.name}': the weight expression is NULL or not finite for {bad} groundings")
@@ -231,23 +247,28 @@ def prepare(
     # rules over cluster relations ground into pdbq.coref's pair graph, not the factor store
     clusters = {k for k, v in variables.items() if v.domain.kind is DomainKind.CLUSTER}
     rules = {k: r for k, r in rules.items() if not any(a.relation.lower() in clusters for a in r.head.atoms)}
-    sync = sync_variables(con, variables, config)
+    # compiled first (no statement runs): the fingerprints of every input, the variables' FROM and
+    # EVIDENCE queries and the rules' observed tables, are then taken in one statement
+    lookup = observed_columns(con)
+    compiled = {name: compile_cached(rules[name], variables, lookup) for name in sorted(rules)}
+    inputs = _inputs(variables, compiled.values())
+    # with hashes, the registries' contents too: their rows then come from `registry_rows`' cache
+    registries = list(REGISTRY_ITEMS.values()) if config.fingerprint == "hash" else []
+    taken = fingerprint_many(con, inputs + registries, config.fingerprint)
+    sync = sync_variables(con, variables, config, fingerprints=taken)
     stats = GroundingStats(warnings=list(sync.warnings))
     _shift_vids(con, sync, sync.previous)
     versions = {r: i.map_version for r, i in sync.info.items()}
-    stored = {
-        r[0]: r for r in con.execute("SELECT rule, def_hash, inputs_fp, complete, relations, n_factors, position FROM pdbq_fs_rules").fetchall()
-    }
+    # nothing above writes pdbq_fs_rules: its fingerprint still describes it
+    stored = {r[0]: r for r in registry_rows(con, "rules", taken.get(REGISTRY_ITEMS["rules"]))}
     for name in sorted(set(stored) - set(rules)):
         _drop_rule(con, name, keep_weights=False)
-    lookup = observed_columns(con)
-    compiled = {name: compile_cached(rules[name], variables, lookup) for name in sorted(rules)}
     order = rule_order(compiled)
     complete: dict[str, bool] = {}
     fresh: set[str] = set()
     pending: dict[str, tuple[int, str, str]] = {}
     weightless: set[str] = set()
-    seen: dict[str, str] = {}
+    seen = {text: taken[kind, text] for kind, text in inputs if kind == "relation"}
     for pos, name in enumerate(order):
         c = compiled[name]
         dh = definition_hash(rules[name])
@@ -257,7 +278,7 @@ def prepare(
             shifts = {i: sync.shifted[r] for i, r in enumerate(c.relations) if r in sync.shifted}
             if shifts:
                 sets = ", ".join(f'"v{i}" = "v{i}" + ({nb - ob})' for i, (ob, _n, nb) in shifts.items())
-                con.execute(f"UPDATE {sql_text(table_ref(factor_table(name)))} SET {sets}")
+                con.execute(f"UPDATE {table_sql(factor_table(name))} SET {sets}")
             if prev[6] != pos:  # no write when nothing moved (pdbq.planning.store_state counts writes)
                 con.execute("UPDATE pdbq_fs_rules SET position = ? WHERE rule = ?", [pos, name])
             complete[name] = bool(prev[3])
@@ -309,17 +330,21 @@ def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: Groundi
     factor table after the size checks; returns how many were inserted. ``create``: the table
     does not exist yet and is made from the rows (CREATE TABLE AS: the bare join's cost, no
     DESCRIBE and CREATE before it). ``bound``: a known upper bound on the rows; within
-    max_groundings, the optimizer's estimate is not asked for (the LIMIT guard stays). Call
-    inside a transaction."""
+    max_groundings, neither the optimizer's estimate nor the LIMIT guard is needed (the count
+    of rows written is still checked). Call inside a transaction."""
     if select is None:
         if bound is None or bound > config.max_groundings:
             check_estimate(con, c.name, c.select, config, c.select_text)
-        body = c.guarded_text(config.max_groundings)
+            body = c.guarded_text(config.max_groundings)
+        else:
+            # the row counts bound the join within max_groundings: the LIMIT could cut nothing,
+            # and it costs the CTAS ~3% at 1M rows (docs/benchmarks.md, fourth pass)
+            body = c.select_text
     else:
         check_estimate(con, c.name, select, config)
         # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
         body = sql_text(select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select)
-    t = sql_text(table_ref(factor_table(c.name)))
+    t = table_sql(factor_table(c.name))
     try:
         # both answer with the number of rows written: no count(*) before and after
         if create:
@@ -361,7 +386,7 @@ def ground_all(
                 _check_rows(con, c)
                 _register(con, c, *p.pending[name], True, n)
             else:  # a partly grounded rule (query-driven): ground it again in full
-                con.execute(f"DELETE FROM {sql_text(table_ref(factor_table(name)))}")
+                con.execute(f"DELETE FROM {table_sql(factor_table(name))}")
                 con.execute("DELETE FROM pdbq_fs_expanded WHERE rule = ?", [name])
                 n = ground_rows(con, c, None, config, bound=size_bound(p, c))
                 _check_rows(con, c)

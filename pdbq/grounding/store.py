@@ -7,6 +7,7 @@ within its rule is its row's ``rowid`` (insertion order).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ __all__ = [
     "col",
     "table_exists",
     "sql_text",
+    "table_sql",
 ]
 
 _DDL_CACHE: dict[str, list[str]] = {}
@@ -147,3 +149,10 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 def sql_text(e: exp.Expression) -> str:
     return e.sql(dialect="duckdb")
+
+
+@functools.lru_cache(maxsize=4096)
+def table_sql(name: str) -> str:
+    """``name`` as a quoted DuckDB identifier (generated once per name: every grounding call
+    names its factor and vid map tables)."""
+    return sql_text(table_ref(name))

@@ -23,7 +23,8 @@ import sqlglot.expressions as exp
 from pdbq.errors import EvidenceError, GroundingError, suggest
 from pdbq.grounding.fingerprint import definition_hash, fingerprint_query
 from pdbq.grounding.limits import GroundingConfig
-from pdbq.grounding.store import col, ensure_schema, ident, sql_text, table_ref, var_table
+from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows
+from pdbq.grounding.store import col, ensure_schema, ident, sql_text, table_ref, table_sql, var_table
 from pdbq.language.nodes import CreateVariable, Domain, DomainKind
 
 __all__ = [
@@ -235,20 +236,23 @@ def sync_variables(
     con: duckdb.DuckDBPyConnection,
     variables: Mapping[str, CreateVariable],
     config: GroundingConfig = GroundingConfig(),
+    fingerprints: Mapping[tuple[str, str], str] | None = None,
 ) -> VariableSync:
     """Bring every vid map and the stored evidence up to date with the definitions and data.
 
     A map is rebuilt when its definition or the FROM query's fingerprint changed; maps of other
     relations whose base moved are shifted in place. Call inside the caller's transaction.
+    ``fingerprints``: FROM/EVIDENCE fingerprints (``("query", text)`` -> fingerprint, mode
+    ``config.fingerprint``) the caller took in this transaction (`fingerprint_many`); the
+    others are taken here. With the registry's own (``REGISTRY_ITEMS["relations"]``, mode
+    "hash"), its rows may come from `registry_rows`' cache.
     """
+    known = fingerprints or {}
     ensure_schema(con)
     # cluster relations are resolved by pdbq.coref, never stored as categorical variables
     variables = {k: v for k, v in variables.items() if v.domain.kind is not DomainKind.CLUSTER}
     out = VariableSync()
-    old = {r[0]: r for r in con.execute(
-        "SELECT relation, base, n, cardinality, per_row, def_hash, source_fp, evidence_fp, map_version, null_keys, ev_warnings "
-        "FROM pdbq_fs_relations"
-    ).fetchall()}
+    old = {r[0]: r for r in registry_rows(con, "relations", known.get(REGISTRY_ITEMS["relations"]))}
     out.previous = {name: (int(r[1]), int(r[2])) for name, r in old.items()}
     for name in sorted(set(old) - set(variables)):
         out.dropped[name] = (int(old[name][1]), int(old[name][2]))
@@ -259,8 +263,8 @@ def sync_variables(
     for name in sorted(variables):
         v = variables[name]
         dh = definition_hash(v)
-        sfp = fingerprint_query(con, v.source, config.fingerprint)
-        efp = fingerprint_query(con, v.evidence, config.fingerprint) if v.evidence else ""
+        sfp = known.get(("query", v.source)) or fingerprint_query(con, v.source, config.fingerprint)
+        efp = (known.get(("query", v.evidence)) or fingerprint_query(con, v.evidence, config.fingerprint)) if v.evidence else ""
         prev = old.get(name)
         if prev is None or prev[5] != dh or prev[6] != sfp:
             n, nulls, card = _build_map(con, v)
@@ -272,7 +276,7 @@ def sync_variables(
     base = 0
     for name in sorted(variables):
         s = state[name]
-        t = sql_text(table_ref(var_table(name)))
+        t = table_sql(var_table(name))
         if s[0] is None:  # fresh map: vids 0 .. n-1
             if base:
                 con.execute(f"UPDATE {t} SET vid = vid + {base}")
