@@ -69,6 +69,14 @@ def _at_prompt(child) -> None:
     _wait_mode(child, cooked=False)
 
 
+def _new_prompt(child) -> None:
+    """After a Ctrl-C at the prompt: wait for the *next* prompt session, which announces itself by
+    enabling bracketed paste. The old one redraws "pdbq>" too, and keys sent before it has exited
+    can be read (and dropped) by it: a Ctrl-D sent then never reaches the new prompt."""
+    child.expect("\x1b\\[\\?2004h")
+    _at_prompt(child)
+
+
 def test_interactive_session(tmp_path: Path) -> None:
     child = _spawn(tmp_path, str(tmp_path / "f.db"))
     try:
@@ -134,7 +142,7 @@ def test_interactive_session(tmp_path: Path) -> None:
         _at_prompt(child)
         child.send("SELECT 'junk")
         child.sendcontrol("c")
-        _at_prompt(child)
+        _new_prompt(child)
         child.sendline("SELECT 'clean' AS c2;")
         child.expect("│ clean   │")
         _at_prompt(child)
@@ -272,7 +280,7 @@ def test_newcomer_session_banner_warnings_last_saving_and_tab(tmp_path: Path) ->
         child.expect("variable")
         child.expect("table")
         child.sendcontrol("c")
-        _at_prompt(child)
+        _new_prompt(child)
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
     finally:
