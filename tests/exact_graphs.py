@@ -97,3 +97,12 @@ def brute_force(g: FactorGraph):
 
 def all_assignments(g: FactorGraph):
     return itertools.product(*[range(int(c)) for c in g.cardinality])
+
+
+def within(r, exact, slack=0.01):
+    """(every estimate of result ``r`` within 4 standard errors + ``slack`` of the exact marginal,
+    the largest error): the sampler tests' check against exact answers."""
+    k = exact.shape[1]
+    err = np.abs(r.marginals[:, :k] - exact)
+    se = np.nan_to_num(r.stderr[:, :k], nan=0.0)
+    return bool(np.all(err <= 4 * se + slack)), float(err.max())

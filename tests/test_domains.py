@@ -15,6 +15,8 @@ import dataclasses
 import numpy as np
 import pytest
 
+from exact_graphs import within
+
 from pdbq.errors import InferenceError
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.blocks import block_kernel
@@ -57,11 +59,6 @@ def _patch(n: int, patch: int) -> np.ndarray:
     return np.array([r * n + c for r in range(patch) for c in range(patch)])
 
 
-def _within(r, exact, slack=0.01):
-    k = exact.shape[1]
-    err = np.abs(r.marginals[:, :k] - exact)
-    se = np.nan_to_num(r.stderr[:, :k], nan=0.0)
-    return bool(np.all(err <= 4 * se + slack)), float(err.max())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,10 +143,10 @@ def test_auto_finds_the_domain_from_its_pilot_and_reaches_the_exact_marginals():
     config = GibbsConfig(steps=200_000, seed=0)
     r, why = run_auto(g, np.arange(g.n_vars), config, d)
     assert "exact domain block(s) of 16 variables" in why, why
-    ok, err = _within(r, exact)
+    ok, err = within(r, exact)
     assert ok and err < 0.03, err
     plain = run_gibbs(g, np.arange(g.n_vars), config)
-    _, err_plain = _within(plain, exact)
+    _, err_plain = within(plain, exact)
     assert err_plain > 0.2 and not plain.converged
 
 
@@ -163,14 +160,14 @@ def test_a_domain_block_with_a_wrong_conditional_fails_the_same_check():
     config = GibbsConfig(steps=150_000, seed=1)
     mixing = MixingConfig(blocks="auto", query_passes=0)
     good = run_mixing(g, np.arange(g.n_vars), config, mixing, blocks=blocks, sweeps=9)
-    ok, err = _within(good, exact)
+    ok, err = within(good, exact)
     assert ok, err
     # every table of the block at half strength: the draw no longer follows p(x_B | rest)
     b = blocks[0]
     half = tuple(tuple(f._replace(table=0.5 * f.table) for f in fs) for fs in b.factors)
     broken = [dataclasses.replace(b, factors=half)]
     bad = run_mixing(g, np.arange(g.n_vars), config, mixing, blocks=broken, sweeps=9)
-    ok, err = _within(bad, exact)
+    ok, err = within(bad, exact)
     assert not ok, err
 
 
@@ -213,5 +210,5 @@ def test_auto_keeps_single_site_moves_on_an_ordered_model_without_a_slow_domain(
     assert d.ordered
     r, why = run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=200_000, seed=0), d)
     assert "domain block" not in why and ("single-site moves only" in why or "no slow domain" in why), why
-    ok, err = _within(r, exact_marginals(g).marginals)
+    ok, err = within(r, exact_marginals(g).marginals)
     assert ok, err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exact_graphs import random_graph
+from exact_graphs import random_graph, within
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.config import GibbsConfig, MixingConfig
@@ -222,13 +222,13 @@ def test_why_jumps_need_hot_copies(monkeypatch):
     g = b.build()
     exact = exact_marginals(g).marginals
     r = run_mixing(g, np.arange(g.n_vars), GibbsConfig(steps=100_000, seed=3), MixingConfig(tempering=2, jumps=8))
-    ok, err = _within(r, exact)
+    ok, err = within(r, exact)
     assert ok, err
     assert r.jump_rate > 0.05
     # what the option check refuses: without hot copies the answer is far off while R-hat sees nothing
     monkeypatch.setattr(MixingConfig, "check", lambda self: self)
     alone = run_mixing(g, np.arange(g.n_vars), GibbsConfig(steps=100_000, seed=3), MixingConfig(jumps=8))
-    ok, err = _within(alone, exact)
+    ok, err = within(alone, exact)
     assert not ok and err > 0.1 and alone.converged
 
 
@@ -236,11 +236,6 @@ def test_why_jumps_need_hot_copies(monkeypatch):
 # chains
 
 
-def _within(r, exact, slack=0.01):
-    k = exact.shape[1]
-    err = np.abs(r.marginals[:, :k] - exact)
-    se = np.nan_to_num(r.stderr[:, :k], nan=0.0)
-    return bool(np.all(err <= 4 * se + slack)), float(err.max())
 
 
 def test_jumps_reach_the_exact_marginals_of_a_dense_core_where_gibbs_sticks():
@@ -248,12 +243,12 @@ def test_jumps_reach_the_exact_marginals_of_a_dense_core_where_gibbs_sticks():
     exact = exact_marginals(g).marginals
     cfg = GibbsConfig(steps=40_000, seed=3)
     r = run_mixing(g, np.arange(g.n_vars), cfg, MixingConfig(tempering=2, jumps=8))
-    ok, err = _within(r, exact)
+    ok, err = within(r, exact)
     assert ok, err
     assert r.converged and r.jump_modes >= 2 and r.jump_rate > 0.01
     assert "mode jumps between" in describe_moves(r)
     plain = run_gibbs(g, np.arange(g.n_vars), cfg)
-    _, err_plain = _within(plain, exact)
+    _, err_plain = within(plain, exact)
     assert err_plain > 0.1 and not plain.converged
     again = run_mixing(g, np.arange(g.n_vars), cfg, MixingConfig(tempering=2, jumps=8))
     assert np.array_equal(r.marginals, again.marginals)  # same seed, same answer
@@ -266,7 +261,7 @@ def test_auto_jumps_on_a_dense_core_too_wide_for_blocks():
     moves = choose_moves(g, block_table=16).without_cutset()
     r, why = run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=60_000, seed=1), moves)
     assert "mode jumps" in why and "did not mix" in why, why
-    ok, err = _within(r, exact)
+    ok, err = within(r, exact)
     assert ok, err
     assert r.converged
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exact_graphs import random_graph
+from exact_graphs import random_graph, within
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.block_kernels import _fill, block_pass, pack_blocks
@@ -59,12 +59,6 @@ def ising(n: int, coupling: float, field: float):
     return b.build()
 
 
-def _within(r, exact, slack=0.01):
-    """Every estimate within 4 standard errors (+ slack) of the exact marginal."""
-    k = exact.shape[1]
-    err = np.abs(r.marginals[:, :k] - exact)
-    se = np.nan_to_num(r.stderr[:, :k], nan=0.0)
-    return bool(np.all(err <= 4 * se + slack)), float(err.max())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,11 +214,11 @@ def test_blocks_reach_the_exact_marginals_through_walls_where_gibbs_sticks():
     exact = exact_marginals(g).marginals
     config = GibbsConfig(steps=3_000, burn_in=300, seed=4)
     r = run_mixing(g, np.arange(g.n_vars), config, MixingConfig(blocks=4, block_table=16))
-    ok, err = _within(r, exact)
+    ok, err = within(r, exact)
     assert ok, err
     assert r.n_blocks >= 3 and r.largest_block <= 4
     plain = run_gibbs(g, np.arange(g.n_vars), GibbsConfig(steps=30_000, seed=4))
-    ok_plain, err_plain = _within(plain, exact)
+    ok_plain, err_plain = within(plain, exact)
     # plain Gibbs sticks: far off, and it says so (R-hat; its standard error, which counts the
     # chains' disagreement, is wide too — a wrong answer, never a confident one)
     assert err_plain > 0.1 and not plain.converged
@@ -235,7 +229,7 @@ def test_tempering_reaches_the_exact_marginals_of_a_strong_ising_where_gibbs_sti
     exact = exact_marginals(g).marginals
     config = GibbsConfig(steps=60_000, seed=2)
     r = run_mixing(g, np.arange(g.n_vars), config, MixingConfig(tempering=6, beta_min=0.15))
-    ok, err = _within(r, exact)
+    ok, err = within(r, exact)
     assert ok, err
     assert r.betas[0] == 1.0 and np.all(np.diff(r.betas) < 0)
     assert np.all(r.swap_rates > 0.05)
@@ -243,7 +237,7 @@ def test_tempering_reaches_the_exact_marginals_of_a_strong_ising_where_gibbs_sti
     plain = run_gibbs(g, np.arange(g.n_vars), GibbsConfig(steps=60_000, seed=2))
     # plain chains stick far from the answer; the driver's within-chain split R-hat and batch
     # means make their error bars wide and flag them, so the check is the error and the flag
-    _, err_plain = _within(plain, exact)
+    _, err_plain = within(plain, exact)
     assert err_plain > 0.1
     assert not plain.converged
 
