@@ -49,7 +49,7 @@ from pdbq.inference.kernels import ChainState, greedy_sweep, group_sums_into, lo
 from pdbq.inference.rng import bounded, next_state, uniform
 from pdbq.inference.transition import Kernel
 
-__all__ = ["JumpSet", "ModePool", "jump_set", "jump_moves", "quench", "jump_kernel", "QUENCH_SWEEPS"]
+__all__ = ["JumpSet", "ModePool", "empty_jumps", "jump_set", "jump_moves", "quench", "jump_kernel", "QUENCH_SWEEPS"]
 
 QUENCH_SWEEPS = 50  # iterated conditional modes stops earlier at a fixed point (a few sweeps)
 
@@ -62,6 +62,7 @@ class JumpSet(NamedTuple):
     movable: np.ndarray  # int32[M]: the sampled variables (the Hamming distance runs over them)
     off: np.ndarray  # int64[R·R + 1]
     var: np.ndarray  # int32[n_entries]
+    longest: int  # the longest row (scratch size of `jump_moves`)
 
     @property
     def n_modes(self) -> int:
@@ -75,7 +76,7 @@ class JumpSet(NamedTuple):
 
 def empty_jumps(n_vars: int = 0) -> JumpSet:
     return JumpSet(np.zeros((0, n_vars), dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64),
-                   np.zeros(0, dtype=np.int32))
+                   np.zeros(0, dtype=np.int32), 0)
 
 
 def jump_set(modes: list[np.ndarray], movable: np.ndarray) -> JumpSet:
@@ -89,9 +90,10 @@ def jump_set(modes: list[np.ndarray], movable: np.ndarray) -> JumpSet:
     for a in range(r):
         for b in range(a + 1, r):
             rows[a * r + b] = np.flatnonzero((m[a] != m[b]) & movable).astype(np.int32)
+    sizes = [x.size for x in rows]
     off = np.zeros(r * r + 1, dtype=np.int64)
-    off[1:] = np.cumsum([x.size for x in rows])
-    return JumpSet(m, np.flatnonzero(movable).astype(np.int32), off, np.concatenate(rows))
+    off[1:] = np.cumsum(sizes)
+    return JumpSet(m, np.flatnonzero(movable).astype(np.int32), off, np.concatenate(rows), int(max(sizes)))
 
 
 @njit(cache=True)
@@ -117,11 +119,8 @@ def jump_moves(g, kg, values, gsums, beta, js, rng, n_tries):
     if gsums.shape[0] > 0:
         group_sums_into(g, kg.tables, values, gsums)
     modes, r = js.modes, js.modes.shape[0]
-    longest = 0
-    for p in range(js.off.shape[0] - 1):
-        longest = max(longest, js.off[p + 1] - js.off[p])
-    news = np.empty(max(longest, 1), dtype=np.int64)
-    olds = np.empty(max(longest, 1), dtype=np.int64)
+    news = np.empty(max(js.longest, 1), dtype=np.int64)
+    olds = np.empty(max(js.longest, 1), dtype=np.int64)
     s = rng[0]
     accepted = 0
     for _ in range(n_tries):
@@ -156,7 +155,7 @@ def quench(g, kg, values: np.ndarray, sites: np.ndarray) -> tuple[np.ndarray, fl
     """A local mode near ``values``: iterated conditional modes over ``sites`` from a copy of it
     until nothing changes (at most `QUENCH_SWEEPS` passes); returns (the mode, its energy)."""
     x = values.copy()
-    gs = np.zeros(max(g.n_groups, 0))
+    gs = np.zeros(g.n_groups)
     if g.n_groups:
         group_sums_into(g, kg.tables, x, gs)
     st = ChainState(x, gs, np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.int64))
@@ -198,10 +197,13 @@ class ModePool:
         return len(self._modes)
 
 
-def jump_kernel(log_energy: np.ndarray, states: np.ndarray, js: JumpSet, beta: float = 1.0) -> Kernel:
+def jump_kernel(log_energy: np.ndarray, states: np.ndarray, js: JumpSet, beta: float = 1.0, *,
+                anchored: bool = True) -> Kernel:
     """The jump move as an explicit matrix over enumerated states (``states``: int[n_states,
     n_vars], row s = the values of state s; ``log_energy[s]`` = E of state s), written from the
-    module docstring independently of `jump_moves`. For `transition.check_kernel` (tests)."""
+    module docstring independently of `jump_moves`. For `transition.check_kernel` (tests).
+    ``anchored=False`` leaves out step 3 (x' nearest its partner mode): the broken move the
+    tests show failing the check."""
     n = states.shape[0]
     r = js.n_modes
     index = {tuple(int(x) for x in row): s for s, row in enumerate(states)}
@@ -230,7 +232,7 @@ def jump_kernel(log_energy: np.ndarray, states: np.ndarray, js: JumpSet, beta: f
                     y[v] = js.modes[a][v]
             t = index[tuple(int(x) for x in y)]
             gap = float(log_energy[t]) - float(log_energy[s]) if np.isfinite(log_energy[s]) else -np.inf
-            acc = min(1.0, math.exp(min(beta * gap, 0.0))) if nearest(y) == b else 0.0
+            acc = min(1.0, math.exp(min(beta * gap, 0.0))) if not anchored or nearest(y) == b else 0.0
             cols[s, k] = t
             vals[s, k] = acc / (r - 1)
             stay -= acc / (r - 1)
