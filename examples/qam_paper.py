@@ -5,10 +5,10 @@ fully-connected pairwise, fully connected through one factor. Every non-unary fa
 template whose log-potentials are drawn from log(Beta(2,2)); every variable has its own
 observation factor with log-potentials log(Beta(2,2))/2. Each model is built as a pdbq
 `FactorGraph` (TABLE factors, `GraphBuilder`), so the selection distributions are pdbq's own
-(`pdbq.inference.selection`). For each model, each variable in turn is the query (the paper
+(`pdbq.inference.query_aware.selection`). For each model, each variable in turn is the query (the paper
 measures "the single-variable marginal query π(x_q) for each variable in each of the sixty
 realized models"), and for each selection distribution the exact random-scan Gibbs transition
-matrix over all 2^n states is built (`pdbq.inference.transition`; Gibbs = Metropolis–Hastings
+matrix over all 2^n states is built (`pdbq.inference.mcmc.transition`; Gibbs = Metropolis–Hastings
 with the full conditional as proposal) and checked (rows sum to 1, detailed balance with the
 exact π). Time t counts single-variable updates: π_t = π_0 K^t from the uniform π_0 = 2^−n.
 Reported: ‖π_t(x_q) − π(x_q)‖_TV averaged over the query variables and the ten models.
@@ -37,8 +37,8 @@ import numpy as np
 
 from pdbq.graph.builder import GraphBuilder
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.selection import SelectionConfig, selection_distribution
-from pdbq.inference.transition import check_kernel, gibbs_kernel, log_joint, marginal
+from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
+from pdbq.inference.mcmc.transition import check_kernel, gibbs_kernel, log_joint, marginal
 from pdbq.language.nodes import FactorFunction
 
 FAMILIES = ("independent", "chain", "hoop", "grid", "fc_pairwise", "fc_single")

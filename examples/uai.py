@@ -7,8 +7,8 @@
 The networks live in ../shared/data/uai2014/ (override with --data). Each is read with
 `pdbq.io.read_uai_graph` into pdbq's factor-graph layout (one TABLE factor per file factor,
 evidence from the `.evid` file clamped), then answered twice, straight from the inference layer:
-exact variable elimination (`pdbq.inference.exact.exact_marginals`) and single-site Gibbs
-sampling (`pdbq.inference.gibbs.run_gibbs`, 4 chains). The table shows the largest absolute
+exact variable elimination (`pdbq.inference.exact.elimination.exact_marginals`) and single-site Gibbs
+sampling (`pdbq.inference.mcmc.gibbs.run_gibbs`, 4 chains). The table shows the largest absolute
 error over all variables and values against the `.MAR` answers, and the mean one.
 Plain Gibbs is known to get stuck on the hard instances (Grids_12, DBN_11: chains in one mode);
 R-hat in the warnings column says so.
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from pdbq.errors import PdbqError
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import run_gibbs
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import run_gibbs
 from pdbq.io import read_mar, read_uai_graph
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "uai2014"

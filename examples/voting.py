@@ -14,7 +14,7 @@ w_t·t up to a constant. w = 0.5 and prior weights uniform in (−1, 0), as in F
 
 The query engine grounds the model and hands out the pruned graph of ``PROB(q)``
 (`pdbq.api.query_graph`); `pdbq.analysis` reports its hierarchy width and mixing bound;
-then `pdbq.inference.gibbs.run_gibbs` runs R independent single-chain runs (random start,
+then `pdbq.inference.mcmc.gibbs.run_gibbs` runs R independent single-chain runs (random start,
 no burn-in) and the variance across runs of the running estimate of P(q) is recorded against
 the number of single-variable updates — the quantity Figure 2 plots. (The SQL answer does not
 expose running estimates, hence the direct call on the engine's graph.)
@@ -34,8 +34,8 @@ import numpy as np
 import pdbq
 from pdbq.analysis import analyze_graph
 from pdbq.api import query_graph
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
 
 SEMANTICS = ("LINEAR", "RATIO", "LOGICAL")
 

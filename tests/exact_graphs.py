@@ -9,7 +9,7 @@ import numpy as np
 
 from pdbq.graph.builder import GraphBuilder
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.potentials import hyperedges
+from pdbq.inference.exact.potentials import hyperedges
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

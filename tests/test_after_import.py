@@ -9,7 +9,7 @@ import pytest
 from test_uai_import import MIX
 
 import pdbq
-from pdbq.inference.exact import exact_marginals
+from pdbq.inference.exact.elimination import exact_marginals
 from pdbq.io import read_uai, read_uai_graph
 from pdbq.planning.store_state import kept_state
 

@@ -17,7 +17,7 @@ from pdbq.analysis.hierarchy import HierarchySearch, greedy_upper_bound, hierarc
 from pdbq.analysis.hypergraph import build_hypergraph
 from pdbq.analysis.weights import hyperedge_weights
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.potentials import condition, hyperedges
+from pdbq.inference.exact.potentials import condition, hyperedges
 from pdbq.language.nodes import FactorFunction, Semantics
 
 F = FactorFunction

@@ -11,7 +11,7 @@ import pytest
 
 import pdbq
 from pdbq.analysis import analyze_graph
-from pdbq.inference.potentials import log_score
+from pdbq.inference.exact.potentials import log_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 voting = pytest.importorskip("voting")

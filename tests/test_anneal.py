@@ -11,9 +11,9 @@ import pytest
 
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.anneal import anneal_map, log_score
-from pdbq.inference.config import AnnealConfig
-from pdbq.inference.potentials import log_score as reference_log_score
+from pdbq.inference.mcmc.anneal import anneal_map, log_score
+from pdbq.inference.mcmc.config import AnnealConfig
+from pdbq.inference.exact.potentials import log_score as reference_log_score
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

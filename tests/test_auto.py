@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.auto import AutoConfig, choose_method, estimate_exact_seconds
+from pdbq.inference.exact.auto import AutoConfig, choose_method, estimate_exact_seconds
 from pdbq.language.nodes import FactorFunction as F
 
 

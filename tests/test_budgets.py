@@ -18,8 +18,8 @@ import pdbq
 from pdbq.answers.engine import answer
 from pdbq.graph.builder import GraphBuilder, csr_from_edges
 from pdbq.graph.layout import NO_TABLE, FactorGraph, validate
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Method
 from pdbq.planning.options import QueryOptions

@@ -14,16 +14,16 @@ import pytest
 
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.cluster_kernels import cluster_pass, make_scratch, pair_tables
-from pdbq.inference.clusters import bond_terms, check_cluster_inputs, cluster_coverage, cluster_kernel, prepare_clusters
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.kernels import group_sums_into, hard_tables
-from pdbq.inference.mixing import run_mixing
-from pdbq.inference.move_choice import choose_moves, run_auto
-from pdbq.inference.rng import chain_states
-from pdbq.inference.transition import check_kernel, log_joint
+from pdbq.inference.moves.cluster_kernels import cluster_pass, make_scratch, pair_tables
+from pdbq.inference.moves.clusters import bond_terms, check_cluster_inputs, cluster_coverage, cluster_kernel, prepare_clusters
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.mcmc.kernels import group_sums_into, hard_tables
+from pdbq.inference.moves.mixing import run_mixing
+from pdbq.inference.moves.move_choice import choose_moves, run_auto
+from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.mcmc.transition import check_kernel, log_joint
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

@@ -11,8 +11,8 @@ from numba import njit
 
 from pdbq.coref.layout import pair_graph
 from pdbq.errors import OptionError
-from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs, stable_labels
-from pdbq.inference.entity_moves import (
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map, sample_pairs, stable_labels
+from pdbq.inference.coreference.entity_moves import (
     C_ACCEPTED,
     C_EVALS,
     check_state,
@@ -22,7 +22,7 @@ from pdbq.inference.entity_moves import (
     run_moves,
     state_from_labels,
 )
-from pdbq.inference.rng import chain_states
+from pdbq.inference.mcmc.rng import chain_states
 
 
 def _partitions(n):

@@ -16,16 +16,16 @@ from test_member_moves import _trace
 from pdbq.coref.layout import CorefInputError, pair_graph
 from pdbq.coref.tokens import pair_score, token_model, token_partition_score
 from pdbq.errors import OptionError
-from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
-from pdbq.inference.entity_moves import (
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map, sample_pairs
+from pdbq.inference.coreference.entity_moves import (
     C_ACCEPTED,
     new_scratch,
     new_state,
     state_from_labels,
 )
-from pdbq.inference.member_moves import _estimate, check_members, members_of
-from pdbq.inference.rng import chain_states
-from pdbq.inference.subsample import SubsampleConfig, subsample_state
+from pdbq.inference.coreference.member_moves import _estimate, check_members, members_of
+from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_state
 
 VOCAB = list("abcdefgh")
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference import gibbs as gibbs_mod
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.estimates import pooled_mean
-from pdbq.inference.exact import exact_marginals
+from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.estimates import pooled_mean
+from pdbq.inference.exact.elimination import exact_marginals
 from pdbq.language.nodes import FactorFunction as F
 
 

@@ -8,11 +8,11 @@ from test_mixing_query import db  # noqa: F401  (its module fixture: walled pair
 
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.cutset import choose_cutset, cutset_kernel, run_cutset
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.transition import check_kernel, log_joint
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.moves.cutset import choose_cutset, cutset_kernel, run_cutset
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.mcmc.transition import check_kernel, log_joint
 from pdbq.language.nodes import FactorFunction as F
 
 
@@ -155,7 +155,7 @@ def _ring_of_walls(n: int = 8, w: float = 9.0):
 
 
 def test_auto_picks_a_one_group_cutset_when_the_pilot_is_stuck():
-    from pdbq.inference.move_choice import choose_moves, run_auto  # noqa: PLC0415
+    from pdbq.inference.moves.move_choice import choose_moves, run_auto  # noqa: PLC0415
 
     g = _ring_of_walls()
     exact = exact_marginals(g).marginals
@@ -170,7 +170,7 @@ def test_auto_picks_a_one_group_cutset_when_the_pilot_is_stuck():
 
 
 def test_auto_respects_cutset_false():
-    from pdbq.inference.move_choice import choose_moves  # noqa: PLC0415
+    from pdbq.inference.moves.move_choice import choose_moves  # noqa: PLC0415
 
     d = choose_moves(_ring_of_walls(), block_table=4)
     assert d.cutset is not None

@@ -20,8 +20,8 @@ from pdbq.distributed import DistributedConfig, resolve_distributed
 from pdbq.distributed.runner import check_partition, deal_entities
 from pdbq.distributed.tasks import PartitionResult, RoundTask, run_partition
 from pdbq.errors import InferenceError, OptionError
-from pdbq.inference.entity_moves import partition_score
-from pdbq.inference.hierarchy import HierarchyConfig, resolve_hierarchical
+from pdbq.inference.coreference.entity_moves import partition_score
+from pdbq.inference.coreference.hierarchy import HierarchyConfig, resolve_hierarchical
 
 distributed = pytest.importorskip("distributed")
 

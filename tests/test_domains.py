@@ -19,15 +19,15 @@ from exact_graphs import within
 
 from pdbq.errors import InferenceError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.blocks import block_kernel
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.domains import domain_blocks, slow_variables, sweeps_per_cycle
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.kernels import prepare_kernel_graph
-from pdbq.inference.mixing import run_mixing
-from pdbq.inference.move_choice import choose_moves, run_auto
-from pdbq.inference.transition import check_kernel, gibbs_kernel, log_joint
+from pdbq.inference.moves.blocks import block_kernel
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.moves.domains import domain_blocks, slow_variables, sweeps_per_cycle
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.mcmc.kernels import prepare_kernel_graph
+from pdbq.inference.moves.mixing import run_mixing
+from pdbq.inference.moves.move_choice import choose_moves, run_auto
+from pdbq.inference.mcmc.transition import check_kernel, gibbs_kernel, log_joint
 from pdbq.language.nodes import FactorFunction as F
 
 

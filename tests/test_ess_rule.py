@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pdbq.inference import gibbs as gibbs_mod
-from pdbq.inference.config import GibbsConfig
+from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc.config import GibbsConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coverage import sticky_ring  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdbq.inference.estimates import BatchStore, batch_stderr, effective_sample_size, pooled_mean, split_rhat, t_factor
+from pdbq.inference.mcmc.estimates import BatchStore, batch_stderr, effective_sample_size, pooled_mean, split_rhat, t_factor
 
 
 def _ar1_batches(rho, chains, n_batches, batch_len, seed, shift=None):
@@ -100,7 +100,7 @@ def test_batch_statistics_matches_the_numpy_reference():
     p[:, :, 5] = [1.0, 0.0, 0.0]  # frozen at a point mass
     sums = p * counts[..., None]
     constant = np.array([False, False, False, True, False, False])
-    from pdbq.inference.estimates import batch_statistics
+    from pdbq.inference.mcmc.estimates import batch_statistics
 
     mean, se, rhat = batch_statistics(sums, counts, constant, student=False, floor=False)
     np.testing.assert_allclose(mean, pooled_mean(sums, counts), rtol=1e-12, atol=1e-15)
@@ -172,7 +172,7 @@ def test_t_factor_matches_student_t_quantiles():
 
 def test_ess_estimate_matches_ar1_theory_and_counts_autocorrelation():
     # batch means that are themselves AR(1): ESS = n (1 - rho) / (1 + rho), se from it
-    from pdbq.inference.estimates import _geyer_kernel
+    from pdbq.inference.mcmc.estimates import _geyer_kernel
 
     rng = np.random.default_rng(11)
     C, B, rho = 4, 256, 0.8

@@ -11,9 +11,9 @@ import pytest
 from exact_graphs import FUNCTIONS, brute_force, random_graph
 from pdbq.errors import EvidenceError, InferenceError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.elimination_order import elimination_order
-from pdbq.inference.exact import exact_map, exact_marginals
-from pdbq.inference.potentials import log_score
+from pdbq.inference.exact.elimination_order import elimination_order
+from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.exact.potentials import log_score
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

@@ -13,7 +13,7 @@ import pdbq
 from pdbq.answers.engine import answer
 from pdbq.errors import OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.auto import DEFAULT_EXACT_BUDGET, AutoConfig, choose_method
+from pdbq.inference.exact.auto import DEFAULT_EXACT_BUDGET, AutoConfig, choose_method
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Method
 from pdbq.planning.options import QueryOptions
@@ -88,7 +88,7 @@ def test_exact_budget_must_be_a_non_negative_number(db, bad):
 
 
 def test_the_hint_names_what_gives_the_exact_answer_in_each_case():
-    from pdbq.inference.auto import Decision, exact_hint
+    from pdbq.inference.exact.auto import Decision, exact_hint
 
     timed = exact_hint(Decision("MCMC", "", 20, 2**21, 7.4), 5.0)
     assert "about 7.4 s" in timed and "WITH (exact_budget = 15)" in timed and "USING EXACT" in timed

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from exact_graphs import random_graph
-from pdbq.inference.exact import _sum_keep, _sum_to, exact_marginals
+from pdbq.inference.exact.elimination import _sum_keep, _sum_to, exact_marginals
 from pdbq.io.uai import read_mar, read_uai_graph
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdbq.inference.exact import exact_map, exact_marginals
-from pdbq.inference.potentials import log_score
+from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.exact.potentials import log_score
 from pdbq.io.uai import read_mar, read_pr, read_uai_graph
 
 from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402

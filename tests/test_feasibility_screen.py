@@ -1,5 +1,5 @@
 """Zero-probability propagation looks first only at the factors that can change something
-(`pdbq.inference.feasibility._needs_a_look`): it finds a contradiction exactly when looking at
+(`pdbq.inference.mcmc.feasibility._needs_a_look`): it finds a contradiction exactly when looking at
 every factor first does, on random hard factors with random evidence."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import pdbq.inference.feasibility as fz
+import pdbq.inference.mcmc.feasibility as fz
 
 
 def _random_hard(rng: np.random.Generator, n_vars: int = 7, n_factors: int = 9) -> tuple[fz.HardFactors, np.ndarray]:

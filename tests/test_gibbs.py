@@ -12,11 +12,11 @@ from numba import njit
 
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference import gibbs as gibbs_mod
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.kernels import log_score_kernel
-from pdbq.inference.potentials import log_score as reference_log_score
+from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.mcmc.kernels import log_score_kernel
+from pdbq.inference.exact.potentials import log_score as reference_log_score
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 
@@ -40,7 +40,7 @@ def brute_force_marginals(g) -> np.ndarray:
     """Exact marginals by enumerating every assignment of the non-evidence variables (≤ 12).
 
     Scores come from the numba `log_score_kernel` for speed; `test_kernel_log_score_matches_reference`
-    ties it to the plain-Python reference of pdbq.inference.potentials."""
+    ties it to the plain-Python reference of pdbq.inference.exact.potentials."""
     free = np.flatnonzero(g.evidence < 0)
     assert free.size <= 12
     kmax = int(g.cardinality.max())

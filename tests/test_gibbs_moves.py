@@ -7,12 +7,12 @@ import time
 import numpy as np
 
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import ChainMoves, MoveContext, Moves, run_gibbs
-from pdbq.inference.kernels import Best, run_chain
-from pdbq.inference.mixing import run_mixing
-from pdbq.inference.move_choice import choose_moves, run_auto
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import ChainMoves, MoveContext, Moves, run_gibbs
+from pdbq.inference.mcmc.kernels import Best, run_chain
+from pdbq.inference.moves.mixing import run_mixing
+from pdbq.inference.moves.move_choice import choose_moves, run_auto
 from pdbq.language.nodes import FactorFunction as F
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
 
 from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402
 

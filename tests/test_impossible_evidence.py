@@ -9,7 +9,7 @@ import pytest
 
 import pdbq
 from pdbq.errors import EvidenceError
-from pdbq.inference.feasibility import HardFactors, propagate
+from pdbq.inference.mcmc.feasibility import HardFactors, propagate
 from pdbq.api import infer
 from pdbq.io.uai import read_uai
 

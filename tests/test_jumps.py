@@ -8,16 +8,16 @@ import pytest
 from exact_graphs import random_graph, within
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.energy_paths import energy_gap
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.jumps import ModePool, jump_kernel, jump_moves, jump_set, quench
-from pdbq.inference.kernels import log_score_kernel, prepare_kernel_graph
-from pdbq.inference.mixing import describe_moves, run_mixing
-from pdbq.inference.move_choice import choose_moves, run_auto
-from pdbq.inference.rng import chain_states
-from pdbq.inference.transition import check_kernel, log_joint, state_table
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.moves.energy_paths import energy_gap
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.moves.jumps import ModePool, jump_kernel, jump_moves, jump_set, quench
+from pdbq.inference.mcmc.kernels import log_score_kernel, prepare_kernel_graph
+from pdbq.inference.moves.mixing import describe_moves, run_mixing
+from pdbq.inference.moves.move_choice import choose_moves, run_auto
+from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.mcmc.transition import check_kernel, log_joint, state_table
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

@@ -250,7 +250,7 @@ def test_learn_weights_without_evidence_or_learnable_rules():
 
 def test_reweighted_kernel_graph_matches_prepare():
     """`refresh` rewrites the folded fast paths exactly as preparing the graph anew would."""
-    from pdbq.inference.kernels import prepare_kernel_graph
+    from pdbq.inference.mcmc.kernels import prepare_kernel_graph
     from pdbq.learning.reweight import refresh, reweighable
 
     rng = np.random.default_rng(0)
@@ -297,7 +297,7 @@ def test_sgd_hogwild_shards(units):
 
 def test_features_reproduce_the_energy():
     """Σ_k w_k F_k(x) is the log-score of x, head groups (RATIO/LOGICAL) and TABLE factors included."""
-    from pdbq.inference.kernels import log_score_kernel
+    from pdbq.inference.mcmc.kernels import log_score_kernel
     from pdbq.language.nodes import Semantics
     from pdbq.learning.features import feature_totals, grounding_counts
 
@@ -368,7 +368,7 @@ def test_samplerank_recovers_weight_signs(optimizer):
 
 
 def test_samplerank_feature_delta_and_errors():
-    from pdbq.inference.kernels import log_score_kernel
+    from pdbq.inference.mcmc.kernels import log_score_kernel
     from pdbq.learning.samplerank import GraphRanking, SampleRankConfig, samplerank
     from pdbq.language.nodes import Semantics
 

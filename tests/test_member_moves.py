@@ -1,4 +1,4 @@
-"""Witness mention moves (pdbq.inference.member_moves): detailed balance against the exact
+"""Witness mention moves (pdbq.inference.coreference.member_moves): detailed balance against the exact
 distribution over all partitions of <= 6 mentions (the checker of test_coref_moves), member
 blocks kept consistent, p = 1 the identical chain, the subsampled estimate unbiased, and the
 option through CorefConfig."""
@@ -23,8 +23,8 @@ from test_coref_moves import (
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 from pdbq.coref.tokens import empty_token_model
 from pdbq.errors import OptionError
-from pdbq.inference.coref import CorefConfig, resolve_map, sample_pairs
-from pdbq.inference.entity_moves import (
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map, sample_pairs
+from pdbq.inference.coreference.entity_moves import (
     C_ACCEPTED,
     C_EVALS,
     _accept,
@@ -37,7 +37,7 @@ from pdbq.inference.entity_moves import (
     partition_score,
     state_from_labels,
 )
-from pdbq.inference.member_moves import (
+from pdbq.inference.coreference.member_moves import (
     _estimate,
     _mb_add,
     _mb_remove,
@@ -46,8 +46,8 @@ from pdbq.inference.member_moves import (
     members_of,
     run_witness_moves,
 )
-from pdbq.inference.rng import bounded, chain_states, next_state, uniform
-from pdbq.inference.subsample import SubsampleConfig, subsample_state
+from pdbq.inference.mcmc.rng import bounded, chain_states, next_state, uniform
+from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_state
 
 TM0 = empty_token_model()  # no fields: the graph's stored pair scores
 
@@ -280,7 +280,7 @@ def test_witness_draws_without_replacement():
     sub = subsample_state(SubsampleConfig("uniform", rate=(k - 1) / k), 3)
     # rate (k−1)/k: k − 1 distinct pairs, so the estimate is the exact sum minus one
     # pair scaled by k/(k−1); with replacement some pair would repeat and others be missed
-    from pdbq.inference.member_moves import _factor
+    from pdbq.inference.coreference.member_moves import _factor
 
     vals = np.array([_factor(g, TM0, st, mb, m, s, t, ns, r) for r in range(k)])
     for _ in range(200):

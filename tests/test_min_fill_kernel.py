@@ -1,4 +1,4 @@
-"""The numba min-fill kernel (`pdbq.inference.min_fill_kernel`) against the Python sets-and-heap
+"""The numba min-fill kernel (`pdbq.inference.exact.min_fill_kernel`) against the Python sets-and-heap
 version it replaces for small graphs: the same order, cliques, sizes and stopping point."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pdbq.errors import InferenceError
-from pdbq.inference.elimination_order import _min_fill_dense, _min_fill_sets, min_fill_order
-from pdbq.inference.min_fill_kernel import MAX_DENSE, min_fill_graph
+from pdbq.inference.exact.elimination_order import _min_fill_dense, _min_fill_sets, min_fill_order
+from pdbq.inference.exact.min_fill_kernel import MAX_DENSE, min_fill_graph
 
 
 def _random_scopes(rng, n, m, k):

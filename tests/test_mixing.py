@@ -13,14 +13,14 @@ import pytest
 from exact_graphs import random_graph, within
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.block_kernels import _fill, block_pass, pack_blocks
-from pdbq.inference.blocks import BlockSampler, block_edges, block_kernel, build_blocks
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.mixing import run_mixing
-from pdbq.inference.tempering import adapt_ladder, initial_ladder, swap_kernel, swap_probability
-from pdbq.inference.transition import check_kernel, gibbs_kernel, log_joint
+from pdbq.inference.moves.block_kernels import _fill, block_pass, pack_blocks
+from pdbq.inference.moves.blocks import BlockSampler, block_edges, block_kernel, build_blocks
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.moves.mixing import run_mixing
+from pdbq.inference.moves.tempering import adapt_ladder, initial_ladder, swap_kernel, swap_probability
+from pdbq.inference.mcmc.transition import check_kernel, gibbs_kernel, log_joint
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

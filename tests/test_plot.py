@@ -9,7 +9,7 @@ import pytest
 
 import pdbq
 from pdbq.answers.plot import plot_trace, trace_lines
-from pdbq.inference.gibbs import GibbsTrace
+from pdbq.inference.mcmc.gibbs import GibbsTrace
 
 MODEL = """
 CREATE TABLE t AS SELECT * FROM range(5) r(i);

@@ -10,7 +10,7 @@ import pytest
 
 from pdbq.errors import InferenceError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.potentials import condition, factor_value, hyperedges, log_score
+from pdbq.inference.exact.potentials import condition, factor_value, hyperedges, log_score
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

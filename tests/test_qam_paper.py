@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pdbq.errors import InferenceError
-from pdbq.inference import transition
+from pdbq.inference.mcmc import transition
 
 _PATH = Path(__file__).resolve().parent.parent / "examples" / "qam_paper.py"
 _spec = importlib.util.spec_from_file_location("qam_paper", _PATH)

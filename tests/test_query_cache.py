@@ -225,8 +225,8 @@ def test_memo_keeps_only_the_most_recent_values_of_a_kind():
 
 
 def test_selection_with_shared_edge_influences_equals_the_direct_one():
-    from pdbq.inference.influence import edge_influence
-    from pdbq.inference.selection import SelectionConfig, selection_distribution
+    from pdbq.inference.query_aware.influence import edge_influence
+    from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
 
     g = _tiny_graph(30)
     sites = np.arange(30)

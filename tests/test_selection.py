@@ -11,17 +11,17 @@ import pytest
 
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.alias import alias_draw, alias_probabilities, alias_table
-from pdbq.inference.exact import exact_marginals
-from pdbq.inference.influence import edge_influence, graph_distance, pair_tv, trail_scores
-from pdbq.inference.selection import (
+from pdbq.inference.mcmc.alias import alias_draw, alias_probabilities, alias_table
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.query_aware.influence import edge_influence, graph_distance, pair_tv, trail_scores
+from pdbq.inference.query_aware.selection import (
     SELECTIONS,
     SelectionConfig,
     exact_influence,
     mix_scores,
     selection_distribution,
 )
-from pdbq.inference.transition import check_kernel, gibbs_kernel, log_joint, marginal, state_table
+from pdbq.inference.mcmc.transition import check_kernel, gibbs_kernel, log_joint, marginal, state_table
 from pdbq.language.nodes import FactorFunction, Semantics
 
 T = FactorFunction.TABLE

@@ -10,7 +10,7 @@ from test_query import CHAIN, chain_exact
 from test_uai_import import MIX
 
 import pdbq
-from pdbq.inference.exact import exact_marginals
+from pdbq.inference.exact.elimination import exact_marginals
 from pdbq.io import read_uai, read_uai_graph
 
 Q = "SELECT v.id, DIST(v) AS d FROM net v WHERE v.id = 0 USING EXACT"

@@ -10,10 +10,10 @@ from conftest import NAMES_CLUSTER_SQL
 
 from pdbq.coref.layout import pair_graph
 from pdbq.errors import OptionError
-from pdbq.inference.coref import CorefConfig, resolve_map
-from pdbq.inference.entity_moves import new_scratch, new_state, partition_score, run_moves, state_from_labels
-from pdbq.inference.rng import chain_states
-from pdbq.inference.subsample import (
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
+from pdbq.inference.coreference.entity_moves import new_scratch, new_state, partition_score, run_moves, state_from_labels
+from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.coreference.subsample import (
     SubsampleConfig,
     estimate_delta,
     sequential_sum,
@@ -239,7 +239,7 @@ def test_query_options_map_to_configs():
 
 
 def test_subsampled_pair_posteriors_carry_a_warning():
-    from pdbq.inference.coref import sample_pairs
+    from pdbq.inference.coreference.resolve import sample_pairs
 
     g = pair_graph(4, np.array([0, 2, 0]), np.array([1, 3, 2]), np.array([3.0, 3.0, -3.0]))
     qa, qb = np.array([0, 0]), np.array([1, 2])

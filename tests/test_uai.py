@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.exact import exact_map, exact_marginals
+from pdbq.inference.exact.elimination import exact_map, exact_marginals
 from pdbq.io.uai import (
     UaiFormatError,
     read_evid,

@@ -14,7 +14,7 @@ from pdbq.errors import CatalogError, PdbqError
 from pdbq.graph.from_store import full_graph, query_graph
 from pdbq.grounding import ground_all, stored_evidence
 from pdbq.grounding.imported import IMPORTS_TABLE, live_imports
-from pdbq.inference.exact import exact_marginals
+from pdbq.inference.exact.elimination import exact_marginals
 from pdbq.io.uai import UaiFormatError, read_mar, read_uai, read_uai_graph, write_uai
 
 from conftest import MISSING_DATA, UAI_DATA as DATA  # noqa: E402

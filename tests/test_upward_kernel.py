@@ -1,4 +1,4 @@
-"""The numba upward pass (`pdbq.inference.upward_kernel`, used for clique tables up to
+"""The numba upward pass (`pdbq.inference.exact.upward_kernel`, used for clique tables up to
 `SMALL_TABLE` entries) against the numpy pass it replaces there, on random small models with
 evidence, impossible entries (-inf) and isolated variables; and against brute force."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import pdbq.inference.exact as exact
+import pdbq.inference.exact.elimination as exact
 from exact_graphs import brute_force, random_graph
 from pdbq.graph.builder import GraphBuilder
-from pdbq.inference.exact import _graph_edges, _prepared_tree, _upward_small, exact_marginals
+from pdbq.inference.exact.elimination import _graph_edges, _prepared_tree, _upward_small, exact_marginals
 from pdbq.language.nodes import FactorFunction as F
 from pdbq.language.nodes import Semantics as S
 

@@ -4,7 +4,7 @@
     python examples/bench/auto_cost.py --quick    # skip instances whose estimate is over 10 s
 
 For each network (examples/bench/instances.py): the estimate `choose_method` computes from the
-min-fill order (`pdbq.inference.auto.estimate_exact_seconds`), the measured CPU and wall time of
+min-fill order (`pdbq.inference.exact.auto.estimate_exact_seconds`), the measured CPU and wall time of
 `exact_marginals` on the whole graph (median of 3 runs; 1 run when over 3 s), the ratio CPU / estimate, and
 the decision AUTO takes with the default exact_budget. An estimate is useful when the ratio
 stays within a small factor: AUTO must not send a model to sampling whose exact answer would
@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from instances import instances  # noqa: E402
 
-from pdbq.inference.auto import DEFAULT_EXACT_BUDGET, choose_method  # noqa: E402
-from pdbq.inference.exact import exact_marginals  # noqa: E402
+from pdbq.inference.exact.auto import DEFAULT_EXACT_BUDGET, choose_method  # noqa: E402
+from pdbq.inference.exact.elimination import exact_marginals  # noqa: E402
 from pdbq.io import read_uai_graph  # noqa: E402
 
 

@@ -34,7 +34,7 @@ from coref_data import load_cora, load_restaurants  # noqa: E402
 from pdbq.coref.metrics import b_cubed, labels_from_pairs, pairwise  # noqa: E402
 from pdbq.coref.model import Blocking, Comparison  # noqa: E402
 from pdbq.linkage import dedupe  # noqa: E402
-from pdbq.inference.coref import CorefConfig  # noqa: E402
+from pdbq.inference.coreference.resolve import CorefConfig  # noqa: E402
 
 TOKENS = "list_distinct(list_filter(string_split(regexp_replace(lower({f}), '[^a-z0-9 ]', ' ', 'g'), ' '), x -> length(x) >= {n}))"
 

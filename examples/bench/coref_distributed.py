@@ -3,7 +3,7 @@
 Person-X-style synthetic mentions (seed 001's evaluation; `pdbq.coref.personx`), resolved by
 `pdbq.distributed.resolve_distributed` with the same total number of proposals for every worker
 count, so B³ F1 differences come from the partitioning alone; plus the single-process annealer
-(`pdbq.inference.coref.resolve_map`) at the same proposals. Prints wall time, speed-up, B³ and
+(`pdbq.inference.coreference.resolve.resolve_map`) at the same proposals. Prints wall time, speed-up, B³ and
 pairwise F1, the per-round split (compute on the slowest partition vs Dask/redistribution
 overhead), parallel efficiency and memory per worker.
 
@@ -24,7 +24,7 @@ import numpy as np
 from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.coref.personx import person_x
 from pdbq.distributed import DistributedConfig, resolve_distributed
-from pdbq.inference.coref import CorefConfig, resolve_map
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
 
 
 def _rss_mib() -> float:

@@ -27,8 +27,8 @@ from coref_data import load_cora  # noqa: E402
 
 from pdbq.coref.metrics import b_cubed  # noqa: E402
 from pdbq.coref.model import CorefModel, candidate_pairs, load_records, pair_features  # noqa: E402
-from pdbq.inference.coref import CorefConfig, resolve_map  # noqa: E402
-from pdbq.inference.hierarchy import HierarchyConfig, resolve_hierarchical  # noqa: E402
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map  # noqa: E402
+from pdbq.inference.coreference.hierarchy import HierarchyConfig, resolve_hierarchical  # noqa: E402
 
 
 def cora_graph():

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.coref.model import Blocking, Comparison
 from pdbq.linkage import dedupe
-from pdbq.inference.coref import CorefConfig
+from pdbq.inference.coreference.resolve import CorefConfig
 
 LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
 

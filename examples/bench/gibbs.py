@@ -25,9 +25,9 @@ import numpy as np
 
 from pdbq.graph.builder import csr_from_edges
 from pdbq.graph.layout import NO_TABLE, FactorGraph, validate
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.kernels import prepare_kernel_graph
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.mcmc.kernels import prepare_kernel_graph
 from pdbq.language.nodes import FactorFunction as F
 
 

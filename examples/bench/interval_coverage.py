@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 import pdbq
-from pdbq.inference import estimates, gibbs
+from pdbq.inference.mcmc import estimates, gibbs
 from pdbq.io import read_mar, read_uai
 
 # The .MAR files print each marginal to ~6 significant digits (re-checked to ≤ 5e-7): an interval

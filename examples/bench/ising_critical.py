@@ -29,9 +29,9 @@ import time
 
 import numpy as np
 
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.mixing import run_mixing
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.moves.mixing import run_mixing
 
 from mixing import ising_graph  # examples/bench/mixing.py: the same grid
 

@@ -41,12 +41,12 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 
-from pdbq.inference import gibbs as gibbs_mod
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.cutset import choose_cutset, run_cutset
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.mixing import run_mixing
-from pdbq.inference.move_choice import choose_moves, run_auto
+from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.moves.cutset import choose_cutset, run_cutset
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.moves.mixing import run_mixing
+from pdbq.inference.moves.move_choice import choose_moves, run_auto
 from pdbq.io.uai import read_mar, read_uai_graph
 
 DATA = Path(os.environ.get("PDBQ_TEST_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "uai2014"

@@ -36,9 +36,9 @@ import numpy as np
 
 import pdbq
 from pdbq.planning.plan import plan_query
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
-from pdbq.inference.selection import SelectionConfig, selection_distribution
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
 from pdbq.language.parser import parse_statement
 
 TOL = 0.01
@@ -143,7 +143,7 @@ def race(graph, local: int, exact: float, qam_steps: int, gibbs_cap: float | Non
     sel_seconds = time.perf_counter() - t
     out(f"{label}: QAM selection distribution (trail) (s)", f"{sel_seconds:.3f}")
     out(f"{label}: selection share of the query variable", f"{s.p[np.searchsorted(s.sites, local)]:.4f}")
-    from pdbq.inference.kernels import prepare_kernel_graph
+    from pdbq.inference.mcmc.kernels import prepare_kernel_graph
 
     t = time.perf_counter()
     kernel = prepare_kernel_graph(graph)

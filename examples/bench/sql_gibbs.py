@@ -78,8 +78,8 @@ def main() -> None:
         ref = mk.CSRGraph(graphs.ising(side, 0.3, 0.05), graphs.var_csr)
         ref.run(1, 1)  # compile
 
-    from pdbq.inference.config import GibbsConfig  # noqa: PLC0415
-    from pdbq.inference.gibbs import run_gibbs  # noqa: PLC0415
+    from pdbq.inference.mcmc.config import GibbsConfig  # noqa: PLC0415
+    from pdbq.inference.mcmc.gibbs import run_gibbs  # noqa: PLC0415
 
     from pdbq.api import query_graph  # noqa: PLC0415
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cora import table  # noqa: E402
 
 from pdbq.coref.layout import pair_graph  # noqa: E402
-from pdbq.inference.subsample import SubsampleConfig  # noqa: E402
+from pdbq.inference.coreference.subsample import SubsampleConfig  # noqa: E402
 
 CONFIGS = [SubsampleConfig()] + [SubsampleConfig("uniform", rate=p) for p in (0.5, 0.2, 0.1, 0.05, 0.02)] + [
     SubsampleConfig("confidence", interval=i) for i in (0.1, 1.0, 10.0, 100.0)

@@ -4,7 +4,7 @@ subsampled proposal scoring, on the same annealed mention-move chains and seeds.
     python examples/mcmcmc/cora.py [--seeds 5] [--sweeps 150] [--target 0.90] [--quick]
 
 The model is examples/mcmcmc/cora_model.py (DuckDB Jaro–Winkler pair scores within blocks). Each
-chain starts from singletons and runs pdbq's mention moves (`pdbq.inference.entity_moves`, the
+chain starts from singletons and runs pdbq's mention moves (`pdbq.inference.coreference.entity_moves`, the
 paper's proposal: move one mention to another entity or a new singleton; no split/merge), with
 τ annealed geometrically from 2 to 0.02 over `--sweeps` passes of n steps. After every pass we
 record the cumulative factor evaluations (pdbq's counter), the cumulative seconds spent inside
@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cora_model as cm  # noqa: E402
 
 from pdbq.coref.tokens import empty_token_model  # noqa: E402
-from pdbq.inference.entity_moves import new_scratch, new_state, run_moves  # noqa: E402
-from pdbq.inference.member_moves import members_of, run_witness_moves  # noqa: E402
-from pdbq.inference.rng import chain_states  # noqa: E402
-from pdbq.inference.subsample import SubsampleConfig, subsample_seeds, subsample_state  # noqa: E402
+from pdbq.inference.coreference.entity_moves import new_scratch, new_state, run_moves  # noqa: E402
+from pdbq.inference.coreference.member_moves import members_of, run_witness_moves  # noqa: E402
+from pdbq.inference.mcmc.rng import chain_states  # noqa: E402
+from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_seeds, subsample_state  # noqa: E402
 
 IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
@@ -112,7 +112,7 @@ def main() -> None:
 def api_check(g, gold, sweeps, tokens, seed=0):
     """The benchmark's chain is the one a user gets: `resolve_map` with the matching CorefConfig
     (one chain, no greedy passes) evaluates the same factors as `run_chain` for the same seed."""
-    from pdbq.inference.coref import CorefConfig, resolve_map
+    from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
 
     for cfg in (SubsampleConfig(), SubsampleConfig("confidence", interval=0.0, decide=True)):
         e, _, f = run_chain(g, gold, cfg, seed, sweeps, proposal="witness", tokens=tokens)

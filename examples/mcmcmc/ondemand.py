@@ -7,8 +7,8 @@ Same records, candidate pairs, score and chains as examples/mcmcmc/cora.py, exce
 word-set Jaccard terms of a pair's score (6·J(title words) + 20·J(citation words)) are computed
 when the pair is evaluated (sorted token-id intersection in numba) instead of read from a
 precomputed array; the rest of the score (authors' Jaro–Winkler, year, bias) stays stored. The
-mention-move kernel below mirrors `pdbq.inference.entity_moves.mention_move` (same proposal,
-same ratios, same accept test) and scores with the estimators of `pdbq.inference.subsample`
+mention-move kernel below mirrors `pdbq.inference.coreference.entity_moves.mention_move` (same proposal,
+same ratios, same accept test) and scores with the estimators of `pdbq.inference.coreference.subsample`
 (same rules, own stream); only the factor read is replaced by the on-demand computation.
 """
 
@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cora_model as cm  # noqa: E402
 
-from pdbq.inference.entity_moves import _accept, _link, _pop_free, _unlink, new_state  # noqa: E402
-from pdbq.inference.rng import bounded, chain_states, next_state, uniform  # noqa: E402
-from pdbq.inference.subsample import Z95, SubsampleConfig, subsample_seeds  # noqa: E402
+from pdbq.inference.coreference.entity_moves import _accept, _link, _pop_free, _unlink, new_state  # noqa: E402
+from pdbq.inference.mcmc.rng import bounded, chain_states, next_state, uniform  # noqa: E402
+from pdbq.inference.coreference.subsample import Z95, SubsampleConfig, subsample_seeds  # noqa: E402
 
 WT, WF = cm.W_TOKENS, cm.W_FULL
 

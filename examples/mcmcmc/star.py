@@ -10,7 +10,7 @@ change with y — all of them (p = 1), a uniform fraction p (eq. 7), or sequenti
 fpc-corrected 95% interval (eq. 9) is narrower than i (optionally: until it excludes the Gibbs
 decision threshold logit(u)/100, '+decide') — and sets y = + iff u < σ(estimate). We report
 the L1 error Σ_y |P̂(y) − P(y)| of the running marginal, averaged over the models, against the
-number of factors evaluated. The estimators are pdbq's kernels (pdbq.inference.subsample).
+number of factors evaluated. The estimators are pdbq's kernels (pdbq.inference.coreference.subsample).
 Writes docs/img/mcmcmc_star.png and prints the error at fixed factor budgets.
 """
 
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from pdbq.inference.rng import bounded, chain_states, next_state, uniform
-from pdbq.inference.subsample import SubsampleConfig, exact_sum, sequential_sum, uniform_sum
+from pdbq.inference.mcmc.rng import bounded, chain_states, next_state, uniform
+from pdbq.inference.coreference.subsample import SubsampleConfig, exact_sum, sequential_sum, uniform_sum
 
 N_FACTORS = 100
 CONFIGS = [

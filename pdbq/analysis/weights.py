@@ -36,7 +36,7 @@ import numpy as np
 
 from pdbq.analysis.hypergraph import Hypergraph
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.potentials import factor_value, group_function
+from pdbq.inference.exact.potentials import factor_value, group_function
 from pdbq.language.nodes import FactorFunction, Semantics
 
 __all__ = ["FactorWeights", "factor_ranges", "hyperedge_weights", "DEFAULT_ENUM_LIMIT"]

@@ -32,16 +32,16 @@ from pdbq.answers.estimates import Marginals
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
-from pdbq.inference.auto import AutoConfig, Decision, choose_method, exact_hint
-from pdbq.inference.config import GibbsConfig, MixingConfig
-from pdbq.inference.exact import exact_map, exact_marginals
-from pdbq.inference.gibbs import RoundInfo, run_gibbs
-from pdbq.inference.influence import edge_influence
-from pdbq.inference.kernels import prepare_kernel_graph
-from pdbq.inference.cutset import cutset_for, describe_cutset, run_cutset
-from pdbq.inference.mixing import block_set, describe_moves, run_mixing
-from pdbq.inference.move_choice import choose_moves, run_auto
-from pdbq.inference.selection import SelectionConfig, selection_distribution
+from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact_hint
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
+from pdbq.inference.query_aware.influence import edge_influence
+from pdbq.inference.mcmc.kernels import prepare_kernel_graph
+from pdbq.inference.moves.cutset import cutset_for, describe_cutset, run_cutset
+from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
+from pdbq.inference.moves.move_choice import choose_moves, run_auto
+from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
 
 __all__ = [
@@ -141,7 +141,7 @@ def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float |
 
 def run_length_text(options, n_sites: int) -> tuple[str, str]:
     """EXPLAIN's rows for a sampling method: (run length, burn-in)."""
-    from pdbq.inference.gibbs import BURN_IN_SHARE  # noqa: PLC0415
+    from pdbq.inference.mcmc.gibbs import BURN_IN_SHARE  # noqa: PLC0415
 
     steps, burn_in, tol, limit, fixed = _run_lengths(options, n_sites)
     if fixed:
@@ -179,11 +179,11 @@ def _exact_marginals(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, 
 
 def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray):
     try:
-        module = importlib.import_module("pdbq.inference.anneal")
+        module = importlib.import_module("pdbq.inference.mcmc.anneal")
     except ModuleNotFoundError:
-        raise InferenceError("USING ANNEAL needs pdbq.inference.anneal, which this build does not have; "
+        raise InferenceError("USING ANNEAL needs pdbq.inference.mcmc.anneal, which this build does not have; "
                              "use USING EXACT for an exact MAP on small graphs") from None
-    from pdbq.inference.config import AnnealConfig  # noqa: PLC0415
+    from pdbq.inference.mcmc.config import AnnealConfig  # noqa: PLC0415
 
     kw = {"temperature": options.temperature, "chains": options.chains, "threads": options.threads, "seed": seed,
           "time_limit": options.time_limit}

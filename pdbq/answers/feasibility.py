@@ -1,7 +1,7 @@
 """Refuse evidence of probability zero before any inference runs (issue 12, item 3).
 
 `check_evidence_possible(con, variables, evidence)` propagates the evidence through every hard
-factor of the model (`pdbq.inference.feasibility`), including factors whose variables are all
+factor of the model (`pdbq.inference.mcmc.feasibility`), including factors whose variables are all
 observed, which query-driven grounding prunes from the query's graph. A contradiction is an
 `EvidenceError` naming the factor (its imported model and factor number), its variables and
 their observed values. Rule factors have finite weights, so only imported tables (zeros in a
@@ -18,7 +18,7 @@ import numpy as np
 from pdbq.errors import EvidenceError
 from pdbq.grounding.imported import hard_import_arrays, live_imports
 from pdbq.grounding.variables import cardinalities
-from pdbq.inference.feasibility import HardFactors, propagate
+from pdbq.inference.mcmc.feasibility import HardFactors, propagate
 from pdbq.language.nodes import CreateVariable
 
 __all__ = ["check_evidence_possible"]

@@ -1,6 +1,6 @@
 """Trace plots: the running estimates of the query variables with ±2 standard-error bands.
 
-``plot_trace`` reads what sampling recorded (`pdbq.inference.gibbs.GibbsTrace`: ``steps[i]``
+``plot_trace`` reads what sampling recorded (`pdbq.inference.mcmc.gibbs.GibbsTrace`: ``steps[i]``
 updates per chain and the estimates after them) — either the trace itself or a result's
 ``diagnostics`` dict holding it under ``"trace"``. matplotlib is optional (``pip install
 pdbq[plot]``); it is imported only here, when a plot is asked for.
@@ -11,7 +11,7 @@ when the diagnostics carry it (``"trace_stderr"``, rows as in the trace) and oth
 one (``"max_stderr"``), which gives bands at least as wide as the true ones.
 
 >>> import numpy as np
->>> from pdbq.inference.gibbs import GibbsTrace
+>>> from pdbq.inference.mcmc.gibbs import GibbsTrace
 >>> tr = GibbsTrace(np.array([100, 200, 400]), np.array([[[0.4, 0.6]], [[0.45, 0.55]], [[0.5, 0.5]]]))
 >>> fig = plot_trace({"trace": tr, "max_stderr": 0.01})   # doctest: +SKIP
 """

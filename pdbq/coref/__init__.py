@@ -2,5 +2,5 @@
 
 `layout` (the pair-score CSR), `blocking` (candidate pairs by DuckDB joins on declared keys),
 `features` (pair comparisons computed once in DuckDB), `metrics` (B³ and pairwise scores).
-Inference over the layout lives in `pdbq.inference.entity_moves` / `pdbq.inference.coref`.
+Inference over the layout lives in `pdbq.inference.coreference.entity_moves` / `pdbq.inference.coreference.resolve`.
 """

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from pdbq.errors import OptionError
-from pdbq.inference.hierarchy import LevelMoves
+from pdbq.inference.coreference.hierarchy import LevelMoves
 
 __all__ = ["DistributedConfig", "REDISTRIBUTIONS"]
 
@@ -42,10 +42,10 @@ class DistributedConfig:
         sampled by entity moves on the entity-contracted graph under the lower bias, seed 001's
         own level: faithful but it costs the coordinator a contraction per round).
     hierarchy: run seed 001's sub-entity/entity levels inside each partition instead of flat
-        mention moves (`pdbq.inference.hierarchy`).
+        mention moves (`pdbq.inference.coreference.hierarchy`).
     super_bias: the super-entity level's lower bias (each pair's score plus it).
     sub_bias: the sub-entity level's higher bias (each pair's score minus it), with hierarchy.
-    p_new / p_split_merge: the entity moves' proposal mixture (`pdbq.inference.entity_moves`).
+    p_new / p_split_merge: the entity moves' proposal mixture (`pdbq.inference.coreference.entity_moves`).
     seed: root of every stream (per round and partition).
     retries: times a partition's task is re-run when its worker dies (the task is a pure
         function of its inputs, so a re-run gives the same answer).

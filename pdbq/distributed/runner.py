@@ -3,7 +3,7 @@
 Each round (map): the entities are dealt to ``workers`` partitions; every partition runs MH
 entity moves on its own mentions with only partition-local pair factors, as one Dask task; the
 coordinator gathers the new labels (redistribute) and deals the entities again, at random or
-keeping each super-entity (a group of similar entities, `pdbq.inference.hierarchy.super_entities`)
+keeping each super-entity (a group of similar entities, `pdbq.inference.coreference.hierarchy.super_entities`)
 on one partition. The pair graph is scattered to every worker once and stays there.
 
 After every round the coordinator checks the partition: every mention came back exactly once,
@@ -40,8 +40,8 @@ from pdbq.coref.layout import PairGraph, validate_pair_graph
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
 from pdbq.errors import InferenceError, PdbqError
-from pdbq.inference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, partition_score
-from pdbq.inference.hierarchy import LevelMoves, super_entities
+from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, partition_score
+from pdbq.inference.coreference.hierarchy import LevelMoves, super_entities
 
 __all__ = ["RoundStats", "DistributedResult", "resolve_distributed", "deal_entities", "check_partition"]
 
@@ -190,7 +190,7 @@ def resolve_distributed(
 ) -> DistributedResult:
     """Annealed MAP clustering of ``g`` by map/redistribute rounds (module docstring), from
     ``labels`` (default: singletons). ``on_round(stats, client)`` is called after each round."""
-    from pdbq.inference.coref import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
+    from pdbq.inference.coreference.resolve import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
 
     validate_pair_graph(g)
     config.check()

@@ -16,8 +16,8 @@ import numpy as np
 
 from pdbq.coref.contract import contract, dense_groups, subgraph, within
 from pdbq.coref.layout import PairGraph
-from pdbq.inference.entity_moves import new_scratch, run_moves, state_from_labels
-from pdbq.inference.hierarchy import LevelMoves, run_level
+from pdbq.inference.coreference.entity_moves import new_scratch, run_moves, state_from_labels
+from pdbq.inference.coreference.hierarchy import LevelMoves, run_level
 
 __all__ = ["RoundTask", "PartitionResult", "round_stream", "run_partition"]
 

@@ -42,7 +42,7 @@ from pdbq.grounding.imported import create_import, evidence_source, variable_sou
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import schema_known
 from pdbq.grounding.variables import relation_info
-from pdbq.inference.potentials import hyperedges
+from pdbq.inference.exact.potentials import hyperedges
 from pdbq.language.nodes import Column, CreateVariable, Domain, DomainKind, FactorFunction
 
 __all__ = [

@@ -9,7 +9,7 @@ A parameterised split/merge proposal over the current clustering Y of a `PairGra
 φ_w(E) (within-entity *disparity*): [min, mean of the within-entity pair scores, fraction of them
 < 0, log |E|]; φ_b(E, F) (between-entity *affinity*): [max, mean of the cross pair scores,
 fraction of them > 0, log |E||F|]. λ = 0 is the uniform split/merge proposer. A chosen entity is
-split as the entity-move kernels split (`pdbq.inference.entity_moves`: two anchors, the other
+split as the entity-move kernels split (`pdbq.inference.coreference.entity_moves`: two anchors, the other
 members allocated sequentially ∝ exp(affinity to each side)); a merge joins the two entities.
 
 `cem_optimize` (Algorithm 2) draws N jumps from J(Y_t; λ), keeps the top ρ by a performance
@@ -37,8 +37,8 @@ from numba import njit
 from pdbq.coref.layout import PairGraph, validate_pair_graph
 from pdbq.coref.metrics import b_cubed
 from pdbq.errors import LearningError, OptionError
-from pdbq.inference.entity_moves import _allocate, _clear_sides, _members_shuffled, new_scratch, state_from_labels
-from pdbq.inference.rng import chain_states
+from pdbq.inference.coreference.entity_moves import _allocate, _clear_sides, _members_shuffled, new_scratch, state_from_labels
+from pdbq.inference.mcmc.rng import chain_states
 
 __all__ = ["CEMConfig", "DecodeResult", "EntityStats", "entity_stats", "cem_optimize", "cem_decode"]
 

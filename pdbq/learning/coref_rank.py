@@ -10,7 +10,7 @@ feature change is the signed sum of the rows of the pairs whose within-entity st
 `x_ijk` is a comparison's similarity minus its center (a NULL field: 0, no evidence), so learned
 θ_k are the front door's comparison weights and −θ_bias its `bias`.
 
-Moves are the proposals of `pdbq.inference.entity_moves` (mention moves: a uniform mention to a
+Moves are the proposals of `pdbq.inference.coreference.entity_moves` (mention moves: a uniform mention to a
 uniform neighbour's entity or a new singleton; split/merge: a uniform mention and a uniform
 neighbour, merged when apart, else split by sequential allocation on the current pair scores).
 The allocation reads the pair scores under the weights SampleRank last reported (refreshed
@@ -36,8 +36,8 @@ from numba import njit
 from pdbq.coref.layout import PairGraph, pair_graph
 from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.errors import LearningError, OptionError
-from pdbq.inference.coref import CorefConfig, resolve_map
-from pdbq.inference.entity_moves import (
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
+from pdbq.inference.coreference.entity_moves import (
     EntityState,
     Scratch,
     _allocate,
@@ -49,7 +49,7 @@ from pdbq.inference.entity_moves import (
     new_scratch,
     new_state,
 )
-from pdbq.inference.rng import bounded, next_state, uniform
+from pdbq.inference.mcmc.rng import bounded, next_state, uniform
 from pdbq.learning.samplerank import SampleRankConfig, SampleRankResult, samplerank
 
 __all__ = ["PairTable", "CorefRanking", "CorefLearnResult", "learn_coref_weights", "pair_scores", "resolve_with_weights", "scores_against", "pair_table", "subset"]

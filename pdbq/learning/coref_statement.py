@@ -43,7 +43,7 @@ from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.errors import CatalogError, LearningError, OptionError
 from pdbq.grounding.fingerprint import definition_hash
 from pdbq.grounding.store import col, ident, sql_text, table_ref
-from pdbq.inference.coref import CorefConfig, resolve_map
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
 from pdbq.language.nodes import CreateRule, CreateVariable, LearnMethod, LearnWeights
 from pdbq.learning.config import LearnConfig
 from pdbq.learning.coref_rank import CorefRanking, PairTable

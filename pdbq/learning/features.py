@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.kernels import _phi, group_value
+from pdbq.inference.mcmc.kernels import _phi, group_value
 
 __all__ = ["feature_totals", "grounding_counts"]
 

@@ -22,8 +22,8 @@ import numpy as np
 from pdbq.errors import PdbqError
 from pdbq.graph.from_store import reachable
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.config import GibbsConfig
-from pdbq.inference.gibbs import run_gibbs
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
 
 __all__ = ["BUCKETS", "HoldoutReport", "choose_holdout", "evaluate_holdout", "calibration_report", "plot_calibration"]
 

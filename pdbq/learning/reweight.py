@@ -1,6 +1,6 @@
 """Kernel graphs whose weights can be changed in place, for learning's persistent chains.
 
-`pdbq.inference.kernels.prepare_kernel_graph` folds weights into its fast paths (boolean
+`pdbq.inference.mcmc.kernels.prepare_kernel_graph` folds weights into its fast paths (boolean
 log-odds biases, pair slopes and tables) and costs O(edges) Gibbs-kernel work to rebuild; the
 learner changes the weights every epoch. Every folded number is linear in the weights, so
 `reweighable` prepares the kernel graph once with unit weights and records, per folded entry,
@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.kernels import _K_BB, _K_PT, _K_UNARY, KernelGraph, _classify, _phi, prepare_kernel_graph
+from pdbq.inference.mcmc.kernels import _K_BB, _K_PT, _K_UNARY, KernelGraph, _classify, _phi, prepare_kernel_graph
 
 __all__ = ["Reweighable", "reweighable", "refresh"]
 

@@ -28,7 +28,7 @@ from numba import njit
 
 from pdbq.errors import LearningError, OptionError
 from pdbq.graph.layout import FactorGraph, validate
-from pdbq.inference.kernels import _phi, group_value
+from pdbq.inference.mcmc.kernels import _phi, group_value
 
 __all__ = ["SampleRankConfig", "SampleRankResult", "RankingProblem", "GraphRanking", "samplerank"]
 
@@ -294,7 +294,7 @@ class GraphRanking:
         card = graph.cardinality
         self.values = np.where(graph.evidence >= 0, graph.evidence, rng.integers(0, card)).astype(np.int32)
         self.gsums = np.zeros(graph.n_groups)
-        from pdbq.inference.kernels import group_sums_into
+        from pdbq.inference.mcmc.kernels import group_sums_into
 
         group_sums_into(graph, graph.tables, self.values, self.gsums)
         deg = int(np.diff(graph.var_offsets).max()) if graph.n_vars else 0

@@ -7,7 +7,7 @@ Two worlds share one weights array (their kernel graphs are rewritten for it eve
 - the *free* world samples every variable, the training evidence included.
 
 Both are persistent Gibbs chains (contrastive divergence with persistent chains): each epoch
-runs ``sweeps`` sweeps of every chain with `pdbq.inference.kernels.run_chain`, then counts each
+runs ``sweeps`` sweeps of every chain with `pdbq.inference.mcmc.kernels.run_chain`, then counts each
 weight's feature F_k in both worlds. The gradient of the log-likelihood is
 E[F_k | evidence] − E[F_k] ≈ F_k(clamped) − F_k(free); regularization adds −reg·n_k·w_k (l2).
 
@@ -40,9 +40,9 @@ import numpy as np
 
 from pdbq.errors import LearningError
 from pdbq.graph.layout import FactorGraph, validate
-from pdbq.inference.gibbs import initial_states, make_schedule
-from pdbq.inference.kernels import Accum, Best, group_sums_into, run_chain
-from pdbq.inference.rng import chain_states
+from pdbq.inference.mcmc.gibbs import initial_states, make_schedule
+from pdbq.inference.mcmc.kernels import Accum, Best, group_sums_into, run_chain
+from pdbq.inference.mcmc.rng import chain_states
 from pdbq.learning.config import LearnConfig
 from pdbq.learning.features import feature_totals, grounding_counts
 from pdbq.learning.reweight import refresh, reweighable

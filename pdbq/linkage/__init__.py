@@ -36,7 +36,7 @@ from pdbq.coref.model import (
     load_records,
     pair_features,
 )
-from pdbq.inference.coref import CorefConfig, resolve_map
+from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "evaluate"]
 

@@ -15,7 +15,7 @@ import duckdb
 
 from pdbq.coref.model import Blocking
 from pdbq.errors import PdbqError
-from pdbq.inference.coref import CorefConfig
+from pdbq.inference.coreference.resolve import CorefConfig
 
 __all__ = ["main", "build_parser"]
 

@@ -5,7 +5,7 @@
     WHERE e.id IN (18, 19);                                               -- P(same entity as 17)
     SELECT e.id, DIST(e) FROM entity AS e WHERE e.id = 17;                -- size of 17's entity
 
-MAP is the annealed MAP clustering (`pdbq.inference.coref.resolve_map`); each row gets its
+MAP is the annealed MAP clustering (`pdbq.inference.coreference.resolve.resolve_map`); each row gets its
 entity's smallest key, so labels are stable across runs that agree. PROB/STDERR/DIST sample
 the clustering at τ = 1 with several chains (standard errors across chains). Options (WITH):
 the fields of `CorefConfig` (sweeps, burn_in, chains, seed, temperature, min_temperature,
@@ -31,8 +31,8 @@ from pdbq.catalog.cluster import is_cluster
 from pdbq.coref.ground import ground_cluster, map_table
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.store import col, ident, sql_text, table_ref
-from pdbq.inference.coref import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
-from pdbq.inference.subsample import SubsampleConfig
+from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
+from pdbq.inference.coreference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
 from pdbq.planning.plan import QueryAnswer
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
@@ -235,6 +235,6 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
 
 def _size_distribution(graph, config: CorefConfig, cap: int) -> np.ndarray:
     """P(the entity of mention m has size s) for every m, s < cap+1 (sizes above cap count as cap)."""
-    from pdbq.inference.coref import sample_sizes  # noqa: PLC0415
+    from pdbq.inference.coreference.resolve import sample_sizes  # noqa: PLC0415
 
     return sample_sizes(graph, config, cap)

@@ -18,7 +18,7 @@ import sqlglot.expressions as exp
 from pdbq.answers.engine import DEFAULT_TIME_LIMIT, EngineAnswer, answer
 from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, estimates_table
 from pdbq.grounding.store import col, ident, sql_text, table_ref
-from pdbq.inference.gibbs import RoundInfo
+from pdbq.inference.mcmc.gibbs import RoundInfo
 from pdbq.language.nodes import CreateVariable, EstimateKind, Method, ProbQuery
 from pdbq.planning.explain import explain
 from pdbq.planning.plan import (

@@ -23,10 +23,10 @@ from pdbq.arrays import unique
 from pdbq.answers.engine import auto_decision, run_length_text
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
 from pdbq.errors import InferenceError, PdbqError
-from pdbq.inference.influence import trail_scores
-from pdbq.inference.cutset import cutset_for, describe_cutset
-from pdbq.inference.move_choice import choose_moves
-from pdbq.inference.selection import SelectionConfig, selection_distribution
+from pdbq.inference.query_aware.influence import trail_scores
+from pdbq.inference.moves.cutset import cutset_for, describe_cutset
+from pdbq.inference.moves.move_choice import choose_moves
+from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method, ProbQuery
 
 __all__ = ["explain", "explain_rows", "TOP_K", "ANALYSIS_MAX_FACTORS"]

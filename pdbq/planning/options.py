@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdbq.errors import OptionError, suggest
-from pdbq.inference.auto import DEFAULT_EXACT_BUDGET
-from pdbq.inference.config import check_maximum
+from pdbq.inference.exact.auto import DEFAULT_EXACT_BUDGET
+from pdbq.inference.mcmc.config import check_maximum
 
 __all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
 

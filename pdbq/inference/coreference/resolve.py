@@ -1,0 +1,435 @@
+"""Coreference inference over a `PairGraph`: annealed MAP clustering and pairwise posteriors.
+
+Both run the entity moves of `pdbq.inference.coreference.entity_moves`, one explicit xorshift stream per
+chain (`pdbq.inference.mcmc.rng`). MAP anneals τ geometrically from `temperature` to
+`min_temperature` over `sweeps` passes (one pass = n mention-level steps), keeps each chain's
+best state at pass boundaries, finishes with zero-temperature passes until nothing is accepted
+(at most `greedy_sweeps`), and returns the best chain, each entity split into the connected
+components of its within-entity candidate pairs (a tie: no pair across them scores anything). Sampling runs at τ = 1 and counts, per
+asked pair, the passes at which both mentions share an entity; the standard error is taken
+across chains.
+
+>>> import numpy as np
+>>> from pdbq.coref.layout import pair_graph
+>>> g = pair_graph(4, np.array([0, 2, 0]), np.array([1, 3, 2]), np.array([3.0, 3.0, -3.0]))
+>>> resolve_map(g, CorefConfig(sweeps=20, seed=1)).labels.tolist()
+[0, 0, 2, 2]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from pdbq.coref.contract import find_root as _find
+from pdbq.coref.layout import CorefInputError, PairGraph, validate_pair_graph
+from pdbq.coref.tokens import TokenModel, empty_token_model, token_partition_score
+from pdbq.errors import InferenceError, OptionError
+from pdbq.inference.coreference.entity_moves import (
+    C_ACCEPTED,
+    C_EVALS,
+    C_PROPOSALS,
+    new_scratch,
+    new_state,
+    partition_score,
+    run_moves,
+    state_from_labels,
+)
+from pdbq.inference.coreference.member_moves import check_sorted_rows, members_of, run_witness_moves
+from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_seeds, subsample_state
+
+PROPOSALS = ("neighbour", "witness")
+
+__all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels"]
+
+
+class _Mover:
+    """The chain's move kernel for ``config.proposal``: `run_moves`, or `run_witness_moves` with
+    the member blocks of the chain's state (rebuilt by `reset` when the state is replaced) and
+    the pair scores of the graph or of a token model (`tokens`)."""
+
+    def __init__(self, g, config, st, tokens=None):
+        self.g, self.config = g, config
+        self.tm = tokens if tokens is not None else empty_token_model()
+        self.reset(st)
+
+    def reset(self, st):
+        self.st = st
+        self.mb = members_of(st) if self.config.proposal == "witness" else None
+
+    def __call__(self, sc, rng, steps, temp, counters, log):
+        c = self.config
+        if self.mb is None:
+            run_moves(self.g, self.st, sc, rng, steps, temp, c.p_new, c.p_split_merge, counters, log)
+        else:
+            run_witness_moves(self.g, self.tm, self.st, self.mb, sc, rng, steps, temp, c.p_new, c.p_split_merge,
+                              counters, log)
+
+
+def _scorer(g, tokens):
+    """ψ of a labelling: the graph's stored pairs, or every within-entity pair of a token model."""
+    if tokens is None:
+        return lambda label: float(partition_score(g, label))
+    return lambda label: float(token_partition_score(tokens, label))
+
+
+def _graph_for(g, config, tokens=None):
+    validate_pair_graph(g)
+    config.check()
+    if config.proposal == "witness":
+        check_sorted_rows(g)
+    if tokens is not None:
+        if not isinstance(tokens, TokenModel) or tokens.n_fields == 0:
+            raise OptionError("tokens must be a TokenModel with at least one field (pdbq.coref.tokens.token_model)")
+        if tokens.n_mentions != g.indptr.shape[0] - 1:
+            raise CorefInputError(f"the token model has {tokens.n_mentions} mentions, the pair graph "
+                                  f"{g.indptr.shape[0] - 1}")
+        if config.proposal != "witness" or config.p_split_merge != 0.0:
+            raise OptionError("a token model (factors computed on demand) needs proposal = 'witness' and "
+                              "p_split_merge = 0: the other moves read stored pair scores")
+    return g
+
+
+def _pos_int(name: str, v: object, zero: bool = False) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < (0 if zero else 1):
+        raise OptionError(f"option '{name}' must be a {'non-negative' if zero else 'positive'} integer, got {v!r}")
+
+
+def _prob(name: str, v: object) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+        raise OptionError(f"option '{name}' must be a number in [0, 1], got {v!r}")
+
+
+@dataclass(frozen=True)
+class CorefConfig:
+    """Settings of a coreference run.
+
+    sweeps: passes (n steps each) of annealing for MAP, or of sampling after burn-in for PROB.
+    burn_in: passes discarded before sampling (PROB only).
+    chains: independent chains (MAP: the best wins; PROB: the standard error is across them).
+    seed: root of the per-chain streams.
+    temperature / min_temperature: MAP annealing start and end (geometric in between).
+    greedy_sweeps: at most this many zero-temperature passes after annealing (MAP).
+    p_new: probability a mention move proposes a new singleton instead of a neighbour's entity.
+    p_split_merge: probability a step is a split/merge move instead of a mention move.
+    time_limit: seconds after which annealing/sampling stops at the end of a pass (a warning
+        says so).
+    init: "singletons" (every mention alone) or "components" (connected components of the pairs
+        scoring above `init_threshold`): where every chain starts. Only the start changes; the
+        moves and their acceptance are the same, so the chain's target is unchanged.
+    init_threshold: see `init`.
+    subsample: how each move's changed pair factors are scored (`SubsampleConfig`: exact, a
+        uniform fraction, or sequential to a confidence interval; seed 000). When not exact, MAP
+        re-scores the state exactly at pass boundaries to keep the best one.
+    proposal: the mention move. "neighbour" (`entity_moves.mention_move`): its ratio counts m's
+        neighbours in the source and target, a scan of m's candidate row per step. "witness"
+        (`member_moves.witness_move`): same targets, a ratio from entity sizes and one random
+        reverse witness, and a score change summed (or subsampled) over entity members — a
+        step costs what it scores, which is what makes `subsample` pay in wall time.
+    """
+
+    sweeps: int = 60
+    burn_in: int = 20
+    chains: int = 2
+    seed: int = 0
+    temperature: float = 2.0
+    min_temperature: float = 0.02
+    greedy_sweeps: int = 10
+    p_new: float = 0.1
+    p_split_merge: float = 0.1
+    time_limit: float | None = None
+    init: str = "singletons"
+    init_threshold: float = 0.0
+    subsample: SubsampleConfig = SubsampleConfig()
+    proposal: str = "neighbour"
+
+    def check(self) -> CorefConfig:
+        _pos_int("sweeps", self.sweeps)
+        _pos_int("burn_in", self.burn_in, zero=True)
+        _pos_int("chains", self.chains)
+        _pos_int("seed", self.seed, zero=True)
+        _pos_int("greedy_sweeps", self.greedy_sweeps, zero=True)
+        for name in ("temperature", "min_temperature"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise OptionError(f"option '{name}' must be a positive number, got {v!r}")
+        if self.min_temperature > self.temperature:
+            raise OptionError("option 'min_temperature' must not exceed 'temperature'")
+        _prob("p_new", self.p_new)
+        _prob("p_split_merge", self.p_split_merge)
+        if self.init not in ("singletons", "components"):
+            raise OptionError(f"option 'init' must be 'singletons' or 'components', got {self.init!r}")
+        if isinstance(self.init_threshold, bool) or not isinstance(self.init_threshold, (int, float)):
+            raise OptionError(f"option 'init_threshold' must be a number, got {self.init_threshold!r}")
+        if self.p_new == 0.0:
+            raise OptionError("option 'p_new' must be > 0 (otherwise a mention can never leave an entity)")
+        if self.time_limit is not None and (
+            isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float)) or self.time_limit <= 0
+        ):
+            raise OptionError(f"option 'time_limit' must be a positive number, got {self.time_limit!r}")
+        if not isinstance(self.subsample, SubsampleConfig):
+            raise OptionError(f"option 'subsample' must be a SubsampleConfig, got {self.subsample!r}")
+        self.subsample.check()
+        if self.proposal not in PROPOSALS:
+            raise OptionError(f"option 'proposal' must be one of {', '.join(PROPOSALS)}, got {self.proposal!r}")
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class CorefMapResult:
+    """The MAP clustering: `labels[m]` is the smallest mention index in m's entity."""
+
+    labels: np.ndarray
+    log_score: float
+    chain_scores: np.ndarray
+    factor_evaluations: int
+    proposals: int
+    accepted: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def n_entities(self) -> int:
+        return int(np.unique(self.labels).size)
+
+
+@dataclass(frozen=True, eq=False)
+class PairPosterior:
+    """P(same entity) per asked pair (mean over chains) and its standard error across chains."""
+
+    prob: np.ndarray
+    stderr: np.ndarray
+    factor_evaluations: int
+    proposals: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+
+@njit(cache=True)
+def _stable(label):
+    n = label.shape[0]
+    first = np.full(n, -1, np.int64)
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        e = label[m]
+        if first[e] < 0:
+            first[e] = m
+        out[m] = first[e]
+    return out
+
+
+@njit(cache=True)
+def _components(g, joined):
+    """Union-find components of the candidate pairs whose stored entry has ``joined[e]``
+    (each root the component's smallest mention)."""
+    n = g.indptr.shape[0] - 1
+    parent = np.arange(n)
+    for m in range(n):
+        for e in range(g.indptr[m], g.indptr[m + 1]):
+            j = g.nbr[e]
+            if j > m and joined[e]:
+                rm = _find(parent, m)
+                rj = _find(parent, j)
+                if rm != rj:
+                    parent[max(rm, rj)] = min(rm, rj)
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        out[m] = _find(parent, m)
+    return out
+
+
+def _within_components(g, label):
+    """Split every entity into the connected components of its within-entity candidate pairs.
+    No candidate pair crosses two components, so ψ is unchanged: a MAP tie broken toward not
+    joining mentions that no evidence links."""
+    rows = np.repeat(np.arange(label.shape[0]), np.diff(g.indptr))
+    return _components(g, label[rows] == label[g.nbr])
+
+
+def _components_above(g, threshold):
+    """Components of the candidate pairs scoring above ``threshold``."""
+    return _components(g, g.score > threshold)
+
+
+def initial_labels(g: PairGraph, config: CorefConfig) -> np.ndarray:
+    """Where chains start (``config.init``): singletons, or components of the pairs above
+    ``config.init_threshold``."""
+    return _initial(g, config).label.astype(np.int64)
+
+
+def _initial(g, config):
+    n = g.indptr.shape[0] - 1
+    if config.init == "components":
+        return state_from_labels(_components_above(g, float(config.init_threshold)))
+    return new_state(n)
+
+
+def stable_labels(label: np.ndarray) -> np.ndarray:
+    """Relabel a clustering so each entity is named by its smallest member index."""
+    _, dense = np.unique(np.asarray(label), return_inverse=True)
+    return _stable(dense.reshape(-1).astype(np.int64))
+
+
+def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None) -> CorefMapResult:
+    """Annealed MAP clustering (module docstring). With `tokens` (a `pdbq.coref.tokens.TokenModel`)
+    every within-entity pair is scored on demand from the token sets and `g` only supplies the
+    proposals' candidate neighbours; then a subsampled chain is scored exactly only at its end
+    (re-scoring every pass would cost Σ|e|² pair evaluations) and entities are not split into
+    candidate components (every pair scores)."""
+    _graph_for(g, config, tokens)
+    psi = _scorer(g, tokens)
+    n = g.indptr.shape[0] - 1
+    t0 = time.perf_counter()
+    if n == 0:
+        return CorefMapResult(np.zeros(0, np.int64), 0.0, np.zeros(config.chains), 0, 0, 0, 0.0)
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sub_seeds = subsample_seeds(config.seed, config.chains)
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
+    cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.sweeps - 1, 1))
+    warnings: list[str] = []
+    best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
+    stopped = False
+    start = _initial(g, config)
+    start_score = psi(start.label)
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        move = _Mover(g, config, st, tokens)
+        log = np.array([start_score])
+        rng = rngs[c : c + 1]
+        sc.sub.rng[0] = sub_seeds[c]
+        chain_best, chain_lab = start_score, st.label.copy()
+        temp = config.temperature
+        for _ in range(config.sweeps):
+            if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
+                stopped = True
+                break
+            move(sc, rng, n, temp, counters, log)
+            if not config.subsample.is_exact:  # the running sum adds estimates: re-score exactly
+                if tokens is not None:
+                    log[0] = -math.inf  # see the docstring: the annealed chain's last state is kept
+                else:
+                    log[0] = psi(st.label)
+            if log[0] > chain_best or (tokens is not None and not config.subsample.is_exact):
+                chain_best, chain_lab = float(log[0]), st.label.copy()
+            temp = max(temp * cooling, config.min_temperature)
+        st = state_from_labels(chain_lab)
+        move.reset(st)
+        log[0] = chain_best if math.isfinite(chain_best) else psi(st.label)
+        for _ in range(config.greedy_sweeps):
+            before = counters[C_ACCEPTED]
+            move(sc, rng, n, 0.0, counters, log)
+            if counters[C_ACCEPTED] == before:
+                break
+        score = psi(st.label)
+        chain_scores[c] = score
+        if score > best_score:
+            best_score, best_labels = score, st.label.copy()
+        if stopped:
+            break
+    if stopped:
+        warnings.append(
+            f"time_limit {config.time_limit} s reached: annealing stopped early "
+            f"({c + 1} of {config.chains} chains ran); the clustering may not be converged"
+        )
+        chain_scores = chain_scores[: c + 1]
+    return CorefMapResult(
+        stable_labels(best_labels if tokens is not None else _within_components(g, best_labels)), best_score, chain_scores, int(counters[C_EVALS]),
+        int(counters[C_PROPOSALS]), int(counters[C_ACCEPTED]), time.perf_counter() - t0, tuple(warnings),
+    )
+
+
+@njit(cache=True)
+def _count_same(label, qa, qb, hits):
+    for k in range(qa.shape[0]):
+        if label[qa[k]] == label[qb[k]]:
+            hits[k] += 1
+
+
+def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig(),
+                 tokens: TokenModel | None = None) -> PairPosterior:
+    """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling
+    (`tokens`: as in `resolve_map`)."""
+    _graph_for(g, config, tokens)
+    n = g.indptr.shape[0] - 1
+    qa = np.asarray(qa, dtype=np.int64)
+    qb = np.asarray(qb, dtype=np.int64)
+    if qa.shape != qb.shape or (qa.size and (min(qa.min(), qb.min()) < 0 or max(qa.max(), qb.max()) >= n)):
+        raise InferenceError(f"asked pairs must be mention indices in [0, {n})")
+    t0 = time.perf_counter()
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sub_seeds = subsample_seeds(config.seed, config.chains)
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
+    per_chain = np.zeros((config.chains, qa.size))
+    warnings: list[str] = []
+    start = _initial(g, config)
+    if not config.subsample.is_exact:
+        warnings.append(
+            f"subsample {config.subsample.label()}: moves are scored on a sample of their factors, so the "
+            "chain's stationary distribution is only approximately the model's; the standard errors do not "
+            "include that bias"
+        )
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        move = _Mover(g, config, st, tokens)
+        log = np.array([_scorer(g, tokens)(st.label)])
+        rng = rngs[c : c + 1]
+        sc.sub.rng[0] = sub_seeds[c]
+        move(sc, rng, n * config.burn_in, 1.0, counters, log)
+        hits = np.zeros(qa.size, np.int64)
+        done = 0
+        for _ in range(config.sweeps):
+            if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit and done:
+                warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {done} samples")
+                break
+            move(sc, rng, n, 1.0, counters, log)
+            _count_same(st.label, qa, qb, hits)
+            done += 1
+        per_chain[c] = hits / max(done, 1)
+    prob = per_chain.mean(axis=0)
+    if config.chains > 1:
+        se = per_chain.std(axis=0, ddof=1) / math.sqrt(config.chains)
+    else:
+        se = np.full(qa.size, np.nan)
+        warnings.append("one chain: no standard error (use chains >= 2)")
+    return PairPosterior(prob, se, int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
+                         time.perf_counter() - t0, tuple(warnings))
+
+
+@njit(cache=True)
+def _count_sizes(label, size, cap, counts):
+    for m in range(label.shape[0]):
+        s = size[label[m]]
+        counts[m, s if s < cap else cap] += 1
+
+
+def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
+    """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
+    Averaged over chains and the passes after burn-in (τ = 1)."""
+    _graph_for(g, config)
+    n = g.indptr.shape[0] - 1
+    if n * (cap + 1) > 50_000_000:
+        raise InferenceError(f"a size distribution for {n:,} mentions up to size {cap} needs too much memory; ask for fewer sizes")
+    rngs = chain_states(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sc = new_scratch(g)
+    counts = np.zeros((n, cap + 1), np.int64)
+    start = _initial(g, config)
+    done = 0
+    for c in range(config.chains):
+        st = type(start)(*[a.copy() for a in start])
+        move = _Mover(g, config, st)
+        log = np.array([partition_score(g, st.label)])
+        rng = rngs[c : c + 1]
+        move(sc, rng, n * config.burn_in, 1.0, counters, log)
+        for _ in range(config.sweeps):
+            move(sc, rng, n, 1.0, counters, log)
+            _count_sizes(st.label, st.size, cap, counts)
+            done += 1
+    return counts / max(done, 1)

@@ -1,0 +1,661 @@
+"""The Gibbs sampler driver: chains, rounds, stopping rules and estimates.
+
+`run_gibbs` checks its inputs, derives the kernel arrays once, starts ``chains`` chains from
+dispersed states and runs them in *rounds* (every chain does the same number of single-variable
+updates per round, chains in parallel on ``threads`` nogil threads). Between rounds it folds the
+Rao-Blackwellised sums into per-chain batches, checks ``time_limit`` and ``tolerance``, calls
+``on_round`` and lets Ctrl-C stop the run (the current round finishes, then KeyboardInterrupt
+is re-raised; the graph is never modified).
+
+Rao-Blackwellisation: every time a target variable is updated its full conditional
+distribution (not its new value) is added to the chain's sums. Because each single-site Gibbs
+update leaves the target distribution invariant and the site is chosen independently of the
+state, the state just before an update is (at stationarity) a draw from p, so the average of the
+conditionals is an unbiased estimate of the marginal with lower variance than counting values.
+
+>>> from pdbq.graph.builder import GraphBuilder
+>>> from pdbq.language.nodes import FactorFunction
+>>> b = GraphBuilder(); x = b.add_variable(); w = b.add_weight(1.0)
+>>> _ = b.add_factor(FactorFunction.ISTRUE, [x], weight=w)
+>>> r = run_gibbs(b.build(), [x], GibbsConfig(steps=20_000, seed=1))
+>>> bool(abs(r.marginals[0, 1] - 1 / (1 + np.exp(-2.0))) < 1e-9)  # one variable: RB is exact
+True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from pdbq.errors import InferenceError
+from pdbq.graph.layout import FactorGraph, validate
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.feasibility import violated_table_factor
+from pdbq.inference.mcmc.estimates import BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
+from pdbq.inference.mcmc.kernels import (
+    MODE_ALIAS,
+    MODE_SWEEP,
+    MODE_UNIFORM,
+    Accum,
+    Best,
+    ChainState,
+    KernelGraph,
+    Schedule,
+    group_sums_into,
+    prepare_kernel_graph,
+    run_chain,
+)
+from pdbq.inference.mcmc.rng import chain_generators, chain_states
+
+__all__ = [
+    "run_gibbs",
+    "GibbsResult",
+    "GibbsTrace",
+    "RoundInfo",
+    "check_sites",
+    "make_schedule",
+    "initial_states",
+    "Moves",
+    "MoveContext",
+    "ChainMoves",
+    "check_targets",
+]
+
+_FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
+_MAX_ROUND = 1 << 20
+_MIN_ROUND = 1 << 14  # updates: a kernel call costs tens of µs before its first update
+_CHUNK_SECONDS = 0.05  # with a deadline, kernel calls are cut into chunks of about this wall time
+_FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
+_MIN_ROUNDS_FOR_TOLERANCE = 16
+BURN_IN_SHARE = 0.25  # of a run the budget ends (no explicit burn_in), dropped as burn-in
+TRACE_MAX_TARGETS = 1000  # more targets than this: no running-estimate trace (time and memory)
+# An estimate from fewer effective draws than MIN_ESS per chain carries a warning: below ~100 per
+# chain the ESS and R-hat estimates themselves are unreliable (Vehtari et al. 2021), and the
+# standard error with them (Segmentation_11: runs at ESS 120-240 whose slowly switching mode
+# was under-visited had both the estimate and its error too small, z down to -3.9).
+MIN_ESS = 100.0
+
+
+@dataclass(frozen=True, eq=False)
+class GibbsTrace:
+    """Running estimates for plotting: ``estimates[i]`` after ``steps[i]`` updates per chain
+    (burn-in excluded); at most `GibbsConfig.trace_points` points, evenly thinned."""
+
+    steps: np.ndarray  # int64[points]
+    estimates: np.ndarray  # float64[points, n_targets, max_card]
+    # batch-means standard errors at each point (NaN while too few batches; 0 for evidence)
+    stderr: np.ndarray | None = None  # float64[points, n_targets, max_card]
+
+
+@dataclass(frozen=True, eq=False)
+class GibbsResult:
+    """Marginal estimates for ``targets`` (rows in the order given).
+
+    marginals/stderr: float64[n_targets, max_card], 0 beyond a target's cardinality; evidence
+    targets are point masses with stderr 0. rhat: split R-hat (NaN when too few batches);
+    ess: effective sample size (see `estimates.effective_sample_size`); steps/burn_in: updates
+    per chain; warnings: non-convergence and stopping notes.
+    """
+
+    targets: np.ndarray
+    cardinality: np.ndarray
+    marginals: np.ndarray
+    stderr: np.ndarray
+    rhat: np.ndarray
+    ess: np.ndarray
+    steps: int
+    burn_in: int
+    chains: int
+    seconds: float
+    warnings: tuple[str, ...]
+    trace: GibbsTrace
+
+    @property
+    def converged(self) -> bool:
+        """True when no target's split R-hat exceeds the threshold (NaN counts as unknown: False)."""
+        return not any("R-hat" in w for w in self.warnings)
+
+    def max_halfwidth(self) -> float:
+        """Largest 95% half-width (1.96 stderr) over all targets and values."""
+        return float(1.96 * np.nanmax(self.stderr)) if self.stderr.size else 0.0
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """Passed to ``on_round`` after every round."""
+
+    steps: int  # updates per chain so far, burn-in included
+    burn_in: bool  # still burning in
+    max_stderr: float  # NaN while burning in or while too few batches
+    elapsed: float  # seconds since the run started
+
+
+class MoveContext(NamedTuple):
+    """What `run_gibbs` hands a `Moves.start`: the chains it made (rows of ``values``/``gsums``
+    back ``states``; ``accs[c]`` collects chain c's Rao-Blackwellised sums and counts)."""
+
+    graph: FactorGraph
+    kernel: KernelGraph
+    sched: Schedule
+    states: list  # list[ChainState], one per chain
+    accs: list  # list[Accum], one per chain
+    seed: int
+
+
+class ChainMoves(NamedTuple):
+    """One round's work, as `run_gibbs`'s round loop calls it.
+
+    ``advance(c, n, collect)`` makes ``n`` updates (a multiple of `Moves.unit`) of chain ``c``,
+    adding conditionals to ``accs[c]`` when ``collect``; chains run on separate threads, so it
+    touches chain c's state only. ``end_round(phase)`` runs between rounds on the driver's
+    thread: phase "burn_in" (a burn-in round), "kept" (its sums went into the estimates) or
+    "cut" (the deadline cut it short; discarded)."""
+
+    advance: Callable[[int, int, bool], None]
+    end_round: Callable[[str], None] | None = None
+
+
+class Moves(NamedTuple):
+    """The move step of `run_gibbs`'s chains; the default is the single-site Gibbs kernel.
+
+    ``unit``: updates per chain of one indivisible step (round and chunk lengths are multiples
+    of it; also the "sweep" of the default run length when larger than the sites).
+    ``burn_in``: updates per chain of explicit burn-in the moves need before any sum is kept
+    when the run is budget-governed (e.g. tempering's ladder adapts in burn-in only).
+    ``start(ctx)``: builds the `ChainMoves` once the chains exist.
+    ``exact``: bool[n_vars], True where the moves add a target's exact conditional given the
+    other sampled variables (cutset sampling): identical batch means of such a target are its
+    answer, not a frozen chain (as for a target without neighbours)."""
+
+    unit: int = 1
+    burn_in: int = 0
+    start: Callable[[MoveContext], ChainMoves] | None = None
+    exact: np.ndarray | None = None
+
+
+def _single_site(ctx: MoveContext) -> ChainMoves:
+    unused = Best(np.zeros(2), np.zeros(0, dtype=ctx.states[0].values.dtype), np.ones(1))
+    g, kg, sched, states, accs = ctx.graph, ctx.kernel, ctx.sched, ctx.states, ctx.accs
+
+    def advance(c: int, n: int, collect: bool) -> None:
+        run_chain(g, kg, states[c], sched, accs[c], unused, n, collect)
+
+    return ChainMoves(advance)
+
+
+# ---------------------------------------------------------------------------------------------
+# input checks shared with annealing
+
+
+def _int_array(name: str, arr: object) -> np.ndarray:
+    a = np.asarray(arr)
+    if a.ndim != 1:
+        raise InferenceError(f"'{name}' must be a 1-d array of variable ids")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise InferenceError(f"'{name}' must hold integer variable ids, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def check_sites(graph: FactorGraph, sites: object | None) -> np.ndarray:
+    """The variables to update (int32): all non-evidence variables by default; otherwise
+    distinct, in range, and not evidence (an error names the first offender)."""
+    if sites is None:
+        return np.flatnonzero(graph.evidence < 0).astype(np.int32)
+    s = _int_array("sites", sites)
+    bad = (s < 0) | (s >= graph.n_vars)
+    if bad.any():
+        raise InferenceError(f"sites: variable id {int(s[bad][0])} is out of range (graph has {graph.n_vars})")
+    ev = graph.evidence[s] >= 0
+    if ev.any():
+        raise InferenceError(f"sites: variable {int(s[ev][0])} is evidence and cannot be sampled")
+    seen = np.bincount(s, minlength=graph.n_vars)
+    if (seen > 1).any():
+        raise InferenceError(f"sites: variable {int(np.flatnonzero(seen > 1)[0])} is listed twice")
+    return s.astype(np.int32)
+
+
+class CheckedTargets(NamedTuple):
+    targets: np.ndarray  # int64, as given
+    sites: np.ndarray  # int32
+    uniq: np.ndarray  # distinct targets, sorted
+    inverse: np.ndarray  # targets = uniq[inverse]
+    is_ev: np.ndarray  # bool per uniq
+    live: np.ndarray  # non-evidence distinct targets
+
+
+def check_targets(graph: FactorGraph, targets: object, sites: object | None) -> CheckedTargets:
+    """Targets in range; every non-evidence target among the (checked) sites."""
+    tg = _int_array("targets", targets)
+    bad = (tg < 0) | (tg >= graph.n_vars)
+    if bad.any():
+        raise InferenceError(f"targets: variable id {int(tg[bad][0])} is out of range (graph has {graph.n_vars})")
+    sites_arr = check_sites(graph, sites)
+    uniq, inverse = np.unique(tg, return_inverse=True)
+    is_ev = graph.evidence[uniq] >= 0
+    live = uniq[~is_ev]
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites_arr] = True
+    missing = live[~in_sites[live]]
+    if missing.size:
+        raise InferenceError(f"target variable {int(missing[0])} is neither evidence nor among the sampled sites")
+    return CheckedTargets(tg, sites_arr, uniq, inverse, is_ev, live)
+
+
+def make_schedule(sites: np.ndarray, scan: str, selection: tuple[np.ndarray, np.ndarray] | None) -> Schedule:
+    """Site choice: a selection alias table (prob, alias) over ``sites`` wins over ``scan``."""
+    if selection is not None:
+        try:
+            prob, alias = selection
+        except (TypeError, ValueError):
+            raise InferenceError("selection must be a pair (prob float64[], alias int32[])") from None
+        prob = np.ascontiguousarray(prob, dtype=np.float64)
+        alias = np.asarray(alias)
+        if prob.shape != sites.shape or alias.shape != sites.shape:
+            raise InferenceError(
+                f"selection: prob and alias need one entry per site ({sites.shape[0]}), got {prob.shape[0]} and {alias.shape[0]}"
+            )
+        if not np.all((prob >= 0.0) & (prob <= 1.0)):
+            raise InferenceError("selection: alias-table probabilities must lie in [0, 1]")
+        if alias.size and (not np.issubdtype(alias.dtype, np.integer) or alias.min() < 0 or alias.max() >= sites.shape[0]):
+            raise InferenceError("selection: alias entries must be indices into sites")
+        return Schedule(sites, MODE_ALIAS, prob, np.ascontiguousarray(alias, dtype=np.int32))
+    mode = MODE_SWEEP if scan == "sweep" else MODE_UNIFORM
+    return Schedule(sites, mode, np.zeros(0), np.zeros(0, dtype=np.int32))
+
+
+class ImpossibleStateError(InferenceError):
+    """A chain ended in a world a hard constraint forbids (see `_check_hard`): its samples are no
+    answer. AUTO's pilot catches it and moves on to block moves that cross such walls."""
+
+
+def _check_hard(graph: FactorGraph, states) -> None:
+    """A chain whose last state still breaks a hard constraint never reached a world of positive
+    probability (its hard penalty outweighs every soft weight, so once there it stays): its
+    estimates average impossible worlds. An error, not a number (issue 12)."""
+    for c, st in enumerate(states):
+        f = violated_table_factor(graph, st.values)
+        if f >= 0:
+            raise ImpossibleStateError(
+                f"chain {c} found no world of positive probability: its last state still violates the hard "
+                f"constraint of factor {f} (a 0 entry of an imported table); the evidence may be impossible. "
+                "Use EXACT to decide, or start more chains"
+            )
+
+
+def initial_states(
+    graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool
+) -> tuple[list[ChainState], np.ndarray, np.ndarray]:
+    """Per-chain states (values, group sums, rng, sweep position) and the backing 2-d arrays.
+
+    Dispersed starts: chain 0 takes every variable's lowest value, chain 1 its highest, other
+    chains uniform at random; evidence is clamped in every chain.
+    """
+    card = graph.cardinality
+    dtype = np.uint8 if kg.max_card <= 256 else np.int32
+    values = np.empty((chains, graph.n_vars), dtype=dtype)
+    gens = chain_generators(seed, chains)
+    for c in range(chains):
+        if dispersed and c == 0:
+            values[c] = 0
+        elif dispersed and c == 1:
+            values[c] = card - 1
+        else:
+            values[c] = gens[c].integers(0, card) if graph.n_vars else 0
+    ev = graph.evidence >= 0
+    values[:, ev] = graph.evidence[ev]
+    gsums = np.zeros((chains, graph.n_groups))
+    rng = chain_states(seed, chains)
+    pos = np.zeros(chains, dtype=np.int64)
+    states = [ChainState(values[c], gsums[c], rng[c : c + 1], pos[c : c + 1]) for c in range(chains)]
+    return states, values, gsums
+
+
+def _threads(requested: int | None, chains: int) -> int:
+    return max(1, min(chains, requested if requested is not None else (os.cpu_count() or 1)))
+
+
+class _Pool:
+    """Runs one call per chain per round, on nogil threads when more than one is asked for."""
+
+    def __init__(self, threads: int):
+        self.ex = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+
+    def map(self, fn: Callable, args: Sequence[tuple]) -> list:
+        if self.ex is None:
+            return [fn(*a) for a in args]
+        futures = [self.ex.submit(fn, *a) for a in args]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        if self.ex is not None:
+            self.ex.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+
+
+def run_gibbs(
+    graph: FactorGraph,
+    targets: Sequence[int] | np.ndarray,
+    config: GibbsConfig = GibbsConfig(),
+    *,
+    sites: Sequence[int] | np.ndarray | None = None,
+    selection: tuple[np.ndarray, np.ndarray] | None = None,
+    on_round: Callable[[RoundInfo], None] | None = None,
+    kernel: KernelGraph | None = None,
+    deadline: float | None = None,
+    moves: Moves = Moves(),
+) -> GibbsResult:
+    """Estimate the marginals of ``targets`` by single-site Gibbs sampling.
+
+    ``sites``: variables to update (default: all non-evidence variables); every non-evidence
+    target must be among them. ``selection``: an alias table ``(prob, alias)`` over ``sites``
+    for query-aware site choice (O(1) draws); without it ``config.scan`` decides.
+    ``on_round(info: RoundInfo)`` is called after each round. ``kernel``: the arrays
+    `prepare_kernel_graph` derived from this very graph in an earlier run (a query engine keeps
+    them with a cached graph); the graph was validated when they were made. ``deadline``: a
+    `time.perf_counter()` instant the whole run (burn-in included) must end by, like
+    ``config.time_limit`` but set by a caller that already spent part of the budget.
+    ``moves``: what one step of a chain is (`Moves`; default single-site Gibbs updates);
+    `mixing.run_mixing` passes block moves and replica exchange here, so rounds, stopping,
+    estimates and warnings are the same for every move.
+    """
+    config = config.check()
+    if kernel is None:
+        validate(graph)
+    t0 = time.perf_counter()
+    tg, sites_arr, uniq, inverse, is_ev, live = check_targets(graph, targets, sites)
+    sched = make_schedule(sites_arr, config.scan, selection)
+    unit = max(int(moves.unit), 1)
+
+    card_u = graph.cardinality[uniq].astype(np.int64)
+    kmax_t = int(card_u.max()) if uniq.size else 2
+    n_live = live.shape[0]
+    n_sites = sites_arr.shape[0]
+
+    # step plan (docs/inference.md "Run length and reproducibility")
+    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
+    steps_target = config.steps
+    if steps_target is None and config.tolerance is None and config.time_limit is None and deadline is None:
+        steps_target = max(config.default_sweeps * max(n_sites, unit), 10_000)
+        fixed = True
+    # Burn-in: an explicit count, steps/10 of a fixed run, or else (a run the budget ends) the
+    # leading `BURN_IN_SHARE` of whatever was run, dropped at the end in whole batches.
+    share = 0.0
+    if config.burn_in is not None:
+        burn_in = config.burn_in
+    elif fixed:
+        burn_in = steps_target // 10
+    else:
+        burn_in, share = int(moves.burn_in), BURN_IN_SHARE
+    if n_sites == 0 or n_live == 0:
+        steps_target, burn_in, fixed, share = 0, 0, True, 0.0
+    stop_at = None
+    if config.time_limit is not None:
+        stop_at = t0 + config.time_limit
+    if deadline is not None:
+        stop_at = deadline if stop_at is None else min(stop_at, deadline)
+
+    chains = config.chains
+    kg = (kernel if kernel is not None else prepare_kernel_graph(graph)) if n_sites else None
+    warnings: list[str] = []
+    est_live = np.full((n_live, kmax_t), np.nan)
+    se_live = np.full((n_live, kmax_t), np.nan)
+    rhat_live = np.full(n_live, np.nan)
+    ess_live = np.zeros(n_live)
+    trace_steps: list[int] = []
+    trace_est: list[np.ndarray] = []
+    trace_se: list[np.ndarray] = []
+    done = 0  # updates per chain after an explicit burn-in (share burn-in included)
+    burned = 0
+    dropped = 0
+    stopped_by = ""
+
+    if n_sites and n_live:
+        constant = _constant_targets(kg, live)
+        if moves.exact is not None:
+            constant = constant | moves.exact[live]
+        states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed")
+        tix = np.full(graph.n_vars, -1, dtype=np.int32)
+        tix[live] = np.arange(n_live, dtype=np.int32)
+        rsums = np.zeros((chains, n_live, kmax_t))
+        rcounts = np.zeros((chains, n_live), dtype=np.int64)
+        accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
+        step = (moves.start or _single_site)(MoveContext(graph, kg, sched, states, accs, config.seed))
+        store = BatchStore(chains, n_live, kmax_t)
+        keep_trace = n_live <= TRACE_MAX_TARGETS
+        trace_every = 1
+        rounds_done = 0
+        next_check = _MIN_ROUNDS_FOR_TOLERANCE
+        pool = _Pool(_threads(config.threads, chains))
+        # The round schedule depends on the graph and the options alone, never on the clock, so
+        # the sample sequence is a function of the seed; the clock only decides after which
+        # round a run stops (a round cut short by the deadline is discarded).
+        round_len = _whole(_round_length(fixed, steps_target, n_sites, n_live, 2 * store.slots), unit)
+        chunk = _whole(min(round_len, _FIRST_CHUNK), unit) if stop_at is not None else round_len
+        max_se = float("nan")
+
+        def run_round(n: int, collect: bool) -> bool:
+            """n updates of every chain; False when the deadline came first (round incomplete)."""
+            nonlocal chunk
+            if graph.n_groups:  # re-derived each round: no drift from incremental updates
+                for c in range(chains):
+                    group_sums_into(graph, kg.tables, states[c].values, gsums[c])
+            if collect:
+                rsums[:] = 0.0
+                rcounts[:] = 0
+            left = n
+            while left > 0:
+                m = min(left, chunk)
+                tr = time.perf_counter()
+                pool.map(step.advance, [(c, m, collect) for c in range(chains)])
+                now = time.perf_counter()
+                left -= m
+                if stop_at is not None:
+                    dt = now - tr
+                    # chunks (not rounds) follow the clock, to check the deadline every ~50 ms
+                    chunk = min(_whole(int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), round_len)), unit), round_len)
+                    if now >= stop_at and left > 0:
+                        return False
+            return True
+
+        try:
+            while burned < burn_in:
+                n = _whole(min(round_len, burn_in - burned), unit)
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
+                    break
+                if not run_round(n, False):
+                    _end_round(step, "cut")
+                    stopped_by = "time"
+                    break
+                _end_round(step, "burn_in")
+                burned += n
+                if on_round is not None:
+                    on_round(RoundInfo(steps=burned, burn_in=True, max_stderr=float("nan"), elapsed=time.perf_counter() - t0))
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
+                    break
+            while not stopped_by:
+                n = round_len if steps_target is None else _whole(min(round_len, steps_target - done), unit)
+                if n <= 0:
+                    stopped_by = "steps"
+                    break
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
+                    break
+                if not run_round(n, True):
+                    _end_round(step, "cut")
+                    stopped_by = "time"
+                    break
+                _end_round(step, "kept")
+                done += n
+                rounds_done += 1
+                store.add_round(rsums, rcounts)
+                if keep_trace and rounds_done % trace_every == 0:
+                    ks, kc, kd = store.kept(share)
+                    trace_steps.append(done - kd * round_len)
+                    trace_est.append(pooled_mean(ks, kc))
+                    trace_se.append(batch_stderr(ks, kc))
+                    if len(trace_steps) > config.trace_points:
+                        trace_steps, trace_est, trace_se = trace_steps[1::2], trace_est[1::2], trace_se[1::2]
+                        trace_every *= 2
+                reached = False
+                if config.tolerance is not None and rounds_done >= next_check:
+                    # checked on a fixed schedule of rounds (every round at first, then about every
+                    # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
+                    next_check = max(rounds_done + 1, int(rounds_done * 1.125))
+                    ks, kc, _ = store.kept(share)
+                    _, se, rh = batch_statistics(ks, kc, constant)
+                    max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
+                    if ks.shape[1] >= _MIN_ROUNDS_FOR_TOLERANCE // 2 and 1.96 * max_se <= config.tolerance:
+                        reached = bool(np.all(rh <= config.rhat_threshold))
+                if on_round is not None:
+                    on_round(RoundInfo(steps=burned + done, burn_in=False, max_stderr=max_se, elapsed=time.perf_counter() - t0))
+                if reached:
+                    stopped_by = "tolerance"
+                elif stop_at is not None and time.perf_counter() >= stop_at:
+                    stopped_by = "time"
+        finally:
+            pool.close()
+
+        ks, kc, dropped_rounds = store.kept(share)
+        dropped = dropped_rounds * round_len
+        counts = kc.sum(axis=(0, 1))
+        if done - dropped > 0:
+            # only a chain that ran can be blamed for its state (no kept sample: NaN and a warning)
+            _check_hard(graph, states)
+            est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
+            ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
+            # beyond a target's cardinality there is nothing to estimate
+            mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
+            se_live = np.where(mask, 0.0, se_live)
+        # Too few updates (none, or fewer than two batches per chain): no estimate at all, never
+        # a made-up number.
+        per_chain = (kc > 0).sum(axis=1).min(axis=0) if kc.shape[1] else np.zeros(n_live, dtype=np.int64)
+        unknown = (counts == 0) | (per_chain < 2) | np.isnan(se_live).any(axis=1)
+        est_live[unknown] = np.nan
+        se_live[unknown] = np.nan
+        ess_live[unknown] = np.nan
+        ess_live[np.isinf(rhat_live)] = 0.0  # a frozen chain carries no information
+        warnings += _diagnose(live, est_live, se_live, rhat_live, ess_live, unknown, done - dropped, config, stopped_by,
+                              burned, burn_in)
+
+    # assemble per requested target (duplicates and evidence included)
+    T = uniq.shape[0]
+    marg = np.zeros((T, kmax_t))
+    se = np.zeros((T, kmax_t))
+    rhat = np.ones(T)
+    ess = np.full(T, np.inf)
+    ev_rows = np.flatnonzero(is_ev)
+    marg[ev_rows, graph.evidence[uniq[ev_rows]]] = 1.0
+    live_rows = np.flatnonzero(~is_ev)
+    marg[live_rows] = est_live
+    se[live_rows] = se_live
+    rhat[live_rows] = rhat_live
+    ess[live_rows] = ess_live
+    if trace_steps:
+        tr_live = np.stack(trace_est)
+        tr = np.broadcast_to(marg, (len(trace_steps), T, kmax_t)).copy()
+        tr[:, live_rows] = tr_live
+        tse = np.zeros_like(tr)
+        beyond = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
+        tse[:, live_rows] = np.where(beyond[None], 0.0, np.stack(trace_se))
+    else:
+        tr = np.zeros((0, T, kmax_t))
+        tse = np.zeros_like(tr)
+    trace = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), tr[:, inverse], tse[:, inverse])
+    return GibbsResult(
+        targets=tg,
+        cardinality=graph.cardinality[tg].astype(np.int64),
+        marginals=marg[inverse],
+        stderr=se[inverse],
+        rhat=rhat[inverse],
+        ess=ess[inverse],
+        steps=int(done - dropped),
+        burn_in=int(burned + dropped),
+        chains=chains,
+        seconds=time.perf_counter() - t0,
+        warnings=tuple(warnings),
+        trace=trace,
+    )
+
+
+def _whole(n: int, unit: int) -> int:
+    """n rounded up to a positive multiple of unit (0 stays 0: nothing left to do)."""
+    return 0 if n <= 0 else -(-n // unit) * unit
+
+
+def _end_round(step: ChainMoves, phase: str) -> None:
+    if step.end_round is not None:
+        step.end_round(phase)
+
+
+def _round_length(fixed: bool, steps: int | None, n_sites: int, n_live: int, batches: int) -> int:
+    """Updates per chain per round: a function of the run's shape only (never of the clock).
+    A fixed run has as many rounds as the batch store holds batches (at most `_FIXED_ROUNDS`), so
+    it never merges batches."""
+    if fixed:
+        return int(min(max(math.ceil(steps / min(_FIXED_ROUNDS, batches)), 1), _MAX_ROUND))
+    # about a sweep, and enough updates per round that the per-round bookkeeping over the
+    # targets stays small next to the sampling
+    return int(min(max(n_sites, 8 * n_live, _MIN_ROUND), _MAX_ROUND))
+
+
+def _constant_targets(kg: KernelGraph, live: np.ndarray) -> np.ndarray:
+    """True where a target's full conditional depends on no other non-evidence variable."""
+    nb = (kg.bb_off[live + 1] - kg.bb_off[live]) + (kg.pt_off[live + 1] - kg.pt_off[live])
+    return (nb + (kg.gen_off[live + 1] - kg.gen_off[live])) == 0
+
+
+def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopped_by: str, burned: int,
+              burn_in: int) -> list[str]:
+    out: list[str] = []
+    if live.size == 0:
+        return out
+    if burned < burn_in:
+        out.append(f"the time limit ended the run during burn-in ({burned:,} of {burn_in:,} updates per chain): "
+                   "no estimates; raise time_limit or lower burn_in")
+    if unknown.any():
+        first = int(live[np.flatnonzero(unknown)[0]])
+        out.append(
+            f"{int(unknown.sum())} of {live.size} target(s) got too few updates for an estimate and its error "
+            f"(first: variable {first}; {kept:,} updates per chain kept): their estimates are NULL (NaN); "
+            "raise time_limit or steps/sweeps"
+        )
+    ok = ~unknown
+    bad = np.flatnonzero(ok & (rhat > config.rhat_threshold))
+    if bad.size:
+        worst = int(bad[np.argmax(rhat[bad])])
+        what = ("a chain never moved it (not mixing)" if np.isinf(rhat[worst])
+                else "the chains (or the halves of one chain) disagree")
+        out.append(
+            f"not converged: {bad.size} of {int(ok.sum())} target(s) have split R-hat > {config.rhat_threshold:g} "
+            f"(worst {rhat[worst]:.3g} for variable {int(live[worst])}: {what}), so the estimates "
+            "are unreliable: run longer or use exact inference"
+        )
+    elif ok.any() and np.isnan(rhat[ok]).any():
+        out.append("R-hat unavailable: too few batches per chain to compare chain halves; run more steps")
+    min_ess = MIN_ESS * config.chains
+    low = np.flatnonzero(ok & (ess < min_ess))
+    if low.size and not bad.size:
+        worst = int(low[np.argmin(ess[low])])
+        out.append(
+            f"{low.size} target(s) have an effective sample size below {min_ess:g} ({MIN_ESS:g} per chain; worst "
+            f"{ess[worst]:.3g} for "
+            f"variable {int(live[worst])}): their standard errors are themselves uncertain; run longer"
+        )
+    if config.tolerance is not None and ok.any():
+        hw = 1.96 * float(np.nanmax(se[ok])) if not np.all(np.isnan(se[ok])) else float("nan")
+        if not hw <= config.tolerance:
+            out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {kept:,} "
+                       "updates per chain" + (" (stopped by the time limit)" if stopped_by == "time" else ""))
+    return out

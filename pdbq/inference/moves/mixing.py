@@ -1,0 +1,410 @@
+"""Gibbs chains with moves that cross modes: replica exchange and exact block moves.
+
+`run_mixing` takes the same inputs as `run_gibbs` plus a `MixingConfig` and returns the same
+`GibbsResult` (a `MixingResult` with the ladder, swap rates and block sizes added), so answers,
+estimates (Rao-Blackwellised marginals, batch-means standard errors, split R-hat, ESS) and
+warnings are those of plain Gibbs.
+
+Each chain repeats a *cycle*: for every copy (one per temperature; one copy without tempering)
+whole passes of single-site updates (one pass, ``len(sites)`` updates; without blocks at least
+`_MIN_CYCLE_UPDATES` updates; the numba kernels, tempered copies use the annealing kernel at a fixed temperature), then, with blocks, one exact move of every block plus
+``query_passes`` more of every block that holds a target (`blocks.BlockSampler`, at the copy's
+β), then, with clusters, one Swendsen–Wang pass (`cluster_kernels.cluster_pass`, at the copy's β;
+its relabellings add nothing to the sums: the single-site conditionals are the estimator, so the
+cluster pass only speeds mixing; with clusters and neither blocks nor tempering, a cycle is
+``ceil(_MIN_CYCLE_UPDATES / (2·len(sites)))`` sweep+pass pairs made in one numba call,
+`cluster_kernels.sweeps_and_passes`), then, with tempering, one swap attempt between each even (or, every other cycle, odd) pair
+of neighbouring copies (`tempering`; the energy difference walked variable by variable,
+`energy_paths.energy_gap`), then, with jumps, one mode-jump try per copy (`jumps`: local modes
+quenched from every copy every `HARVEST_EVERY` burn-in cycles, fixed after burn-in). Every piece leaves its copy's (or the product's)
+distribution invariant, so their composition does too. The β = 1 copy's single-site
+conditionals and block draw probabilities are the Rao-Blackwellised sums.
+
+The cycle is the move step (`gibbs.Moves`) of `run_gibbs`'s own round loop, so rounds,
+deadlines, burn-in, Rao-Blackwellised estimates, batch-means errors, R-hat, ESS, the NaN rules
+and the warnings are exactly those of plain Gibbs; a cycle is the indivisible unit of a round.
+``steps`` counts updates of the β = 1 copy (a block move of m variables counts m). Single-site
+passes and block moves (`block_kernels.block_pass`) are nogil numba calls: chains run on
+``threads`` threads as in `run_gibbs`; each chain decides its own swaps between its cycles.
+The ladder and the mode pool adapt during burn-in only; a run the budget ends keeps `ADAPT_CYCLES`
+cycles of explicit burn-in for them (with jumps up to `HARVEST_CYCLES`), besides the share of the
+run that `run_gibbs` drops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdbq.errors import InferenceError
+from pdbq.graph.layout import FactorGraph, validate
+from pdbq.inference.moves.block_kernels import block_pass, pack_blocks
+from pdbq.inference.moves.blocks import Block, block_edges, build_blocks
+from pdbq.inference.moves.cluster_kernels import ClusterGraph, cluster_pass, make_scratch, sweeps_and_passes
+from pdbq.inference.moves.clusters import check_cluster_inputs, prepare_clusters
+from pdbq.inference.moves.energy_paths import energy_gap
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.mcmc.gibbs import (
+    ChainMoves,
+    GibbsResult,
+    MoveContext,
+    Moves,
+    RoundInfo,
+    check_targets,
+    run_gibbs,
+)
+from pdbq.inference.mcmc.kernels import (
+    Best,
+    ChainState,
+    KernelGraph,
+    anneal_chain,
+    group_sums_into,
+    prepare_kernel_graph,
+    run_chain,
+)
+from pdbq.inference.moves.jumps import JumpSet, ModePool, empty_jumps, jump_moves, jump_set, quench
+from pdbq.inference.mcmc.rng import chain_generators, chain_states
+from pdbq.inference.moves.tempering import adapt_ladder, initial_ladder, swap_probability
+
+__all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves"]
+
+_MIN_CYCLE_UPDATES = 256
+ADAPT_CYCLES = 20  # cycles of burn-in for the ladder in a run the budget ends
+# Mode jumps: burn-in long enough for the hot copies to meet the modes (at most HARVEST_CYCLES
+# cycles, fewer on large graphs: HARVEST_UPDATES updates per chain over all copies), a quench of
+# every copy every HARVEST_EVERY burn-in cycles, JUMP_TRIES jump attempts per copy and cycle.
+HARVEST_CYCLES = 200
+HARVEST_UPDATES = 2_000_000
+HARVEST_EVERY = 4
+JUMP_TRIES = 1
+LOW_SWAP_RATE = 0.02
+
+
+@dataclass(frozen=True, eq=False)
+class MixingResult(GibbsResult):
+    """`GibbsResult` plus what the extra moves did: the final ladder (β per copy), the swap
+    acceptance rate per neighbouring pair after burn-in, the number of blocks and the largest
+    block's size (variables) and clique table (entries)."""
+
+    betas: np.ndarray | None = None
+    swap_rates: np.ndarray | None = None
+    n_blocks: int = 0
+    largest_block: int = 0
+    largest_block_table: int = 0
+    cluster_bonds: int = -1  # -1: no cluster moves; else the factors carrying bonds
+    jump_modes: int = 0  # local modes the jumps exchange (0: no mode jumps)
+    jump_pairs: int = 0
+    jump_rate: float = float("nan")  # accepted share of the β = 1 copy's jump attempts after burn-in
+
+
+def _copy_state(src: ChainState, values: np.ndarray, gsums: np.ndarray, rng: np.ndarray) -> ChainState:
+    values[:] = src.values
+    return ChainState(values, gsums, rng, np.zeros(1, dtype=np.int64))
+
+
+class _Cycle:
+    """The move step of `run_mixing`: per chain, K copies (copy 0 is `run_gibbs`'s chain), one
+    cycle = single-site passes and block moves of every copy, then neighbour swaps."""
+
+    def __init__(self, ctx: MoveContext, mixing: MixingConfig, packed, seq: np.ndarray, site_updates: int,
+                 per_cycle: int, cg: ClusterGraph | None = None, fused: int = 0, sites: np.ndarray | None = None,
+                 movable: np.ndarray | None = None):
+        g, kg, states = ctx.graph, ctx.kernel, ctx.states
+        chains = len(states)
+        K = mixing.tempering
+        self.ctx, self.mixing, self.packed, self.seq = ctx, mixing, packed, seq
+        self.site_updates, self.per_cycle, self.K = site_updates, per_cycle, K
+        self.cg = cg
+        self.fused = fused  # > 0: plain chains with clusters, that many sweep+pass pairs in one numba call
+        self.betas = initial_ladder(K, mixing.beta_min)
+        dtype = states[0].values.dtype
+        # copy k > 0 of chain c starts from chain c's state with its own random stream
+        extra_vals = np.empty((chains, max(K - 1, 0), g.n_vars), dtype=dtype)
+        extra_gs = np.zeros((chains, max(K - 1, 0), g.n_groups))
+        extra_rng = chain_states(ctx.seed + 1_000_003, max(chains * (K - 1), 1))
+        self.copies: list[list[ChainState]] = []
+        for c in range(chains):
+            row = [states[c]]
+            for k in range(1, K):
+                j = c * (K - 1) + k - 1
+                row.append(_copy_state(states[c], extra_vals[c, k - 1], extra_gs[c, k - 1], extra_rng[j : j + 1]))
+            self.copies.append(row)
+        self.bests = [[Best(np.array([0.0, np.inf]), np.zeros(g.n_vars, dtype=dtype), np.array([1.0 / self.betas[k]]))
+                       for k in range(K)] for _ in range(chains)]
+        self.unused = Best(np.zeros(2), np.zeros(0, dtype=dtype), np.ones(1))
+        self.gens = chain_generators(ctx.seed, chains, stream=2)
+        self.cycle_no = np.zeros(chains, dtype=np.int64)  # per chain: each chain on its own thread
+        if packed is not None:
+            self.psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
+            widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
+            self.coords = np.zeros((chains, widest), dtype=np.int64)
+            self.probs = np.zeros((chains, int(g.cardinality.max())))
+            self.block_rng = chain_states(ctx.seed + 2_000_029, chains)
+        if cg is not None:
+            self.cl_scratch = [make_scratch(cg) for _ in range(chains)]
+            self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
+            self.cl_rng = chain_states(ctx.seed + 3_000_017, chains)
+            check_cluster_inputs(cg, states[0].values, states[0].group_sums, self.cl_rng[0:1], 1.0)
+        if K > 1:  # scratch of `energy_gap`, per chain
+            self.work = np.empty((chains, g.n_vars), dtype=dtype)
+            self.work_gs = np.zeros((chains, g.n_groups))
+            self.path = np.empty((chains, g.n_vars), dtype=np.int64)
+        # swap statistics of the current round (row per chain) and of all kept rounds
+        self.r_acc = np.zeros((chains, max(K - 1, 0)))
+        self.r_att = np.zeros((chains, max(K - 1, 0)))
+        self.swap_acc = np.zeros(max(K - 1, 0))
+        self.swap_att = np.zeros(max(K - 1, 0))
+        # mode jumps: the pool fills in burn-in (per chain candidates, merged between rounds)
+        self.pool = ModePool(mixing.jumps) if mixing.jumps else None
+        self.js: JumpSet = empty_jumps(g.n_vars)
+        self.sites, self.movable = sites, movable
+        self.candidates: list[list[tuple[np.ndarray, float]]] = [[] for _ in range(chains)]
+        if self.pool is not None:
+            self.jump_rng = chain_states(ctx.seed + 4_000_037, chains * K)
+        self.r_jacc = np.zeros(chains)
+        self.r_jatt = np.zeros(chains)
+        self.jump_acc = 0.0
+        self.jump_att = 0.0
+
+    def moves(self) -> ChainMoves:
+        return ChainMoves(self.advance, self.end_round)
+
+    def advance(self, c: int, n: int, collect: bool) -> None:
+        for _ in range(n // self.per_cycle):
+            self._cycle(c, collect)
+
+    def _cycle(self, c: int, collect: bool) -> None:
+        g, kg, ctx = self.ctx.graph, self.ctx.kernel, self.ctx
+        acc = ctx.accs[c]
+        if self.fused:
+            st = self.copies[c][0]
+            if g.n_groups:
+                group_sums_into(g, kg.tables, st.values, st.group_sums)
+            sweeps_and_passes(g, kg, st, ctx.sched, acc, self.unused, self.site_updates, collect, self.cg,
+                              self.cl_rng[c : c + 1], self.cl_on[c], self.cl_scratch[c], self.fused)
+            self.cycle_no[c] += 1
+            return
+        for k in range(self.K):
+            st = self.copies[c][k]
+            if g.n_groups:  # swaps exchange values, not group sums
+                group_sums_into(g, kg.tables, st.values, st.group_sums)
+            if k == 0:
+                run_chain(g, kg, st, ctx.sched, acc, self.unused, self.site_updates, collect)
+            else:
+                self.bests[c][k].temp[0] = 1.0 / self.betas[k]
+                anneal_chain(g, kg, st, ctx.sched, acc, self.bests[c][k], self.site_updates, 1.0, 1.0 / self.betas[k])
+            if self.packed is not None:
+                block_pass(self.packed, self.seq, st.values, self.psi_buf[c], self.coords[c], self.probs[c],
+                           self.block_rng[c : c + 1], float(self.betas[k]), collect and k == 0, acc.target_index,
+                           acc.sums, acc.counts)
+            if self.cg is not None:
+                cluster_pass(self.cg, st.values, st.group_sums, float(self.betas[k]), self.cl_rng[c : c + 1],
+                             self.cl_on[c], self.cl_scratch[c])
+        if self.K > 1:
+            self._swaps(c)
+        if self.pool is not None:
+            self._jumps(c, collect)
+        self.cycle_no[c] += 1
+
+    def _jumps(self, c: int, collect: bool) -> None:
+        g, kg = self.ctx.graph, self.ctx.kernel
+        row = self.copies[c]
+        if not collect and self.cycle_no[c] % HARVEST_EVERY == 0:
+            for k in range(self.K):
+                self.candidates[c].append(quench(g, kg, row[k].values, self.sites))
+        js = self.js
+        if js.n_modes < 2:
+            return
+        for k in range(self.K):
+            j = c * self.K + k
+            acc = jump_moves(g, kg, row[k].values, row[k].group_sums, float(self.betas[k]), js, self.jump_rng[j : j + 1],
+                             JUMP_TRIES)
+            if k == 0:
+                self.r_jacc[c] += acc
+                self.r_jatt[c] += JUMP_TRIES
+
+    def _swaps(self, c: int) -> None:
+        g, kg = self.ctx.graph, self.ctx.kernel
+        row = self.copies[c]
+        betas = self.betas
+        rng = self.gens[c]
+        for k in range(int(self.cycle_no[c] % 2), self.K - 1, 2):
+            # the pairs are disjoint: each gap is read from the current states
+            gap = energy_gap(g, kg, row[k].values, row[k + 1].values, self.work[c], self.work_gs[c], self.path[c])
+            a = swap_probability(float(betas[k]), float(betas[k + 1]), 0.0, gap)
+            self.r_att[c, k] += 1
+            self.r_acc[c, k] += a  # the expected acceptance: a lower-variance rate estimate
+            if rng.random() < a:
+                vk, vk1 = row[k].values, row[k + 1].values
+                tmp = vk.copy()
+                vk[:] = vk1
+                vk1[:] = tmp
+
+    def end_round(self, phase: str) -> None:
+        if self.K > 1:
+            acc, att = self.r_acc.sum(axis=0), self.r_att.sum(axis=0)
+            if phase == "burn_in":
+                rates = np.where(att > 0, acc / np.maximum(att, 1), 0.3)
+                self.betas = adapt_ladder(self.betas, rates, floor=0.5 * self.mixing.beta_min)
+            elif phase == "kept":
+                self.swap_acc += acc
+                self.swap_att += att
+        self.r_acc[:] = 0.0
+        self.r_att[:] = 0.0
+        if self.pool is not None:
+            if phase == "burn_in":
+                for cands in self.candidates:  # chain order: the pool is a function of the seed
+                    for mode, energy in cands:
+                        self.pool.offer(mode, energy)
+                self.js = jump_set(self.pool.modes(), self.movable)
+            elif phase == "kept":
+                self.jump_acc += float(self.r_jacc.sum())
+                self.jump_att += float(self.r_jatt.sum())
+            for cands in self.candidates:
+                cands.clear()
+            self.r_jacc[:] = 0.0
+            self.r_jatt[:] = 0.0
+
+
+def run_mixing(
+    graph: FactorGraph,
+    targets: Sequence[int] | np.ndarray,
+    config: GibbsConfig = GibbsConfig(),
+    mixing: MixingConfig = MixingConfig(blocks="auto"),
+    *,
+    sites: Sequence[int] | np.ndarray | None = None,
+    selection: tuple[np.ndarray, np.ndarray] | None = None,
+    on_round: Callable[[RoundInfo], None] | None = None,
+    kernel: KernelGraph | None = None,
+    blocks: list[Block] | None = None,
+    deadline: float | None = None,
+    sweeps: int = 1,
+) -> MixingResult:
+    """Estimate the marginals of ``targets`` with Gibbs chains plus the moves of ``mixing``.
+
+    Arguments as in `run_gibbs` (``deadline`` included); ``blocks``: blocks built earlier for
+    this graph (`blocks.build_blocks`), else built here when ``mixing.blocks`` asks for them.
+    Block moves need every factor as a table (`potentials.hyperedges`); a graph whose factors
+    are too large raises `InferenceError` naming the factor. ``sweeps``: single-site passes per
+    cycle with blocks or clusters (AUTO's domain blocks set it: `domains.sweeps_per_cycle`).
+    """
+    config = config.check()
+    mixing = mixing.check()
+    if kernel is None:
+        validate(graph)
+    _, sites_arr, _, _, _, live = check_targets(graph, targets, sites)
+    n_live = live.shape[0]
+    n_sites = sites_arr.shape[0]
+    if kernel is None and n_sites:
+        kernel = prepare_kernel_graph(graph)  # validated above: run_gibbs need not validate again
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites_arr] = True
+
+    if mixing.uses_blocks and blocks is None and n_sites and n_live:
+        max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
+        blocks = build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=live,
+                              edges=block_edges(graph))
+    blocks = list(blocks or [])
+    for b in blocks:  # only variables among the sampled sites may move
+        if not in_sites[b.vars].all():
+            raise InferenceError(f"block variable {int(b.vars[~in_sites[b.vars]][0])} is not among the sampled sites")
+    packed = pack_blocks(blocks) if blocks else None
+    cg = None
+    if mixing.clusters and n_sites and n_live:
+        cg = prepare_clusters(graph, sites_arr, tables=kernel.tables)
+    tix = np.full(graph.n_vars, -1, dtype=np.int32)
+    tix[live] = np.arange(n_live, dtype=np.int32)
+    holds_target = [bool((tix[b.vars] >= 0).any()) for b in blocks]
+    block_updates = sum(b.size for b in blocks) + mixing.query_passes * sum(
+        b.size for b, h in zip(blocks, holds_target) if h)
+    # single-site updates per copy and cycle: without blocks at least _MIN_CYCLE_UPDATES, so the
+    # per-cycle overhead (a thread hand-off, the swap scores) stays small on small graphs
+    # (a cluster pass counts one update per sampled site)
+    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or sweeps < 1:
+        raise InferenceError(f"mixing: sweeps per cycle must be a positive integer, got {sweeps!r}")
+    site_updates = n_sites * int(sweeps) if blocks or cg is not None else n_sites * max(1, math.ceil(_MIN_CYCLE_UPDATES / max(n_sites, 1)))
+    per_cycle = max(site_updates + block_updates + (n_sites if cg is not None else 0), 1)
+    fused = 0
+    if cg is not None and not blocks and mixing.tempering == 1 and not mixing.jumps:
+        # clusters alone: several sweep+pass pairs per cycle on small graphs (one numba call)
+        fused = max(1, math.ceil(_MIN_CYCLE_UPDATES / max(2 * n_sites, 1)))
+        per_cycle = fused * 2 * n_sites
+    seq = np.array(list(range(len(blocks))) + [i for i, h in enumerate(holds_target) if h] * mixing.query_passes,
+                   dtype=np.int64)
+    made: list[_Cycle] = []
+
+    def start(ctx: MoveContext) -> ChainMoves:
+        cyc = _Cycle(ctx, mixing, packed, seq, site_updates, per_cycle, cg, fused, sites_arr, in_sites)
+        made.append(cyc)
+        return cyc.moves()
+
+    adapt = ADAPT_CYCLES if mixing.tempering > 1 else 0
+    if mixing.jumps:
+        work = per_cycle * mixing.tempering  # updates per chain of one cycle, all copies
+        adapt = max(adapt, min(HARVEST_CYCLES, max(HARVEST_UPDATES // work, HARVEST_EVERY)))
+    hook = Moves(unit=per_cycle, burn_in=adapt * per_cycle, start=start)
+    r = run_gibbs(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=kernel,
+                  deadline=deadline, moves=hook)
+    K = mixing.tempering
+    betas = made[0].betas if made else initial_ladder(K, mixing.beta_min)
+    swap_acc = made[0].swap_acc if made else np.zeros(max(K - 1, 0))
+    swap_att = made[0].swap_att if made else np.zeros(max(K - 1, 0))
+    rates = swap_acc / np.maximum(swap_att, 1)
+    warnings = list(r.warnings)
+    if K > 1 and rates.size and r.steps > 0:
+        low = np.flatnonzero(rates < LOW_SWAP_RATE)
+        if low.size:
+            warnings.append(
+                f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under "
+                f"{LOW_SWAP_RATE:.0%} of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
+            )
+    if mixing.jumps and made and made[0].js.n_modes < 2 and r.steps > 0:
+        found = len(made[0].pool)
+        warnings.append(f"jumps: burn-in met {found} distinct local mode(s), fewer than the 2 a jump needs, so no "
+                        "jump was tried (the jumps are chosen in burn-in only: give burn_in > 0)")
+    if cg is not None and cg.bond_u.shape[0] == 0:
+        warnings.append("clusters: no factor can carry a bond (docs/inference.md, \"Cluster moves\"), so the "
+                        "cluster pass only relabels single variables")
+    base = {f.name: getattr(r, f.name) for f in dataclasses.fields(GibbsResult)}
+    base["warnings"] = tuple(warnings)
+    return MixingResult(
+        **base,
+        betas=np.asarray(betas, dtype=np.float64),
+        swap_rates=rates,
+        n_blocks=len(blocks),
+        largest_block=max((b.size for b in blocks), default=0),
+        largest_block_table=max((b.max_table for b in blocks), default=0),
+        cluster_bonds=int(cg.bond_u.shape[0]) if cg is not None else -1,
+        jump_modes=len(made[0].pool) if made and made[0].pool is not None else 0,
+        jump_pairs=made[0].js.n_pairs if made else 0,
+        jump_rate=(made[0].jump_acc / made[0].jump_att) if made and made[0].jump_att else float("nan"),
+    )
+
+
+def block_set(graph: FactorGraph, mixing: MixingConfig, targets: np.ndarray | None = None) -> list[Block]:
+    """The blocks `run_mixing` would build for ``mixing`` (a query engine keeps them with a
+    cached graph)."""
+    max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
+    return build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=targets)
+
+
+def describe_moves(r: MixingResult) -> str:
+    """One line on what the extra moves did, for answers and EXPLAIN."""
+    parts = []
+    if r.n_blocks:
+        parts.append(f"{r.n_blocks} exact block(s), largest {r.largest_block} variables / "
+                     f"{r.largest_block_table:,}-entry clique table")
+    if r.cluster_bonds >= 0:
+        parts.append(f"Swendsen–Wang cluster moves over {r.cluster_bonds:,} bond(s)")
+    if r.jump_modes:
+        rate = f", accepted in {r.jump_rate:.1%} of tries" if np.isfinite(r.jump_rate) else ""
+        parts.append(f"mode jumps between {r.jump_modes} local modes ({r.jump_pairs} pairs){rate}")
+    if r.betas is not None and r.betas.shape[0] > 1:
+        ladder = ", ".join(f"{b:.3g}" for b in r.betas)
+        rates = ", ".join(f"{x:.2f}" for x in r.swap_rates) if r.swap_rates is not None else ""
+        parts.append(f"replica exchange over β = [{ladder}], swap rates [{rates}]")
+    return "; ".join(parts) if parts else "single-site moves only"

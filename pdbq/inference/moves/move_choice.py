@@ -1,0 +1,346 @@
+"""AUTO's choice of MCMC moves once exact elimination is out: single-site, blocks, tempering.
+
+Read from the graph's arrays alone (no tables built, so a million-variable graph pays
+microseconds): *walls* are zero entries in TABLE factors (single-site moves cannot cross them);
+*strong couplings* are factor weights of magnitude at least `STRONG_WEIGHT` (a ±1-valued factor
+then moves the log-odds of a flip by 2·|w| ≥ 4, enough to freeze single-site chains in clusters).
+Either one asks for exact block moves where the graph is small enough to cut into blocks
+(`MAX_BLOCK_VARS` free variables), else for replica exchange with `TEMPERING_COPIES` copies. Where
+no exact block holds most of the variables and there are no walls (a dense, strongly coupled
+core), mode jumps (`jumps`) plus replica exchange instead.
+
+Cluster moves (Swendsen–Wang, `clusters`) instead, when no walls are found and bonds (equality
+couplings) touch at least `CLUSTER_SHARE` of the free variables, and either the couplings are not
+strong but reach the ordered regime (`clusters.cluster_coverage`'s Bethe indicator at least
+`CLUSTER_ORDER`: near-critical lattices, where single-site chains decorrelate over ~L² sweeps) or
+they are strong on a graph too large for exact blocks, and the one-variable fields are weak (mean
+spread at most `CLUSTER_FIELD`: a field adds up over a cluster and pins large ones; Segmentation_11,
+an ordered grid with strong fields, mixes worse with clusters than with single-site moves).
+
+The moves cost throughput, and plain chains often mix anyway (zero entries that no chain ever
+needs to cross, couplings that are strong but few), so `run_auto` first spends
+`PILOT_SHARE` of the budget on plain chains and keeps them unless their split R-hat says they
+do not mix (above `PILOT_RHAT` = 1.5: a short pilot's R-hat is noisy near 1.1, stuck chains
+give thousands or infinity); only then does the rest of the budget go to the chosen moves.
+
+Domain blocks (`domains`): an ordered model whose fields rule out cluster moves (bonds on at least
+`CLUSTER_SHARE` of the free variables, Bethe indicator at least `CLUSTER_ORDER`, no walls, no
+strong couplings: UAI Segmentation_11) gets a pilot too (`MoveDecision.ordered`). After any pilot
+that mixed by R-hat (and after that one whatever its R-hat), the targets whose pilot ESS is under
+1% of its kept draws form the slow set; exact blocks grown inside it (a domain that flips as one)
+are drawn once per a few single-site sweeps for the rest of the budget. Without a slow set the
+rest is plain single-site moves.
+
+>>> from pdbq.graph.builder import GraphBuilder
+>>> from pdbq.language.nodes import FactorFunction
+>>> b = GraphBuilder(); x, y = b.add_variables(2)
+>>> _ = b.add_factor(FactorFunction.TABLE, [x, y], table=[0.0, float("-inf"), float("-inf"), 0.0])
+>>> d = choose_moves(b.build())
+>>> d.mixing.blocks, d.mixing.tempering
+('auto', 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdbq.errors import InferenceError
+from pdbq.graph.layout import FactorGraph
+from pdbq.inference.moves.clusters import cluster_coverage
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.moves.cutset import Cutset, choose_cutset, describe_cutset, run_cutset
+from pdbq.inference.moves.domains import SLOW_ESS_RATIO, describe_domains, domain_blocks, slow_variables, sweeps_per_cycle
+from pdbq.inference.mcmc.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
+from pdbq.inference.mcmc.kernels import prepare_kernel_graph
+from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
+from pdbq.language.nodes import FactorFunction
+
+__all__ = ["MoveDecision", "choose_moves", "run_auto", "STRONG_WEIGHT", "MAX_BLOCK_VARS", "TEMPERING_COPIES",
+           "PILOT_SHARE"]
+
+PILOT_SHARE = 0.25
+BLOCK_SHARE = 0.9  # without walls, blocks are used when one holds this share of the free variables
+# A dense core (UAI DBN_11): replica exchange with HOT_COPIES copies plus mode jumps between
+# JUMP_MODES local modes. Measured on DBN_11 (3 s, 3 seeds): 8 copies alone ESS ≈ 800–1000;
+# 4 copies + jumps ≈ 1,900–3,000; jumps alone ≈ 8,000–11,000, but then only the modes the chains
+# meet in burn-in are ever jumped to: the hot copies keep looking for others.
+HOT_COPIES = 4
+JUMP_MODES = 8
+# A short pilot's R-hat is noisy: 1.1 flags mixing chains now and then, while chains stuck in
+# different modes give R-hat in the thousands or infinity.
+PILOT_RHAT = 1.5
+
+STRONG_WEIGHT = 2.0
+AUTO_CUTSET_VARS = 4  # at most 16 joint configurations of booleans: one group, independent draws
+CUTSET_SCAN_VARS = 2_000  # free variables beyond which AUTO does not look for a cutset
+MAX_BLOCK_VARS = 50_000
+TEMPERING_COPIES = 4
+CLUSTER_SHARE = 0.9
+CLUSTER_ORDER = 1.0
+CLUSTER_FIELD = 0.1
+
+
+@dataclass(frozen=True)
+class MoveDecision:
+    """The moves AUTO adds to its chains and why."""
+
+    mixing: MixingConfig
+    reason: str
+    walls: bool = False
+    strong: bool = False
+    cutset: Cutset | None = None
+    without_cutset_reason: str = ""  # the reason of the same decision with cutset sampling ruled out
+    # single-site moves, but an ordered model whose plain pilot may show a slow domain (`domains`)
+    ordered: bool = False
+    block_table: int = 2**10  # the clique table budget of domain blocks
+
+    @property
+    def pilots(self) -> bool:
+        """Whether `run_auto` runs a plain pilot first."""
+        return self.mixing.active or self.ordered
+
+    def without_cutset(self) -> MoveDecision:
+        """The decision when the query says ``cutset = false``: block moves instead."""
+        if self.cutset is None:
+            return self
+        return dataclasses.replace(self, cutset=None, reason=self.without_cutset_reason)
+
+
+def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
+    """(any zero entry, largest spread max − min of one TABLE factor's finite log-entries)."""
+    # a one-variable table is a bias, not a coupling
+    is_table = (graph.function == int(FactorFunction.TABLE)) & (np.diff(graph.factor_offsets) >= 2)
+    if not is_table.any():
+        return False, 0.0
+    f = np.flatnonzero(is_table)
+    sizes = np.ones(f.shape[0], dtype=np.int64)
+    arity = np.diff(graph.factor_offsets)[f]
+    starts = graph.factor_offsets[f]
+    card = graph.cardinality.astype(np.int64)
+    for k in range(int(arity.max()) if arity.size else 0):
+        has = arity > k
+        sizes[has] *= card[graph.factor_vars[starts[has] + k]]
+    t = np.where(np.isfinite(graph.tables), graph.tables, np.nan)
+    offs = graph.table_offset[f]
+    if t.size == 0:
+        return False, 0.0
+    idx = np.repeat(offs, sizes) + (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+    seg = np.repeat(np.arange(f.shape[0]), sizes)
+    walls = bool(np.isneginf(graph.tables[idx]).any())
+    vals = t[idx]
+    ok = ~np.isnan(vals)
+    if not ok.any():
+        return walls, 0.0
+    hi = np.full(f.shape[0], -np.inf)
+    lo = np.full(f.shape[0], np.inf)
+    np.maximum.at(hi, seg[ok], vals[ok])
+    np.minimum.at(lo, seg[ok], vals[ok])
+    spread = hi - lo
+    spread = spread[np.isfinite(spread)]
+    return walls, float(spread.max()) if spread.size else 0.0
+
+
+def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecision:
+    """Moves for AUTO's chains on ``graph`` (see the module docstring)."""
+    return dataclasses.replace(_choose(graph, block_table), block_table=block_table)
+
+
+def _choose(graph: FactorGraph, block_table: int) -> MoveDecision:
+    free = int(np.count_nonzero(graph.evidence < 0))
+    walls, spread = _table_spread(graph)
+    used = np.zeros(graph.weights.shape[0], dtype=bool)
+    not_table = graph.function != int(FactorFunction.TABLE)
+    used[graph.weight[not_table]] = True
+    used[graph.group_weight] = True
+    wmax = float(np.abs(graph.weights[used]).max()) if used.any() else 0.0
+    strong = wmax >= STRONG_WEIGHT or spread >= 2 * STRONG_WEIGHT
+    if not walls:
+        cov = cluster_coverage(graph)
+        ordered = cov.order >= CLUSTER_ORDER and not strong
+        if cov.share >= CLUSTER_SHARE and cov.field <= CLUSTER_FIELD and (ordered or (strong and free > MAX_BLOCK_VARS)):
+            why = (f"couplings in the ordered regime (Bethe indicator {cov.order:.3g} >= {CLUSTER_ORDER:g})" if ordered
+                   else f"strong couplings (largest |weight| {wmax:.3g}) on {free:,} free variables, too many for "
+                        f"exact blocks (limit {MAX_BLOCK_VARS:,})")
+            return MoveDecision(MixingConfig(clusters=True),
+                                f"Swendsen–Wang cluster moves if plain chains do not mix: {why}; bonds on "
+                                f"{cov.bonds:,} equality couplings touch {cov.share:.0%} of the free variables, "
+                                f"mean field {cov.field:.3g}",
+                                walls, strong)
+    if not walls and not strong:
+        plain = f"no zero entries; largest |weight| {wmax:.3g}, largest table spread {spread:.3g}"
+        if cov.share >= CLUSTER_SHARE and cov.order >= CLUSTER_ORDER:
+            # ordered, but fields too strong for clusters: domains of the weak-field minority flip
+            # rarely under single-site moves while R-hat looks fine; the pilot's ESS finds them
+            return MoveDecision(MixingConfig(block_table=block_table),
+                                f"single-site moves, plus exact blocks around slow domains if a plain pilot shows "
+                                f"them ({plain}; couplings in the ordered regime, Bethe indicator {cov.order:.3g} >= "
+                                f"{CLUSTER_ORDER:g}, with fields too strong for cluster moves, mean field "
+                                f"{cov.field:.3g} > {CLUSTER_FIELD:g})",
+                                ordered=True)
+        return MoveDecision(MixingConfig(), f"single-site moves ({plain})")
+    what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})" if strong else ""
+    if walls:
+        what = "zero entries" + (" and " + what if what else "")
+    if free > MAX_BLOCK_VARS:
+        return MoveDecision(MixingConfig(tempering=TEMPERING_COPIES),
+                            f"replica exchange ({TEMPERING_COPIES} copies) if plain chains do not mix: {what}; "
+                            f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
+                            walls, strong)
+    blocks_why = f"exact block moves if plain chains do not mix: {what}"
+    cs = _small_cutset(graph, free, block_table)
+    if cs is not None:
+        return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
+                            f"cutset sampling if plain chains do not mix: {what}; conditioning on {cs.size} "
+                            f"variable(s) (one joint group) leaves a remainder of induced width {cs.width} "
+                            f"({cs.max_table:,}-entry tables), so each sweep draws the whole world exactly and independently",
+                            walls, strong, cs, blocks_why)
+    return MoveDecision(MixingConfig(blocks="auto", block_table=block_table), blocks_why, walls, strong)
+
+
+def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: GibbsResult, deadline, kw):
+    """Domain blocks from the pilot's ESS (`domains`) and the run with them, or None when the
+    pilot shows no slow domain or no block fits."""
+    t0 = time.perf_counter()
+    sites = kw.get("sites")
+    sites = np.flatnonzero(graph.evidence < 0) if sites is None else np.asarray(sites, dtype=np.int64)
+    draws = (pilot.steps - pilot.burn_in) / max(sites.shape[0], 1) * pilot.chains
+    slow = slow_variables(pilot.targets, pilot.ess, graph.evidence, draws)
+    if slow.size == 0:
+        return None
+    ess_of = np.full(graph.n_vars, np.inf)
+    ess_of[pilot.targets] = pilot.ess
+    in_sites = np.zeros(graph.n_vars, dtype=bool)
+    in_sites[sites] = True
+    slow = slow[in_sites[slow]]  # only sampled sites may move
+    if int(np.count_nonzero(graph.evidence < 0)) > MAX_BLOCK_VARS:
+        return None  # as for block moves: too large to build the tables of (plain moves go on)
+    try:
+        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table)
+    except InferenceError:
+        return None  # a factor too large for a table (`potentials.hyperedges`): plain moves go on
+    if not blocks:
+        return None
+    kernel = kw.get("kernel")
+    if kernel is None:
+        kernel = prepare_kernel_graph(graph)
+        kw = {**kw, "kernel": kernel}
+    sweeps = sweeps_per_cycle(blocks, kernel, sites)
+    if rest.time_limit is not None:  # choosing the blocks comes out of the budget
+        rest = dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t0), 1e-3))
+    mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
+    r = run_mixing(graph, targets, rest, mixing, blocks=blocks, deadline=deadline, sweeps=sweeps, **kw)
+    cut = SLOW_ESS_RATIO * draws
+    return r, describe_domains(blocks, int(slow.size), cut, sweeps)
+
+
+def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
+    if free > CUTSET_SCAN_VARS:
+        return None
+    try:
+        cs = choose_cutset(graph, max_table=block_table, max_vars=AUTO_CUTSET_VARS)
+    except InferenceError:
+        return None
+    return cs if cs.size >= 1 and cs.n_groups == 1 else None
+
+
+def run_auto(
+    graph: FactorGraph,
+    targets: np.ndarray,
+    config: GibbsConfig,
+    moves: MoveDecision,
+    *,
+    blocks: Callable[[MixingConfig], list] | None = None,
+    deadline: float | None = None,
+    **kw,
+) -> tuple[GibbsResult, str]:
+    """AUTO's sampling run: plain chains, or a plain pilot then the moves of ``moves`` when the
+    pilot's R-hat flags non-mixing (module docstring). The budget (``time_limit`` and the
+    ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
+    gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
+    sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
+    if not moves.pilots:
+        return run_gibbs(graph, targets, config, deadline=deadline, **kw), moves.reason
+    pilot_cfg, pilot_deadline = config, None
+    if config.time_limit is not None:
+        pilot_cfg = dataclasses.replace(pilot_cfg, time_limit=PILOT_SHARE * config.time_limit)
+    if deadline is not None:
+        now = time.perf_counter()
+        pilot_deadline = now + PILOT_SHARE * max(deadline - now, 0.0)
+    timed = config.time_limit is not None or deadline is not None
+    total = config.steps if config.steps is not None else 10_000
+    if config.steps is not None or not timed:
+        pilot_cfg = dataclasses.replace(pilot_cfg, steps=max(1, math.ceil(PILOT_SHARE * total)))
+    t_pilot = time.perf_counter()
+    try:
+        pilot = run_gibbs(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
+    except ImpossibleStateError:
+        pilot = None  # a plain chain stuck behind a zero-probability wall: the moves must cross it
+    pilot_seconds = pilot.seconds if pilot is not None else time.perf_counter() - t_pilot
+    rest = config
+    if config.time_limit is not None:
+        rest = dataclasses.replace(rest, time_limit=max(config.time_limit - pilot_seconds, 1e-3))
+    if config.steps is not None or not timed:
+        rest = dataclasses.replace(rest, steps=max(1, total - pilot_cfg.steps))
+    if pilot is None:
+        rhat = float("inf")
+    else:
+        rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
+    if np.isfinite(rhat) and rhat <= PILOT_RHAT:
+        if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
+            # the pilot mixed and already reached the tolerance: it is the answer
+            return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
+        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw)
+        if found is not None:
+            r, what = found
+            return r, f"{moves.reason}; a plain pilot mixed by split R-hat ({rhat:.3g}) but {what}"
+        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
+        return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+    if not moves.mixing.active:  # an ordered model whose pilot did not mix: domain blocks if any
+        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw) if pilot is not None else None
+        verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
+                   else "gave no split R-hat (too few updates in its share of the budget)")
+        if found is not None:
+            r, what = found
+            return r, f"{moves.reason}; a plain pilot {verdict} and {what}"
+        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
+        return r, f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
+    if moves.cutset is not None:
+        r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
+                       on_round=kw.get("on_round"))
+        verdict = ("ended in a world a hard constraint forbids (a zero-probability wall)" if pilot is None
+                   else f"did not mix (split R-hat {rhat:.3g})")
+        return r, f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
+    mixing = moves.mixing
+    cached = None
+    why = ""
+    if mixing.uses_blocks:
+        try:
+            cached = blocks(mixing) if blocks is not None else block_set(graph, mixing, targets)
+        except InferenceError as e:
+            mixing = MixingConfig(tempering=TEMPERING_COPIES)
+            why = f"no exact blocks ({e}); replica exchange instead"
+        else:
+            free = max(int(np.count_nonzero(graph.evidence < 0)), 1)
+            largest = max((b.size for b in cached), default=0)
+            if not moves.walls and largest < BLOCK_SHARE * free:
+                # strong couplings across every block boundary (a dense bipartite core): blocks
+                # cannot flip a whole mode; jumps between the local modes met in burn-in can, and
+                # hot copies find modes no chain started in
+                mixing, cached = MixingConfig(tempering=HOT_COPIES, jumps=JUMP_MODES), None
+                why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
+                       f"so mode jumps ({JUMP_MODES} local modes) and replica exchange ({HOT_COPIES} copies) instead")
+    r = run_mixing(graph, targets, rest, mixing, blocks=cached, deadline=deadline, **kw)
+    if pilot is None:
+        verdict = "ended in a world a hard constraint forbids (a zero-probability wall)"
+    elif not np.isnan(rhat):
+        verdict = f"did not mix (split R-hat {rhat:.3g})"
+    else:
+        verdict = "gave no split R-hat (too few updates in its share of the budget)"
+    return r, (f"{moves.reason}; a plain pilot {verdict}: "
+               + (why + "; " if why else "") + describe_moves(r))
