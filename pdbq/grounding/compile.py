@@ -224,6 +224,19 @@ def _compile_key(rule: CreateRule, var_items: tuple, observed: tuple) -> Compile
     return compile_rule(rule, dict(var_items), cols.get)
 
 
+@dataclass
+class _Joins:
+    """What binding a rule's atoms produces: the FROM items, join/filter conditions, the first
+    column each symbol is bound to, and where the random atoms sit."""
+
+    bindings: dict[str, exp.Expression] = field(default_factory=dict)
+    where: list[exp.Expression] = field(default_factory=list)
+    from_items: list[exp.Table] = field(default_factory=list)
+    negated_observed: list[tuple[str, Atom, list[str]]] = field(default_factory=list)
+    observed: list[str] = field(default_factory=list)
+    positions: list[tuple[str, str, Atom, bool]] = field(default_factory=list)  # (alias, relation, atom, is_head)
+
+
 def compile_rule(
     rule: CreateRule,
     variables: Mapping[str, CreateVariable],
@@ -234,6 +247,51 @@ def compile_rule(
     >>> # compile_rule(rule, catalog.variables(), observed_columns(con)).sql()
     """
     name = rule.name
+    head_atoms = _check_head(rule, variables)
+    atoms: list[tuple[Atom, bool]] = [(a, False) for a in rule.body] + [(a, True) for a in head_atoms]
+    joins = _bind_atoms(name, atoms, variables, columns_of)
+    joins.where.extend(_negated_filters(name, joins))
+    for cond in rule.conditions:
+        joins.where.append(exp.Paren(this=_substitute(name, cond, joins.bindings, "condition")))
+
+    # positions: body random atoms in written order, then head atoms (head last)
+    ordered = [p for p in joins.positions if not p[3]] + [p for p in joins.positions if p[3]]
+    literals = _literals(rule, variables, ordered)
+    if not ordered:
+        raise GroundingError(f"rule '{name}': no random atom, nothing to ground")
+
+    vid_columns = tuple(col("vid", alias) for alias, *_ in ordered)
+    projections: list[exp.Expression] = [c.copy().as_(ident(f"v{i}")) for i, c in enumerate(vid_columns)]
+    tie_columns = _weight_projections(rule, joins.bindings, projections)
+    semantics = Semantics(rule.semantics)
+    head_columns = _head_projections(rule, semantics, head_atoms, joins.bindings, projections)
+
+    select = exp.select(*projections)
+    select = select.from_(joins.from_items[0])
+    for t in joins.from_items[1:]:
+        select = select.join(t)
+    if joins.where:
+        select = select.where(exp.and_(*joins.where))
+    return CompiledRule(
+        size_bound=_size_bound(atoms, variables),
+        name=name,
+        select=select,
+        vid_columns=vid_columns,
+        relations=tuple(p[1] for p in ordered),
+        literals=tuple(literals),
+        function=FactorFunction(rule.function),
+        semantics=semantics,
+        weight_kind=rule.weight.kind,
+        weight_value=float(rule.weight.value),
+        tie_columns=tuple(tie_columns),
+        head_columns=tuple(head_columns),
+        observed=tuple(dict.fromkeys(joins.observed)),
+    )
+
+
+def _check_head(rule: CreateRule, variables: Mapping[str, CreateVariable]) -> list[Atom]:
+    """The head atoms, each a variable relation, under a factor function grounding supports."""
+    name = rule.name
     if rule.function in UNSUPPORTED_FUNCTIONS:
         raise GroundingError(
             f"rule '{name}': FUNCTION {rule.function.name} is not grounded from rules; {UNSUPPORTED_FUNCTIONS[rule.function]}"
@@ -242,15 +300,17 @@ def compile_rule(
     for a in head_atoms:
         if a.relation not in variables:
             raise GroundingError(f"rule '{name}': head atom '{a.relation}' is not a variable relation." + suggest(a.relation, variables))
-    atoms: list[tuple[Atom, bool]] = [(a, False) for a in rule.body] + [(a, True) for a in head_atoms]
+    return head_atoms
 
-    bindings: dict[str, exp.Expression] = {}
-    where: list[exp.Expression] = []
-    from_items: list[exp.Table] = []
-    negated_observed: list[tuple[str, Atom, list[str]]] = []
-    observed: list[str] = []
-    positions: list[tuple[str, str, Atom, bool]] = []  # (alias, relation, atom, is_head)
 
+def _bind_atoms(
+    name: str,
+    atoms: list[tuple[Atom, bool]],
+    variables: Mapping[str, CreateVariable],
+    columns_of: Callable[[str], Sequence[str] | None],
+) -> _Joins:
+    """Join every positive atom on its shared symbols; negated observed atoms wait for NOT EXISTS."""
+    joins = _Joins()
     for i, (atom, is_head) in enumerate(atoms):
         alias = f"a{i}"
         rel = atom.relation
@@ -266,37 +326,42 @@ def compile_rule(
                 )
             cols = list(found)
             table = rel
-            observed.append(rel)
+            joins.observed.append(rel)
         if len(atom.terms) != len(cols):
             raise GroundingError(
                 f"rule '{name}': atom '{rel}' has {len(atom.terms)} terms but '{rel}' has {len(cols)} columns ({', '.join(cols)})"
             )
         if atom.negated and rel not in variables:
-            negated_observed.append((alias, atom, cols))
+            joins.negated_observed.append((alias, atom, cols))
             continue
-        from_items.append(table_ref(table, alias))
+        joins.from_items.append(table_ref(table, alias))
         for term, c in zip(atom.terms, cols):
             ref = col(c, alias)
             if term.kind is TermKind.SYMBOL:
                 sym = term.text.lower()
-                if sym in bindings:
-                    where.append(exp.EQ(this=ref, expression=bindings[sym].copy()))
+                if sym in joins.bindings:
+                    joins.where.append(exp.EQ(this=ref, expression=joins.bindings[sym].copy()))
                 else:
-                    bindings[sym] = ref
+                    joins.bindings[sym] = ref
             elif term.kind is TermKind.CONSTANT:
-                where.append(exp.EQ(this=ref, expression=_parse(name, term.text, "constant")))
+                joins.where.append(exp.EQ(this=ref, expression=_parse(name, term.text, "constant")))
         if rel in variables:
-            positions.append((alias, rel, atom, is_head))
+            joins.positions.append((alias, rel, atom, is_head))
+    return joins
 
-    for alias, atom, cols in negated_observed:
+
+def _negated_filters(name: str, joins: _Joins) -> list[exp.Expression]:
+    """One NOT EXISTS per negated observed atom, correlated on the symbols bound outside it."""
+    out: list[exp.Expression] = []
+    for alias, atom, cols in joins.negated_observed:
         inner: list[exp.Expression] = []
         local: dict[str, exp.Expression] = {}
         for term, c in zip(atom.terms, cols):
             ref = col(c, alias)
             if term.kind is TermKind.SYMBOL:
                 sym = term.text.lower()
-                if sym in bindings:
-                    inner.append(exp.EQ(this=ref, expression=bindings[sym].copy()))
+                if sym in joins.bindings:
+                    inner.append(exp.EQ(this=ref, expression=joins.bindings[sym].copy()))
                 elif sym in local:
                     inner.append(exp.EQ(this=ref, expression=local[sym].copy()))
                 else:
@@ -306,17 +371,17 @@ def compile_rule(
         sub = exp.select(exp.Literal.number(1)).from_(table_ref(atom.relation, alias))
         if inner:
             sub = sub.where(exp.and_(*inner))
-        where.append(exp.Not(this=exp.Exists(this=sub)))
+        out.append(exp.Not(this=exp.Exists(this=sub)))
+    return out
 
-    for cond in rule.conditions:
-        where.append(exp.Paren(this=_substitute(name, cond, bindings, "condition")))
 
-    # positions: body random atoms in written order, then head atoms (head last)
-    body_pos = [p for p in positions if not p[3]]
-    head_pos = [p for p in positions if p[3]]
-    ordered = body_pos + head_pos
+def _literals(
+    rule: CreateRule, variables: Mapping[str, CreateVariable], ordered: list[tuple[str, str, Atom, bool]]
+) -> list[int]:
+    """Per random atom, the value it asserts: 1/0 (boolean, negated), a domain index, or -1 (raw)."""
+    name = rule.name
     literals: list[int] = []
-    for alias, rel, atom, is_head in ordered:
+    for _alias, rel, atom, is_head in ordered:
         dom = variables[rel].domain
         boolean = dom.kind is DomainKind.BOOLEAN and not variables[rel].per_row_cardinality
         if is_head:
@@ -340,11 +405,14 @@ def compile_rule(
                     f"rule '{name}': body atom '{rel}' is categorical; only boolean random atoms can appear in a body "
                     "(or raw values under FUNCTION EQUAL)"
                 )
-    if not ordered:
-        raise GroundingError(f"rule '{name}': no random atom, nothing to ground")
+    return literals
 
-    vid_columns = tuple(col("vid", alias) for alias, *_ in ordered)
-    projections: list[exp.Expression] = [c.copy().as_(ident(f"v{i}")) for i, c in enumerate(vid_columns)]
+
+def _weight_projections(
+    rule: CreateRule, bindings: dict[str, exp.Expression], projections: list[exp.Expression]
+) -> list[str]:
+    """Append the per-grounding weight (w), feature (f) and tie (t_*) columns; return the tie columns."""
+    name = rule.name
     w = rule.weight
     tie_columns: list[str] = []
     if w.kind is WeightKind.EXPRESSION:
@@ -361,49 +429,41 @@ def compile_rule(
                 raise GroundingError(f"rule '{name}': weight ?({s}) ties on a symbol no body atom binds." + suggest(s, bindings))
             tie_columns.append(f"t_{s}")
             projections.append(bindings[s].copy().as_(ident(f"t_{s}")))
-    head_columns: list[str] = []
-    semantics = Semantics(rule.semantics)
-    if semantics is not Semantics.LINEAR:
-        hs = [s.lower() for s in rule.head_symbols] or list(
-            dict.fromkeys(t.text.lower() for a in head_atoms for t in a.terms if t.kind is TermKind.SYMBOL)
-        )
-        for s in hs:
-            if s not in bindings:
-                raise GroundingError(f"rule '{name}': head symbol '{s}' is not bound." + suggest(s, bindings))
-            head_columns.append(f"h_{s}")
-            projections.append(bindings[s].copy().as_(ident(f"h_{s}")))
-        wsyms: set[str] = set()
-        if w.kind is WeightKind.TIED:
-            wsyms = {x.lower() for x in w.symbols}
-        elif w.kind is WeightKind.EXPRESSION:
-            wsyms = {c.name.lower() for c in _parse(name, w.expression or "", "weight expression").find_all(exp.Column)}
-        if wsyms - set(hs):
-            raise GroundingError(
-                f"rule '{name}': SEMANTICS {semantics.name} needs a weight that depends on head symbols only; "
-                f"the weight uses {sorted(wsyms - set(hs))}"
-            )
-        if not hs:  # a group per rule: every grounding shares the (empty) head key
-            head_columns.append("h_")
-            projections.append(exp.Literal.number(0).as_(ident("h_")))
+    return tie_columns
 
-    select = exp.select(*projections)
-    select = select.from_(from_items[0])
-    for t in from_items[1:]:
-        select = select.join(t)
-    if where:
-        select = select.where(exp.and_(*where))
-    return CompiledRule(
-        size_bound=_size_bound(atoms, variables),
-        name=name,
-        select=select,
-        vid_columns=vid_columns,
-        relations=tuple(p[1] for p in ordered),
-        literals=tuple(literals),
-        function=FactorFunction(rule.function),
-        semantics=semantics,
-        weight_kind=w.kind,
-        weight_value=float(w.value),
-        tie_columns=tuple(tie_columns),
-        head_columns=tuple(head_columns),
-        observed=tuple(dict.fromkeys(observed)),
+
+def _head_projections(
+    rule: CreateRule,
+    semantics: Semantics,
+    head_atoms: list[Atom],
+    bindings: dict[str, exp.Expression],
+    projections: list[exp.Expression],
+) -> list[str]:
+    """Under LOGICAL/RATIO semantics, append the head-group key columns (h_*); return their names."""
+    name = rule.name
+    w = rule.weight
+    head_columns: list[str] = []
+    if semantics is Semantics.LINEAR:
+        return head_columns
+    hs = [s.lower() for s in rule.head_symbols] or list(
+        dict.fromkeys(t.text.lower() for a in head_atoms for t in a.terms if t.kind is TermKind.SYMBOL)
     )
+    for s in hs:
+        if s not in bindings:
+            raise GroundingError(f"rule '{name}': head symbol '{s}' is not bound." + suggest(s, bindings))
+        head_columns.append(f"h_{s}")
+        projections.append(bindings[s].copy().as_(ident(f"h_{s}")))
+    wsyms: set[str] = set()
+    if w.kind is WeightKind.TIED:
+        wsyms = {x.lower() for x in w.symbols}
+    elif w.kind is WeightKind.EXPRESSION:
+        wsyms = {c.name.lower() for c in _parse(name, w.expression or "", "weight expression").find_all(exp.Column)}
+    if wsyms - set(hs):
+        raise GroundingError(
+            f"rule '{name}': SEMANTICS {semantics.name} needs a weight that depends on head symbols only; "
+            f"the weight uses {sorted(wsyms - set(hs))}"
+        )
+    if not hs:  # a group per rule: every grounding shares the (empty) head key
+        head_columns.append("h_")
+        projections.append(exp.Literal.number(0).as_(ident("h_")))
+    return head_columns
