@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 
 import duckdb
 import numba
@@ -231,122 +232,18 @@ def graph_from_store(
     Returns ``(graph, vids, weight_rules)`` with ``vids[i]`` the global vid of graph variable ``i``
     and ``weight_rules`` each rule's range of weight indices.
     """
-    rules = _stored_rules(con)
-    fv_parts, lit_parts, fn_parts, w_parts, g_parts, ar_parts = [], [], [], [], [], []
-    weights, learnable, sem_parts, gw_parts = [], [], [], []
-    n_w = 0
-    n_g = 0
-    spans: list[tuple[str, int, int]] = []
-    imported = [import_arrays(con, info, region) for info in (live_imports(con) if imports is None else imports)]
-    table_parts, tab_off_parts = [], []
-    n_entries = 0
-    for ia in imported:  # one unit weight per import; literals -1 (TABLE arguments are raw values)
-        nf = ia.n_factors
-        fv_parts.append(ia.vids.astype(np.int32))
-        lit_parts.append(np.full(ia.vids.shape[0], RAW_VALUE, dtype=np.int32))
-        fn_parts.append(np.full(nf, int(FactorFunction.TABLE), dtype=np.int8))
-        ar_parts.append((ia.offsets, nf))
-        weights.append(np.ones(1, dtype=np.float64))
-        learnable.append(np.zeros(1, dtype=np.bool_))
-        w_parts.append(np.full(nf, n_w, dtype=np.int32))
-        n_w += 1
-        g_parts.append(np.full(nf, NO_GROUP, dtype=np.int32))
-        table_parts.append(ia.tables)
-        tab_off_parts.append(n_entries + ia.table_offsets[:-1])
-        n_entries += int(ia.tables.shape[0])
-    for name, function, semantics, arity, literals, weight_kind in rules:
-        ft = factor_table(name)
-        cols = [d[0] for d in con.execute(f"SELECT * FROM {sql_text(table_ref(ft))} LIMIT 0").description]
-        ties = tuple(c for c in cols if c.startswith("t_"))
-        heads = tuple(c for c in cols if c.startswith("h_"))
-        if region is None:
-            base = exp.select(exp.column("rowid").as_("pdbq_fid"), exp.Star()).from_(table_ref(ft))
-        else:
-            base = region_factor_select(None, name, arity, heads, region)
-            base = base.select(col("rowid", ft).as_("pdbq_fid"), copy=False)
-        sel = exp.select(*[col(f"v{i}", "f") for i in range(arity)]).from_(
-            exp.Subquery(this=base, alias=exp.TableAlias(this=ident("f")))
-        )
-        order: list[exp.Expression] = []
-        if weight_kind == "expression":
-            sel = sel.select(col("w", "f"), copy=False)
-        if weight_kind == "tied":
-            sel = sel.select(col("wid", "pw"), copy=False).join(
-                table_ref("pdbq_fs_weights", "pw"),
-                on=exp.and_(
-                    exp.EQ(this=col("rule", "pw"), expression=exp.Literal.string(name)),
-                    exp.EQ(this=col("tie", "pw"), expression=tie_json(ties, "f")),
-                ),
-                join_type="LEFT",
-            )
-            order = [col("pdbq_fid", "f")]
-        if heads:
-            rank = exp.Window(this=exp.func("dense_rank"), order=exp.Order(expressions=[exp.Ordered(this=col(h, "f")) for h in heads]))
-            sel = sel.select(exp.Sub(this=rank, expression=exp.Literal.number(1)).as_("g"), copy=False)
-            order = [exp.column("g"), col("pdbq_fid", "f")]
-        elif region is not None:
-            order = [col("pdbq_fid", "f")]
-        if order:
-            sel = sel.order_by(*order)
-        t = con.sql(sql_text(sel)).to_arrow_table()
-        n = t.num_rows
-        fv = np.empty(n * arity, dtype=np.int32)
-        for i in range(arity):
-            fv[i::arity] = _column(t, f"v{i}", np.int32)
-        fv_parts.append(fv)
-        lit_parts.append(np.tile(np.asarray(literals, dtype=np.int32), n))
-        fn_parts.append(np.full(n, function, dtype=np.int8))
-        ar_parts.append((arity, n))
-        if weight_kind == "expression":
-            weights.append(_column(t, "w", np.float64))
-            learnable.append(np.zeros(n, dtype=np.bool_))
-            fw = n_w + np.arange(n, dtype=np.int64)
-            n_w += n
-        else:
-            d = con.execute("SELECT wid, value, learnable FROM pdbq_fs_weights WHERE rule = ? ORDER BY wid", [name]).fetchnumpy()
-            k = int(d["wid"].shape[0])
-            if k and not np.array_equal(d["wid"], np.arange(k)):
-                raise RuntimeError(f"weights of rule '{name}' are not numbered 0 .. {k - 1}")
-            weights.append(np.asarray(d["value"], dtype=np.float64))
-            learnable.append(np.asarray(d["learnable"], dtype=np.bool_))
-            fw = (n_w + _column(t, "wid", np.int32)) if weight_kind == "tied" else np.full(n, n_w, dtype=np.int32)
-            n_w += k
-        w0 = n_w - (n if weight_kind == "expression" else k)
-        if n_w > w0:  # empty ranges would shadow their neighbour in factor_rules' search
-            spans.append((name, w0, n_w))
-        w_parts.append(fw.astype(np.int32, copy=False))
-        if heads:
-            g = _column(t, "g", np.int64)
-            ng = int(g[-1]) + 1 if n else 0
-            first = np.searchsorted(g, np.arange(ng))
-            g_parts.append((n_g + g).astype(np.int32))
-            sem_parts.append(np.full(ng, semantics, dtype=np.int8))
-            gw_parts.append(fw[first].astype(np.int32))
-            n_g += ng
-        else:
-            g_parts.append(np.full(n, NO_GROUP, dtype=np.int32))
-
-    def cat(parts, dtype):
-        if len(parts) == 1:  # the common one-rule case: no copy
-            return np.ascontiguousarray(parts[0], dtype=dtype)
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
-
-    factor_vars = cat(fv_parts, np.int32)
-    n_factors = sum(n for _, n in ar_parts)
-    factor_offsets = np.zeros(n_factors + 1, dtype=np.int64)
-    start, edge = 0, 0
-    for a, n in ar_parts:
-        if isinstance(a, np.ndarray):  # an import: its own offsets (arities vary)
-            factor_offsets[start + 1 : start + n + 1] = edge + a[1:]
-            edge += int(a[-1])
-        else:  # fixed arity per rule: offsets are an arithmetic progression per block
-            factor_offsets[start + 1 : start + n + 1] = edge + a * np.arange(1, n + 1, dtype=np.int64)
-            edge += a * n
-        start += n
+    parts = _Parts()
+    for info in live_imports(con) if imports is None else imports:
+        parts.add_import(import_arrays(con, info, region))
+    for name, function, semantics, arity, literals, weight_kind in _stored_rules(con):
+        parts.add_rule(con, region, name, function, semantics, arity, literals, weight_kind)
+    factor_vars = _cat(parts.fv, np.int32)
+    factor_offsets = _factor_offsets(parts.arities)
+    n_factors = factor_offsets.shape[0] - 1
     table_offset = np.full(n_factors, NO_TABLE, dtype=np.int64)
-    if tab_off_parts:
-        k = sum(p.shape[0] for p in tab_off_parts)
-        table_offset[:k] = np.concatenate(tab_off_parts)
+    if parts.tab_off:
+        k = sum(p.shape[0] for p in parts.tab_off)
+        table_offset[:k] = np.concatenate(parts.tab_off)
     card_all = cardinalities(con)
     if region is None:
         vids = np.arange(card_all.shape[0], dtype=np.int64)
@@ -358,17 +255,11 @@ def graph_from_store(
         vids = union(factor_vars, extra)
         card = card_all[vids]
         factor_vars = np.searchsorted(vids, factor_vars).astype(np.int32)
-    ev = np.full(vids.shape[0], NO_EVIDENCE, dtype=np.int32)
-    ek, evv = _evidence_arrays(evidence)
-    if ek.size:
-        pos = np.searchsorted(vids, ek)
-        pos_c = np.minimum(pos, max(vids.shape[0] - 1, 0))
-        hit = (pos < vids.shape[0]) & (vids[pos_c] == ek) if vids.size else np.zeros(ek.shape, bool)
-        ev[pos[hit]] = evv[hit]
+    ev = _evidence_on(vids, evidence)
     if factor_vars.shape[0] >= 2**31 - 1:
         raise GraphError(f"{factor_vars.shape[0]:,} factor edges: more than int32 ids allow")
-    arities = {a for a, _ in ar_parts if not isinstance(a, np.ndarray)}
-    uniform = len(arities) == 1 and len(ar_parts) == len([1 for a, _ in ar_parts if not isinstance(a, np.ndarray)])
+    arities = {a for a, _ in parts.arities if not isinstance(a, np.ndarray)}
+    uniform = len(arities) == 1 and len(parts.arities) == len([1 for a, _ in parts.arities if not isinstance(a, np.ndarray)])
     var_offsets, var_factors = _var_csr_fast(
         factor_offsets, factor_vars, int(vids.shape[0]), arity=arities.pop() if uniform else 0
     )
@@ -377,20 +268,173 @@ def graph_from_store(
         evidence=ev,
         var_offsets=var_offsets,
         var_factors=var_factors,
-        function=cat(fn_parts, np.int8),
-        weight=cat(w_parts, np.int32),
-        group=cat(g_parts, np.int32),
+        function=_cat(parts.fn, np.int8),
+        weight=_cat(parts.w, np.int32),
+        group=_cat(parts.g, np.int32),
         factor_offsets=factor_offsets,
         factor_vars=factor_vars,
-        factor_literals=cat(lit_parts, np.int32),
+        factor_literals=_cat(parts.lit, np.int32),
         table_offset=table_offset,
-        tables=cat(table_parts, np.float64),
-        weights=cat(weights, np.float64),
-        learnable=cat(learnable, np.bool_),
-        semantics=cat(sem_parts, np.int8),
-        group_weight=cat(gw_parts, np.int32),
+        tables=_cat(parts.tables, np.float64),
+        weights=_cat(parts.weights, np.float64),
+        learnable=_cat(parts.learnable, np.bool_),
+        semantics=_cat(parts.sem, np.int8),
+        group_weight=_cat(parts.gw, np.int32),
     )
-    return (validate(graph) if check else graph), vids, tuple(spans)
+    return (validate(graph) if check else graph), vids, tuple(parts.spans)
+
+
+def _cat(parts, dtype):
+    if len(parts) == 1:  # the common one-rule case: no copy
+        return np.ascontiguousarray(parts[0], dtype=dtype)
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class _Parts:
+    """The graph's arrays as per-source pieces (imports first, then rules), concatenated at the end.
+
+    ``arities`` holds, per piece, ``(arity, n_factors)`` for a rule (fixed arity) or
+    ``(offsets, n_factors)`` for an import (arities vary)."""
+
+    fv: list = field(default_factory=list)
+    lit: list = field(default_factory=list)
+    fn: list = field(default_factory=list)
+    w: list = field(default_factory=list)
+    g: list = field(default_factory=list)
+    arities: list = field(default_factory=list)
+    weights: list = field(default_factory=list)
+    learnable: list = field(default_factory=list)
+    sem: list = field(default_factory=list)
+    gw: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    tab_off: list = field(default_factory=list)
+    spans: list = field(default_factory=list)  # (rule, first weight, end)
+    n_w: int = 0
+    n_g: int = 0
+    n_entries: int = 0
+
+    def add_import(self, ia) -> None:
+        """One unit weight per import; literals -1 (TABLE arguments are raw values)."""
+        nf = ia.n_factors
+        self.fv.append(ia.vids.astype(np.int32))
+        self.lit.append(np.full(ia.vids.shape[0], RAW_VALUE, dtype=np.int32))
+        self.fn.append(np.full(nf, int(FactorFunction.TABLE), dtype=np.int8))
+        self.arities.append((ia.offsets, nf))
+        self.weights.append(np.ones(1, dtype=np.float64))
+        self.learnable.append(np.zeros(1, dtype=np.bool_))
+        self.w.append(np.full(nf, self.n_w, dtype=np.int32))
+        self.n_w += 1
+        self.g.append(np.full(nf, NO_GROUP, dtype=np.int32))
+        self.tables.append(ia.tables)
+        self.tab_off.append(self.n_entries + ia.table_offsets[:-1])
+        self.n_entries += int(ia.tables.shape[0])
+
+    def add_rule(self, con, region, name, function, semantics, arity, literals, weight_kind) -> None:
+        """Read one rule's factor table (restricted to ``region``) and its weights."""
+        ft = factor_table(name)
+        cols = [d[0] for d in con.execute(f"SELECT * FROM {sql_text(table_ref(ft))} LIMIT 0").description]
+        heads = tuple(c for c in cols if c.startswith("h_"))
+        sel = _rule_factor_select(name, ft, arity, weight_kind, tuple(c for c in cols if c.startswith("t_")), heads, region)
+        t = con.sql(sql_text(sel)).to_arrow_table()
+        n = t.num_rows
+        fv = np.empty(n * arity, dtype=np.int32)
+        for i in range(arity):
+            fv[i::arity] = _column(t, f"v{i}", np.int32)
+        self.fv.append(fv)
+        self.lit.append(np.tile(np.asarray(literals, dtype=np.int32), n))
+        self.fn.append(np.full(n, function, dtype=np.int8))
+        self.arities.append((arity, n))
+        if weight_kind == "expression":
+            self.weights.append(_column(t, "w", np.float64))
+            self.learnable.append(np.zeros(n, dtype=np.bool_))
+            fw = self.n_w + np.arange(n, dtype=np.int64)
+            k = n
+        else:
+            d = con.execute("SELECT wid, value, learnable FROM pdbq_fs_weights WHERE rule = ? ORDER BY wid", [name]).fetchnumpy()
+            k = int(d["wid"].shape[0])
+            if k and not np.array_equal(d["wid"], np.arange(k)):
+                raise RuntimeError(f"weights of rule '{name}' are not numbered 0 .. {k - 1}")
+            self.weights.append(np.asarray(d["value"], dtype=np.float64))
+            self.learnable.append(np.asarray(d["learnable"], dtype=np.bool_))
+            fw = (self.n_w + _column(t, "wid", np.int32)) if weight_kind == "tied" else np.full(n, self.n_w, dtype=np.int32)
+        w0 = self.n_w
+        self.n_w += k
+        if self.n_w > w0:  # empty ranges would shadow their neighbour in factor_rules' search
+            self.spans.append((name, w0, self.n_w))
+        self.w.append(fw.astype(np.int32, copy=False))
+        if heads:
+            g = _column(t, "g", np.int64)
+            ng = int(g[-1]) + 1 if n else 0
+            first = np.searchsorted(g, np.arange(ng))
+            self.g.append((self.n_g + g).astype(np.int32))
+            self.sem.append(np.full(ng, semantics, dtype=np.int8))
+            self.gw.append(fw[first].astype(np.int32))
+            self.n_g += ng
+        else:
+            self.g.append(np.full(n, NO_GROUP, dtype=np.int32))
+
+
+def _rule_factor_select(name, ft, arity, weight_kind, ties, heads, region) -> exp.Select:
+    """The SELECT of one rule's factors: vids, per-factor weight or tied weight id, head group."""
+    if region is None:
+        base = exp.select(exp.column("rowid").as_("pdbq_fid"), exp.Star()).from_(table_ref(ft))
+    else:
+        base = region_factor_select(None, name, arity, heads, region)
+        base = base.select(col("rowid", ft).as_("pdbq_fid"), copy=False)
+    sel = exp.select(*[col(f"v{i}", "f") for i in range(arity)]).from_(
+        exp.Subquery(this=base, alias=exp.TableAlias(this=ident("f")))
+    )
+    order: list[exp.Expression] = []
+    if weight_kind == "expression":
+        sel = sel.select(col("w", "f"), copy=False)
+    if weight_kind == "tied":
+        sel = sel.select(col("wid", "pw"), copy=False).join(
+            table_ref("pdbq_fs_weights", "pw"),
+            on=exp.and_(
+                exp.EQ(this=col("rule", "pw"), expression=exp.Literal.string(name)),
+                exp.EQ(this=col("tie", "pw"), expression=tie_json(ties, "f")),
+            ),
+            join_type="LEFT",
+        )
+        order = [col("pdbq_fid", "f")]
+    if heads:
+        rank = exp.Window(this=exp.func("dense_rank"), order=exp.Order(expressions=[exp.Ordered(this=col(h, "f")) for h in heads]))
+        sel = sel.select(exp.Sub(this=rank, expression=exp.Literal.number(1)).as_("g"), copy=False)
+        order = [exp.column("g"), col("pdbq_fid", "f")]
+    elif region is not None:
+        order = [col("pdbq_fid", "f")]
+    if order:
+        sel = sel.order_by(*order)
+    return sel
+
+
+def _factor_offsets(arities: list) -> np.ndarray:
+    """CSR offsets of the factors' variables over all pieces, in piece order."""
+    n_factors = sum(n for _, n in arities)
+    factor_offsets = np.zeros(n_factors + 1, dtype=np.int64)
+    start, edge = 0, 0
+    for a, n in arities:
+        if isinstance(a, np.ndarray):  # an import: its own offsets (arities vary)
+            factor_offsets[start + 1 : start + n + 1] = edge + a[1:]
+            edge += int(a[-1])
+        else:  # fixed arity per rule: offsets are an arithmetic progression per block
+            factor_offsets[start + 1 : start + n + 1] = edge + a * np.arange(1, n + 1, dtype=np.int64)
+            edge += a * n
+        start += n
+    return factor_offsets
+
+
+def _evidence_on(vids: np.ndarray, evidence) -> np.ndarray:
+    """Per graph variable, its observed value or NO_EVIDENCE; evidence off the graph is ignored."""
+    ev = np.full(vids.shape[0], NO_EVIDENCE, dtype=np.int32)
+    ek, evv = _evidence_arrays(evidence)
+    if ek.size:
+        pos = np.searchsorted(vids, ek)
+        pos_c = np.minimum(pos, max(vids.shape[0] - 1, 0))
+        hit = (pos < vids.shape[0]) & (vids[pos_c] == ek) if vids.size else np.zeros(ek.shape, bool)
+        ev[pos[hit]] = evv[hit]
+    return ev
 
 
 @numba.njit(cache=True)
