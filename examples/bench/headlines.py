@@ -107,7 +107,7 @@ def qam_chain(quick: bool) -> dict:
         times.append(time.perf_counter() - t)
         p, se = r.fetchall()[0]
         errors.append(math.inf if p is None else abs(p - exact))
-        warned = "; ".join(w[:90] for w in r.diagnostics["warnings"]) or "no warning"
+        warned = "; ".join(w[:160] for w in r.diagnostics["warnings"]) or "no warning"
         print(f"  QAM seed {seed}: {times[-1]:.2f} s, {p} ± {se} (exact {exact:.4f}), "
               f"{r.diagnostics['steps']:,} updates/chain; {warned}", flush=True)
     gibbs_s = 3.0 if quick else 8.0
@@ -407,10 +407,13 @@ def sgd_vs_numbskull() -> float | None:
 
 
 # --- the claims ------------------------------------------------------------------------------------
-# Bands from repeated runs on the shared 2-core machine (docs/benchmarks.md, "The headline
-# benchmark"): speed ratios moved by 1.2–2× between runs, so full-mode bands are ×/÷ 2 (×/÷ 3 for
-# the extrapolated GIBBS time), quick-mode bands ×/÷ 3; seeded correctness figures repeat exactly
-# (bands of a few thousandths leave room for a changed library version's rounding).
+# Bands from repeated runs on the shared 2-core machine (load average 8–13; docs/benchmarks.md,
+# "The headline benchmark"): same-process speed ratios moved by 1.1–1.5× between three full runs
+# (the subsampling wall ratio by 1.5×, 2× against the docs' runs), so full-mode bands are ×/÷
+# 1.5–2.5; the QAM/GIBBS ratio ×/÷ 3 (an extrapolation); in --quick ×/÷ 3, the QAM/GIBBS ratio
+# ×/÷ 5 (QAM's time at 100k moved 0.7–3.3 s between runs). Seeded correctness figures repeated
+# exactly; their bands (a few thousandths, or the tolerance) leave room for a changed library's
+# rounding, not for a changed answer.
 
 X = "{:,.1f}×"
 CLAIMS: tuple[Claim, ...] = (
@@ -418,12 +421,12 @@ CLAIMS: tuple[Claim, ...] = (
         Figure("qam.seconds", "QAM warm query to tolerance 0.01, s (target ≤ 0.3)", False, Band(factor=2.5), None, "{:.3f}"),
         Figure("qam.error", "QAM |error| against forward–backward (≤ 0.01)", False, Band(plus=0.0086), Band(plus=0.0086), "{:.4f}"),
         Figure("qam.speedup", "GIBBS time to half-width 0.01 (extrapolated) / QAM time (target ≥ 100×)", True,
-               Band(factor=3.0), Band(factor=4.0), X),
+               Band(factor=3.0), Band(factor=5.0), X),
     )),
     Claim("sql_gibbs", "all marginals of the Ising grid through SQL vs the reference kernel (300×300; 150×150 in --quick)",
           sql_gibbs, (
-              Figure("sql_gibbs.sql_ratio", "SQL GIBBS updates/s ÷ reference kernel's", True, Band(factor=1.6), Band(factor=3.0), "{:.2f}×"),
-              Figure("sql_gibbs.bare_ratio", "run_gibbs on the query's graph ÷ reference kernel", True, Band(factor=1.6), Band(factor=3.0),
+              Figure("sql_gibbs.sql_ratio", "SQL GIBBS updates/s ÷ reference kernel's", True, Band(factor=2.0), Band(factor=3.0), "{:.2f}×"),
+              Figure("sql_gibbs.bare_ratio", "run_gibbs on the query's graph ÷ reference kernel", True, Band(factor=2.0), Band(factor=3.0),
                      "{:.2f}×"),
           )),
     Claim("exact_pyagrum", "EXACT vs pyAgrum on Grids_12, Promedus_24, Promedus_26 (the worst of the three)", exact_pyagrum, (
@@ -452,7 +455,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("subsampling", "subsampled scoring on Cora, factors on demand: exact vs confidence + decide", subsampling, (
         Figure("subsample.factor_ratio", "factors evaluated to B³ 0.90, exact / decide (target ≥ 8×)", True, Band(factor=1.1),
                None, X),
-        Figure("subsample.wall_ratio", "kernel seconds to B³ 0.90, exact / decide (target ≥ 5×)", True, Band(factor=2.0), None, X),
+        Figure("subsample.wall_ratio", "kernel seconds to B³ 0.90, exact / decide (target ≥ 5×)", True, Band(factor=2.5), None, X),
     ), in_quick=False),
     Claim("learning", "weight learning: known weights, calibration, speed vs numbskull", learning, (
         Figure("learning.max_z_mle", "largest |learned − exact MLE| over 3 data sets, standard errors", False, Band(plus=0.3),
