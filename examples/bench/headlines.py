@@ -12,8 +12,9 @@ model at a size that fits the budget, reuses the benchmark script that measures 
 full (qam.py, sql_gibbs.py, exact_peers.py, grounding.py, coref.py, learning.py and
 examples/mcmcmc/cora.py) and returns its figures. The recorded figures are read from
 headlines.json beside this script (one section per mode: ``full`` and ``quick``, each figure
-with the machine and date it was recorded on); ``--record`` writes the figures just measured
-there. Figures first taken from docs/benchmarks.md say so in their ``source``.
+with the machine, date and source it was recorded from); ``--record`` writes the figures just
+measured there (with ``--only``, those claims' figures only). Figures taken from the docs name
+the section in their ``source``.
 
 Speed is measured as a ratio against a baseline run in the same process (GIBBS against QAM,
 the reference Gibbs kernel in ../shared/bench, pyAgrum, the bare DuckDB join, a DuckDB
@@ -24,8 +25,8 @@ on the worse side is a regression and the script exits with status 1.
 
 ``--quick`` is what CI runs after the tests (.ci/run). There only what is robust is compared:
 correctness figures (F1, errors: the same seeds give the same numbers, bands of a few
-thousandths) and speed ratios with wide bands (a factor 3, against the 1.2–2× seen between
-runs); absolute times are printed but never compared. Claims whose peer (pyAgrum,
+thousandths or the tolerance) and speed ratios with wide bands (×/÷ 3, ×/÷ 5 for GIBBS ÷ QAM,
+against the 1.1–2× seen between runs); absolute times are printed but never compared. Claims whose peer (pyAgrum,
 recordlinkage, numbskull), reference kernel or data set is not installed are skipped with a
 note, and a skipped claim never fails the run.
 """
