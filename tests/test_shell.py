@@ -20,7 +20,8 @@ from prompt_toolkit.document import Document
 import pdbq
 from pdbq.shell.completion import Names, PdbqCompleter, read_names
 from pdbq.progress import CancelToken, ProgressBar
-from pdbq.shell.repl import Shell, _execute_kwargs, build_arg_parser, history_path, main
+from pdbq.shell.cli import build_arg_parser, main
+from pdbq.shell.repl import Shell, _execute_kwargs, history_path
 
 LONG_QUERY = "SELECT sum(a.range * b.range) FROM range(100000000) a, range(1000000) b;"
 

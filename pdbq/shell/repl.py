@@ -1,19 +1,15 @@
-"""The ``pdbq`` command: an interactive SQL shell, and a script runner when input is not a terminal.
-
-    pdbq [DATABASE] [-c SQL] [-f FILE] [--seed N] [--no-progress] [--bail] [--readonly]
+"""The shell's read-eval-print loop: `Shell` runs statements (each in a worker thread, so that Ctrl-C
+can cancel it), prints their results and warnings, and reads a terminal with prompt_toolkit.
 
 Interactive sessions use prompt_toolkit (history, highlighting, completion, multi-line
 statements that end at a ``;``). Piped input, ``-c`` and ``-f`` go through the same statement
 runner with a plain line reader. Each statement runs in a worker thread so that Ctrl-C can cancel
 it (DuckDB's ``interrupt()`` plus pdbq's `CancelToken`) while the session and database stay usable.
-
-Exit codes: 0 success; 1 a statement or dot command failed; 2 bad arguments or a database that
-cannot be opened; 130 interrupted (Ctrl-C while running a script).
+Dot commands live in `pdbq.shell.dot_commands`, the command line in `pdbq.shell.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import os
 import shutil
@@ -25,53 +21,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pdbq.progress import CancelToken, Cancelled, ProgressBar
-from pdbq.answers.render import MODES, render_result
-from pdbq.errors import ParseError, PdbqError, suggest
+from pdbq.answers.render import render_result
+from pdbq.errors import ParseError, PdbqError
+from pdbq.shell.dot_commands import DotCommands
+from pdbq.shell.session import apply_seed, banner
+from pdbq.shell.streams import ASCII_BOX, can_encode, error_text, isatty, write
 
-__all__ = ["main", "Shell", "build_arg_parser", "history_path"]
+__all__ = ["Shell", "history_path", "banner"]
 
 PROMPT = "pdbq> "
 CONTINUATION = "...> "
 HISTORY_ENV = "PDBQ_HISTORY"
-
-HELP = """\
-Statements end with ';' and may span lines. Ctrl-C cancels a running statement, Ctrl-D exits.
-
-.help                    show this help
-.tables                  list tables and views
-.variables               list random-variable relations (SHOW VARIABLES)
-.rules                   list rules (SHOW RULES)
-.schema [NAME]           show the definition of a table, view, variable relation or rule
-.describe NAME           columns and types of a table, view or variable relation
-.databases               list attached databases and their files
-.last, .diag             how the last probabilistic query was answered: method, steps,
-                         chains, R-hat, largest standard error, time, warnings
-.timer on|off            print each statement's run time
-.mode [table|duckbox|line|csv|json|markdown]
-                         how results are printed (no argument: show the current mode)
-.headers on|off          column names (and types) above table and csv output
-.nullvalue TEXT          how NULL is shown (default: NULL; empty in csv)
-.maxrows N               rows a table shows before eliding the middle (0: all)
-.output [FILE]           send results to FILE (no argument: back to the terminal)
-.once FILE               send the next result only to FILE
-.echo on|off             print each statement before running it
-.bail on|off             stop a script at the first failing statement
-.open FILE               close this database and open FILE (':memory:' for a new in-memory one)
-.read FILE               run the statements in FILE
-.quit, .exit             leave the shell
-
-Warnings of a query (not converged, tolerance not reached, ...) are printed under its result.
-Save answers with CREATE TABLE t AS SELECT ..., PROB(v) ... or COPY (SELECT ...) TO 'file.parquet'."""
-
-BANNER = """\
-{version} (DuckDB {duckdb})
-Connected to {target}.
-Enter ".help" for usage hints; statements end with ';'."""
-
-_ASCII_BOX = str.maketrans({
-    "─": "-", "│": "|", "┌": "+", "┬": "+", "┐": "+", "├": "+", "┼": "+", "┤": "+",
-    "└": "+", "┴": "+", "┘": "+", "…": "~", "·": ".",
-})
 
 
 def history_path() -> Path:
@@ -84,7 +44,7 @@ class _Interrupted(Exception):
     """Ctrl-C cancelled the running statement."""
 
 
-class Shell:
+class Shell(DotCommands):
     """One shell session over a pdbq ``Database``: runs statements and dot commands, prints results.
 
     ``out`` receives results (and timer lines), ``err`` errors and the progress bar. ``failed``
@@ -124,9 +84,9 @@ class Shell:
         self.interrupted = False
         self.quit = False
         self.completer: Any = None
-        self._ascii = not _can_encode(self.out, "┌─┐│…·")
+        self._ascii = not can_encode(self.out, "┌─┐│…·")
         if seed is not None:
-            _apply_seed(db, seed)
+            apply_seed(db, seed)
 
     # ----------------------------------------------------------------------------------------
     # running input
@@ -245,10 +205,10 @@ class Shell:
         return self._render(result), diagnostics
 
     def _render(self, result: Any) -> str:
-        width = shutil.get_terminal_size((120, 24)).columns if _isatty(self.out) else None
+        width = shutil.get_terminal_size((120, 24)).columns if isatty(self.out) else None
         text = render_result(result, self.mode, width=width, max_rows=self.max_rows, header=self.headers,
                              null=self.nullvalue)
-        return text.translate(_ASCII_BOX) if self._ascii else text
+        return text.translate(ASCII_BOX) if self._ascii else text
 
     def _in_worker(self, job: Callable[[CancelToken], Any]) -> Any:
         """Run ``job`` in a thread; on Ctrl-C cancel it and wait for it to stop."""
@@ -299,199 +259,6 @@ class Shell:
 
     # ----------------------------------------------------------------------------------------
     # dot commands
-
-    def dot_command(self, line: str) -> None:
-        """Run one dot command line such as ``.mode csv``."""
-        if self.echo:
-            self._print_out(line)
-        name, _, rest = line.partition(" ")
-        arg = rest.strip()
-        handler = _DOT.get(name.lower())
-        if handler is None:
-            known = sorted(_DOT)
-            self._fail(f"unknown command '{name}'.{suggest(name, known)} Enter .help for the list.")
-            return
-        try:
-            handler(self, arg)
-        except Exception as exc:  # noqa: BLE001
-            self._error(exc)
-
-    def _dot_help(self, arg: str) -> None:
-        self._print_out(HELP)
-
-    def _dot_quit(self, arg: str) -> None:
-        self.quit = True
-
-    def _dot_timer(self, arg: str) -> None:
-        value = arg.lower()
-        if value not in ("on", "off"):
-            self._fail(".timer takes 'on' or 'off'")
-            return
-        self.timer = value == "on"
-
-    def _dot_mode(self, arg: str) -> None:
-        if not arg:
-            self._print_out(self.mode)
-            return
-        mode = arg.lower()
-        if mode in ("box", "duckbox"):
-            mode = "table"
-        if mode not in MODES:
-            self._fail(f"unknown mode '{arg}'.{suggest(mode, MODES)} Modes: {', '.join(MODES)}")
-            return
-        self.mode = mode
-
-    def _dot_maxrows(self, arg: str) -> None:
-        try:
-            n = int(arg)
-        except ValueError:
-            self._fail(".maxrows takes a whole number (0: show all rows)")
-            return
-        if n < 0:
-            self._fail(".maxrows takes a whole number (0: show all rows)")
-            return
-        self.max_rows = None if n == 0 else max(n, 2)
-
-    def _on_off(self, name: str, arg: str) -> bool | None:
-        value = arg.lower()
-        if value not in ("on", "off"):
-            self._fail(f"{name} takes 'on' or 'off'")
-            return None
-        return value == "on"
-
-    def _dot_headers(self, arg: str) -> None:
-        value = self._on_off(".headers", arg)
-        if value is not None:
-            self.headers = value
-
-    def _dot_echo(self, arg: str) -> None:
-        value = self._on_off(".echo", arg)
-        if value is not None:
-            self.echo = value
-
-    def _dot_bail(self, arg: str) -> None:
-        value = self._on_off(".bail", arg)
-        if value is not None:
-            self.bail = value
-
-    def _dot_nullvalue(self, arg: str) -> None:
-        self.nullvalue = _unquote(arg) if arg else None
-
-    def _dot_output(self, arg: str) -> None:
-        self._close_output()
-        if arg:
-            self.out = _open_output(_unquote(arg))
-            self._ascii = not _can_encode(self.out, "┌─┐│…·")
-
-    def _dot_once(self, arg: str) -> None:
-        if not arg:
-            self._fail(".once takes a file name")
-            return
-        self._close_output()
-        self.out = _open_output(_unquote(arg))
-        self._once = True
-
-    def _close_output(self) -> None:
-        if self.out is not self._terminal_out:
-            try:
-                self.out.close()
-            finally:
-                self.out = self._terminal_out
-                self._ascii = not _can_encode(self.out, "┌─┐│…·")
-        self._once = False
-
-    def _dot_last(self, arg: str) -> None:
-        from pdbq.shell.diag import format_diagnostics
-
-        if not self.last_diagnostics:
-            self._print_out("no probabilistic query has run yet in this session")
-            return
-        self._print_out(format_diagnostics(self.last_diagnostics))
-
-    def _dot_databases(self, arg: str) -> None:
-        con = self.db.duckdb.cursor()
-        try:
-            rows = con.execute(
-                "SELECT database_name, coalesce(path, '') FROM duckdb_databases() WHERE NOT internal ORDER BY 1"
-            ).fetchall()
-        finally:
-            con.close()
-        self._print_out("\n".join(f"{name}: {path or '(in memory)'}" for name, path in rows))
-
-    def _dot_describe(self, arg: str) -> None:
-        if not arg:
-            self._fail(".describe takes a table, view or variable relation name")
-            return
-        import sqlglot.expressions as exp  # noqa: PLC0415
-
-        from pdbq.grounding.store import sql_text  # noqa: PLC0415
-
-        try:
-            table = exp.to_table(_unquote(arg), dialect="duckdb")
-        except Exception:  # noqa: BLE001 - a name sqlglot cannot read
-            self._fail(f"'{arg}' is not a table name")
-            return
-        self._run_statement_text(sql_text(exp.Describe(this=table)))
-
-    def _run_statement_text(self, sql: str) -> None:
-        echo, self.echo = self.echo, False  # the dot command was echoed, not its statement
-        try:
-            self.run_sql(sql + ";")
-        finally:
-            self.echo = echo
-
-    def _dot_tables(self, arg: str) -> None:
-        from pdbq.shell.completion import read_names
-
-        names = read_names(self.db)
-        hidden = set(names.variables) | set(names.rules)
-        tables = [t for t in names.tables if t not in hidden and not t.startswith("pdbq_")]
-        if tables:
-            self._print_out(_columns_layout(tables, self._width()))
-
-    def _dot_variables(self, arg: str) -> None:
-        self.run_sql("SHOW VARIABLES;")
-
-    def _dot_rules(self, arg: str) -> None:
-        self.run_sql("SHOW RULES;")
-
-    def _dot_schema(self, arg: str) -> None:
-        texts = _schema_texts(self.db, arg or None)
-        if arg and not texts:
-            from pdbq.shell.completion import read_names
-
-            names = read_names(self.db)
-            pool = names.tables + names.variables + names.rules
-            self._fail(f"no table, view, variable relation or rule named '{arg}'.{suggest(arg, pool)}")
-            return
-        if texts:
-            self._print_out("\n".join(texts))
-
-    def _dot_open(self, arg: str) -> None:
-        if not arg:
-            self._fail(".open takes a file name (or :memory:)")
-            return
-        new = _connect(_unquote(arg), read_only=self.read_only)
-        if self.seed is not None:
-            _apply_seed(new, self.seed)
-        old, self.db = self.db, new
-        try:
-            old.close()
-        except Exception:  # noqa: BLE001 - the old database is gone either way
-            pass
-
-    def _dot_read(self, arg: str) -> None:
-        if not arg:
-            self._fail(".read takes a file name")
-            return
-        path = Path(_unquote(arg)).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            self._fail(f"cannot read '{path}': {exc.strerror or exc}")
-            return
-        self.run_text(text)
-
     # ----------------------------------------------------------------------------------------
     # output
 
@@ -499,24 +266,24 @@ class Shell:
         return shutil.get_terminal_size((80, 24)).columns
 
     def _print_out(self, text: str) -> None:
-        _write(self.out, text + "\n")
+        write(self.out, text + "\n")
 
     def _print_result(self, text: str) -> None:
         """A statement's result: to ``.output``/``.once``'s file when one is set."""
-        _write(self.out, text + "\n")
+        write(self.out, text + "\n")
         if self._once:
             self._close_output()
 
     def _print_warning(self, text: str) -> None:
         """One line under the result, dim on a terminal (stderr: a script's output stays clean)."""
         line = " ".join(f"Warning: {text}".split())
-        if _isatty(self.err) and os.environ.get("NO_COLOR") is None:
+        if isatty(self.err) and os.environ.get("NO_COLOR") is None:
             line = f"\x1b[2m{line}\x1b[0m"
         self._print_err(line)
 
     def _print_err(self, text: str) -> None:
         self.out.flush()
-        _write(self.err, text + "\n")
+        write(self.err, text + "\n")
 
     def _fail(self, message: str) -> None:
         self.failed = True
@@ -524,12 +291,11 @@ class Shell:
 
     def _error(self, exc: BaseException) -> None:
         self.failed = True
-        self._print_err(_error_text(exc))
+        self._print_err(error_text(exc))
 
     def _invalidate_names(self) -> None:
         if self.completer is not None:
             self.completer.invalidate()
-
     # ----------------------------------------------------------------------------------------
     # interactive
 
@@ -593,51 +359,6 @@ class Shell:
                 self._print_err("Interrupted")
 
 
-# ---------------------------------------------------------------------------------------------
-# helpers
-
-
-_DOT: dict[str, Callable[[Shell, str], None]] = {
-    ".help": Shell._dot_help,
-    ".tables": Shell._dot_tables,
-    ".variables": Shell._dot_variables,
-    ".rules": Shell._dot_rules,
-    ".schema": Shell._dot_schema,
-    ".timer": Shell._dot_timer,
-    ".headers": Shell._dot_headers,
-    ".echo": Shell._dot_echo,
-    ".bail": Shell._dot_bail,
-    ".nullvalue": Shell._dot_nullvalue,
-    ".output": Shell._dot_output,
-    ".once": Shell._dot_once,
-    ".last": Shell._dot_last,
-    ".diag": Shell._dot_last,
-    ".databases": Shell._dot_databases,
-    ".describe": Shell._dot_describe,
-    ".mode": Shell._dot_mode,
-    ".maxrows": Shell._dot_maxrows,
-    ".open": Shell._dot_open,
-    ".read": Shell._dot_read,
-    ".quit": Shell._dot_quit,
-    ".exit": Shell._dot_quit,
-}
-
-
-def _open_output(path: str) -> TextIO:
-    return open(Path(path).expanduser(), "w", encoding="utf-8")  # noqa: SIM115 - closed by .output/.once
-
-
-def banner(db: Any) -> str:
-    """The first lines of an interactive session: versions and the database."""
-    import duckdb  # noqa: PLC0415
-
-    path = getattr(db, "path", ":memory:")
-    target = "a transient in-memory database" if path in (":memory:", "") else f"'{path}'"
-    if getattr(db, "read_only", False):
-        target += " (read-only)"
-    return BANNER.format(version=_version(), duckdb=duckdb.__version__, target=target)
-
-
 def _language(name: str) -> Any:
     """``pdbq.language.<name>`` (the script splitter lives in ``pdbq.language.split``)."""
     import pdbq.language as language
@@ -657,39 +378,6 @@ def _complete(statement_complete: Callable[[str], bool], text: str) -> bool:
         return True
 
 
-def _write(stream: Any, text: str) -> None:
-    try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        # A terminal or pipe that cannot show some characters: show '?' rather than fail.
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        stream.write(text.encode(encoding, "replace").decode(encoding))
-    stream.flush()
-
-
-def _isatty(stream: Any) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty and isatty())
-    except ValueError:  # closed stream
-        return False
-
-
-def _can_encode(stream: Any, sample: str) -> bool:
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    try:
-        sample.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
-
-
-def _unquote(text: str) -> str:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
 def _is_cancellation(exc: BaseException) -> bool:
     if isinstance(exc, (Cancelled, KeyboardInterrupt)):
         return True
@@ -699,22 +387,6 @@ def _is_cancellation(exc: BaseException) -> bool:
         return isinstance(exc, duckdb.InterruptException)
     except (ImportError, AttributeError):
         return False
-
-
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, PdbqError):
-        return f"Error: {exc}"
-    try:
-        import duckdb
-
-        if isinstance(exc, duckdb.Error):
-            return f"Error: {exc}"
-    except ImportError:
-        pass
-    if isinstance(exc, OSError):
-        return f"Error: {exc}"
-    # Not a user error: say what it was so it can be reported.
-    return f"Internal error: {type(exc).__name__}: {exc}"
 
 
 def _relocate(exc: ParseError, text: str, line0: int, col0: int, first_line: int) -> ParseError:
@@ -775,177 +447,3 @@ def _is_row_count(db: Any, sql: str, result: Any) -> bool:
         return bool(words) and words[0].upper() in ("INSERT", "COPY")
     return len(statements) == 1 and statements[0].type in kinds
 
-
-def _apply_seed(db: Any, seed: int) -> None:
-    options = getattr(db, "default_options", None)
-    if options is None:
-        raise PdbqError("this pdbq Database has no default options; --seed cannot be applied")
-    options["seed"] = int(seed)
-
-
-def _connect(path: str, *, read_only: bool = False) -> Any:
-    from pdbq.api import connect
-
-    return connect(path, read_only=read_only)
-
-
-def _schema_texts(db: Any, name: str | None) -> list[str]:
-    """CREATE statements of tables and views, then of variable relations and rules.
-
-    A variable relation is also a DuckDB view; it is shown once, as its CREATE VARIABLE.
-    """
-    definitions: list[tuple[str, Any]] = []
-    catalog = getattr(db, "catalog", None)
-    if catalog is not None:
-        for attr in ("variables", "rules"):
-            try:
-                definitions.extend(getattr(catalog, attr)().items())
-            except Exception:  # noqa: BLE001 - an unreadable catalog shows no definitions
-                continue
-    pdbq_names = {str(key).lower() for key, _ in definitions}
-    texts: list[str] = []
-    con = db.duckdb.cursor()
-    try:
-        query = (
-            "SELECT name, sql FROM (SELECT table_name AS name, sql, 0 AS o FROM duckdb_tables() WHERE NOT internal "
-            "UNION ALL SELECT view_name, sql, 1 FROM duckdb_views() WHERE NOT internal) "
-            "WHERE (? IS NULL OR lower(name) = lower(?)) AND (? IS NOT NULL OR NOT starts_with(name, 'pdbq_')) "
-            "ORDER BY o, name"
-        )
-        for table, sql in con.execute(query, [name, name, name]).fetchall():
-            if sql and table.lower() not in pdbq_names:
-                texts.append(sql.strip())
-    finally:
-        con.close()
-    for key, definition in definitions:
-        if name is None or str(key).lower() == name.lower():
-            texts.append(_definition_text(definition))
-    return texts
-
-
-def _definition_text(definition: Any) -> str:
-    text = (getattr(definition, "text", "") or "").strip()
-    if not text:
-        from pdbq.catalog.text import statement_sql
-
-        text = statement_sql(definition)
-    return text if text.endswith(";") else text + ";"
-
-
-def _columns_layout(names: list[str], width: int) -> str:
-    """Names in as many columns as fit the terminal, filled down then across (like ls)."""
-    col_w = max(len(n) for n in names) + 2
-    ncols = max(1, width // col_w)
-    nrows = -(-len(names) // ncols)
-    lines = []
-    for r in range(nrows):
-        cells = [names[c * nrows + r] for c in range(ncols) if c * nrows + r < len(names)]
-        lines.append("".join(n.ljust(col_w) for n in cells).rstrip())
-    return "\n".join(lines)
-
-
-def build_arg_parser() -> argparse.ArgumentParser:
-    """The command-line interface of ``pdbq``."""
-    p = argparse.ArgumentParser(
-        prog="pdbq",
-        description="pdbq: a probabilistic database on DuckDB. Without -c/-f it reads statements "
-        "from the terminal (interactive shell) or from standard input.",
-        epilog="Exit status: 0 ok, 1 a statement failed, 2 usage error or database not opened, "
-        "130 interrupted.",
-    )
-    p.add_argument("database", nargs="?", default=":memory:", help="database file (default: in-memory)")
-    p.add_argument(
-        "-c", dest="actions", action=_Append, metavar="SQL", kind="sql",
-        help="run SQL (statements and dot commands) and exit; may repeat",
-    )
-    p.add_argument(
-        "-f", dest="actions", action=_Append, metavar="FILE", kind="file",
-        help="run the statements in FILE and exit; may repeat (in order with -c)",
-    )
-    p.add_argument("--seed", type=int, default=None, metavar="N", help="default random seed of inference")
-    p.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
-    p.add_argument("--bail", action="store_true", help="stop at the first failing statement")
-    p.add_argument("--readonly", action="store_true", help="open the database read-only")
-    p.add_argument("--version", action="version", version=_version())
-    return p
-
-
-class _Append(argparse.Action):
-    """Collect -c and -f in the order given, tagged with their kind."""
-
-    def __init__(self, *args: Any, kind: str, **kwargs: Any) -> None:
-        self.kind = kind
-        super().__init__(*args, **kwargs)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
-        items = list(getattr(namespace, self.dest, None) or [])
-        items.append((self.kind, values))
-        setattr(namespace, self.dest, items)
-
-
-def _version() -> str:
-    from pdbq.version import __version__
-
-    return f"pdbq {__version__}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``pdbq`` console script; returns the exit status."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["dedupe"]:  # the sub-command lives in its own module
-        from pdbq.linkage.cli import main as dedupe_main
-
-        return dedupe_main(argv[1:])
-    args = build_arg_parser().parse_args(argv)
-    actions: list[tuple[str, str]] = args.actions or []
-    interactive = not actions and _isatty(sys.stdin) and _isatty(sys.stdout)
-    try:
-        db = _connect(args.database, read_only=args.readonly)
-    except Exception as exc:  # noqa: BLE001
-        sys.stderr.write(f"{_error_text(exc)}\n")
-        return 2
-    try:
-        shell = Shell(
-            db,
-            progress=not args.no_progress,
-            bail=args.bail,
-            seed=args.seed,
-            read_only=args.readonly,
-            interactive=interactive,
-        )
-    except PdbqError as exc:
-        sys.stderr.write(f"{_error_text(exc)}\n")
-        db.close()
-        return 2
-    try:
-        if actions:
-            for kind, value in actions:
-                if shell.stopped:
-                    break
-                if kind == "sql":
-                    shell.run_text(value)
-                else:
-                    shell.dot_command(f".read {value}")
-        elif interactive:
-            shell.run_interactive()
-        else:
-            shell.run_lines(sys.stdin)
-        return shell.exit_code
-    except KeyboardInterrupt:
-        # Ctrl-C while reading a script or printing: stop like a cancelled statement.
-        sys.stderr.write("Interrupted\n")
-        return 130
-    except BrokenPipeError:
-        # The reader went away (e.g. `pdbq -f x.sql | head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1 if shell.failed else 0
-    finally:
-        try:
-            shell._close_output()
-        except OSError:
-            pass
-        try:
-            shell.db.close()
-        except Exception:  # noqa: BLE001
-            pass

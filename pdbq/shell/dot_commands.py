@@ -1,0 +1,311 @@
+"""The shell's dot commands (``.mode``, ``.schema``, ``.open`` ...): `DotCommands`, the half of
+`pdbq.shell.repl.Shell` that reads and changes session settings rather than running statements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pdbq.answers.render import MODES
+from pdbq.errors import suggest
+from pdbq.shell.session import apply_seed, open_database
+from pdbq.shell.streams import can_encode, columns_layout, open_output, unquote
+
+__all__ = ["HELP", "DOT", "DotCommands"]
+
+HELP = """\
+Statements end with ';' and may span lines. Ctrl-C cancels a running statement, Ctrl-D exits.
+
+.help                    show this help
+.tables                  list tables and views
+.variables               list random-variable relations (SHOW VARIABLES)
+.rules                   list rules (SHOW RULES)
+.schema [NAME]           show the definition of a table, view, variable relation or rule
+.describe NAME           columns and types of a table, view or variable relation
+.databases               list attached databases and their files
+.last, .diag             how the last probabilistic query was answered: method, steps,
+                         chains, R-hat, largest standard error, time, warnings
+.timer on|off            print each statement's run time
+.mode [table|duckbox|line|csv|json|markdown]
+                         how results are printed (no argument: show the current mode)
+.headers on|off          column names (and types) above table and csv output
+.nullvalue TEXT          how NULL is shown (default: NULL; empty in csv)
+.maxrows N               rows a table shows before eliding the middle (0: all)
+.output [FILE]           send results to FILE (no argument: back to the terminal)
+.once FILE               send the next result only to FILE
+.echo on|off             print each statement before running it
+.bail on|off             stop a script at the first failing statement
+.open FILE               close this database and open FILE (':memory:' for a new in-memory one)
+.read FILE               run the statements in FILE
+.quit, .exit             leave the shell
+
+Warnings of a query (not converged, tolerance not reached, ...) are printed under its result.
+Save answers with CREATE TABLE t AS SELECT ..., PROB(v) ... or COPY (SELECT ...) TO 'file.parquet'."""
+
+
+class DotCommands:
+    """Dot-command handlers, mixed into `pdbq.shell.repl.Shell` (which supplies the session state,
+    ``_print_out``, ``_fail``, ``_error``, ``run_sql`` and ``run_text`` they use)."""
+
+    def dot_command(self, line: str) -> None:
+        """Run one dot command line such as ``.mode csv``."""
+        if self.echo:
+            self._print_out(line)
+        name, _, rest = line.partition(" ")
+        arg = rest.strip()
+        handler = DOT.get(name.lower())
+        if handler is None:
+            known = sorted(DOT)
+            self._fail(f"unknown command '{name}'.{suggest(name, known)} Enter .help for the list.")
+            return
+        try:
+            handler(self, arg)
+        except Exception as exc:  # noqa: BLE001
+            self._error(exc)
+
+    def _dot_help(self, arg: str) -> None:
+        self._print_out(HELP)
+
+    def _dot_quit(self, arg: str) -> None:
+        self.quit = True
+
+    def _dot_timer(self, arg: str) -> None:
+        value = arg.lower()
+        if value not in ("on", "off"):
+            self._fail(".timer takes 'on' or 'off'")
+            return
+        self.timer = value == "on"
+
+    def _dot_mode(self, arg: str) -> None:
+        if not arg:
+            self._print_out(self.mode)
+            return
+        mode = arg.lower()
+        if mode in ("box", "duckbox"):
+            mode = "table"
+        if mode not in MODES:
+            self._fail(f"unknown mode '{arg}'.{suggest(mode, MODES)} Modes: {', '.join(MODES)}")
+            return
+        self.mode = mode
+
+    def _dot_maxrows(self, arg: str) -> None:
+        try:
+            n = int(arg)
+        except ValueError:
+            self._fail(".maxrows takes a whole number (0: show all rows)")
+            return
+        if n < 0:
+            self._fail(".maxrows takes a whole number (0: show all rows)")
+            return
+        self.max_rows = None if n == 0 else max(n, 2)
+
+    def _on_off(self, name: str, arg: str) -> bool | None:
+        value = arg.lower()
+        if value not in ("on", "off"):
+            self._fail(f"{name} takes 'on' or 'off'")
+            return None
+        return value == "on"
+
+    def _dot_headers(self, arg: str) -> None:
+        value = self._on_off(".headers", arg)
+        if value is not None:
+            self.headers = value
+
+    def _dot_echo(self, arg: str) -> None:
+        value = self._on_off(".echo", arg)
+        if value is not None:
+            self.echo = value
+
+    def _dot_bail(self, arg: str) -> None:
+        value = self._on_off(".bail", arg)
+        if value is not None:
+            self.bail = value
+
+    def _dot_nullvalue(self, arg: str) -> None:
+        self.nullvalue = unquote(arg) if arg else None
+
+    def _dot_output(self, arg: str) -> None:
+        self._close_output()
+        if arg:
+            self.out = open_output(unquote(arg))
+            self._ascii = not can_encode(self.out, "┌─┐│…·")
+
+    def _dot_once(self, arg: str) -> None:
+        if not arg:
+            self._fail(".once takes a file name")
+            return
+        self._close_output()
+        self.out = open_output(unquote(arg))
+        self._once = True
+
+    def _close_output(self) -> None:
+        if self.out is not self._terminal_out:
+            try:
+                self.out.close()
+            finally:
+                self.out = self._terminal_out
+                self._ascii = not can_encode(self.out, "┌─┐│…·")
+        self._once = False
+
+    def _dot_last(self, arg: str) -> None:
+        from pdbq.shell.diag import format_diagnostics
+
+        if not self.last_diagnostics:
+            self._print_out("no probabilistic query has run yet in this session")
+            return
+        self._print_out(format_diagnostics(self.last_diagnostics))
+
+    def _dot_databases(self, arg: str) -> None:
+        con = self.db.duckdb.cursor()
+        try:
+            rows = con.execute(
+                "SELECT database_name, coalesce(path, '') FROM duckdb_databases() WHERE NOT internal ORDER BY 1"
+            ).fetchall()
+        finally:
+            con.close()
+        self._print_out("\n".join(f"{name}: {path or '(in memory)'}" for name, path in rows))
+
+    def _dot_describe(self, arg: str) -> None:
+        if not arg:
+            self._fail(".describe takes a table, view or variable relation name")
+            return
+        import sqlglot.expressions as exp  # noqa: PLC0415
+
+        from pdbq.grounding.store import sql_text  # noqa: PLC0415
+
+        try:
+            table = exp.to_table(unquote(arg), dialect="duckdb")
+        except Exception:  # noqa: BLE001 - a name sqlglot cannot read
+            self._fail(f"'{arg}' is not a table name")
+            return
+        self._run_statement_text(sql_text(exp.Describe(this=table)))
+
+    def _run_statement_text(self, sql: str) -> None:
+        echo, self.echo = self.echo, False  # the dot command was echoed, not its statement
+        try:
+            self.run_sql(sql + ";")
+        finally:
+            self.echo = echo
+
+    def _dot_tables(self, arg: str) -> None:
+        from pdbq.shell.completion import read_names
+
+        names = read_names(self.db)
+        hidden = set(names.variables) | set(names.rules)
+        tables = [t for t in names.tables if t not in hidden and not t.startswith("pdbq_")]
+        if tables:
+            self._print_out(columns_layout(tables, self._width()))
+
+    def _dot_variables(self, arg: str) -> None:
+        self.run_sql("SHOW VARIABLES;")
+
+    def _dot_rules(self, arg: str) -> None:
+        self.run_sql("SHOW RULES;")
+
+    def _dot_schema(self, arg: str) -> None:
+        texts = _schema_texts(self.db, arg or None)
+        if arg and not texts:
+            from pdbq.shell.completion import read_names
+
+            names = read_names(self.db)
+            pool = names.tables + names.variables + names.rules
+            self._fail(f"no table, view, variable relation or rule named '{arg}'.{suggest(arg, pool)}")
+            return
+        if texts:
+            self._print_out("\n".join(texts))
+
+    def _dot_open(self, arg: str) -> None:
+        if not arg:
+            self._fail(".open takes a file name (or :memory:)")
+            return
+        new = open_database(unquote(arg), read_only=self.read_only)
+        if self.seed is not None:
+            apply_seed(new, self.seed)
+        old, self.db = self.db, new
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - the old database is gone either way
+            pass
+
+    def _dot_read(self, arg: str) -> None:
+        if not arg:
+            self._fail(".read takes a file name")
+            return
+        path = Path(unquote(arg)).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            self._fail(f"cannot read '{path}': {exc.strerror or exc}")
+            return
+        self.run_text(text)
+
+
+DOT: dict[str, Callable[[Any, str], None]] = {
+    ".help": DotCommands._dot_help,
+    ".tables": DotCommands._dot_tables,
+    ".variables": DotCommands._dot_variables,
+    ".rules": DotCommands._dot_rules,
+    ".schema": DotCommands._dot_schema,
+    ".timer": DotCommands._dot_timer,
+    ".headers": DotCommands._dot_headers,
+    ".echo": DotCommands._dot_echo,
+    ".bail": DotCommands._dot_bail,
+    ".nullvalue": DotCommands._dot_nullvalue,
+    ".output": DotCommands._dot_output,
+    ".once": DotCommands._dot_once,
+    ".last": DotCommands._dot_last,
+    ".diag": DotCommands._dot_last,
+    ".databases": DotCommands._dot_databases,
+    ".describe": DotCommands._dot_describe,
+    ".mode": DotCommands._dot_mode,
+    ".maxrows": DotCommands._dot_maxrows,
+    ".open": DotCommands._dot_open,
+    ".read": DotCommands._dot_read,
+    ".quit": DotCommands._dot_quit,
+    ".exit": DotCommands._dot_quit,
+}
+
+
+def _schema_texts(db: Any, name: str | None) -> list[str]:
+    """CREATE statements of tables and views, then of variable relations and rules.
+
+    A variable relation is also a DuckDB view; it is shown once, as its CREATE VARIABLE.
+    """
+    definitions: list[tuple[str, Any]] = []
+    catalog = getattr(db, "catalog", None)
+    if catalog is not None:
+        for attr in ("variables", "rules"):
+            try:
+                definitions.extend(getattr(catalog, attr)().items())
+            except Exception:  # noqa: BLE001 - an unreadable catalog shows no definitions
+                continue
+    pdbq_names = {str(key).lower() for key, _ in definitions}
+    texts: list[str] = []
+    con = db.duckdb.cursor()
+    try:
+        query = (
+            "SELECT name, sql FROM (SELECT table_name AS name, sql, 0 AS o FROM duckdb_tables() WHERE NOT internal "
+            "UNION ALL SELECT view_name, sql, 1 FROM duckdb_views() WHERE NOT internal) "
+            "WHERE (? IS NULL OR lower(name) = lower(?)) AND (? IS NOT NULL OR NOT starts_with(name, 'pdbq_')) "
+            "ORDER BY o, name"
+        )
+        for table, sql in con.execute(query, [name, name, name]).fetchall():
+            if sql and table.lower() not in pdbq_names:
+                texts.append(sql.strip())
+    finally:
+        con.close()
+    for key, definition in definitions:
+        if name is None or str(key).lower() == name.lower():
+            texts.append(_definition_text(definition))
+    return texts
+
+
+def _definition_text(definition: Any) -> str:
+    text = (getattr(definition, "text", "") or "").strip()
+    if not text:
+        from pdbq.catalog.text import statement_sql
+
+        text = statement_sql(definition)
+    return text if text.endswith(";") else text + ";"
+
