@@ -12,8 +12,8 @@ from pdbq.errors import (
     SchemaVersionError,
     TimeLimitError,
 )
-from pdbq.api import Database, Result, analyze, connect, infer, joint, probability
-from pdbq.udf import register, unregister
+from pdbq.api import Database, Result, analyze, infer, joint, probability
+from pdbq.udf import connect, register, unregister
 from pdbq.version import __version__
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import Blocking, Comparison

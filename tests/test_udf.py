@@ -210,3 +210,30 @@ def test_several_relations_in_one_batch_share_one_inference(chain):
     x3 = chain.execute("SELECT PROB(a) FROM x a WHERE a.i = 3 USING EXACT").fetchall()[0][0]
     y2 = chain.execute("SELECT PROB(a) FROM y a WHERE a.i = 2 USING EXACT").fetchall()[0][0]
     assert [r[2] for r in rows] == [pytest.approx(x3), pytest.approx(y2), pytest.approx(x3), None]
+
+
+def test_a_view_over_the_functions_survives_reopening(tmp_path, capsys):
+    path = str(tmp_path / "model.duckdb")
+    with pdbq.connect(path) as db:
+        db.execute(CHAIN.format(n=4))
+        want = dict(db.execute("SELECT a.i, PROB(a) FROM x a USING EXACT").fetchall())
+        db.execute("SELECT pdbq_set('method', 'exact')")  # pdbq.connect registered them for the file
+        db.execute("CREATE VIEW pv AS SELECT i, pdbq_prob('x', i) AS p FROM t")
+    # closing unregistered the functions and closed their cursor: a read-only reopen is allowed
+    with pdbq.connect(path, read_only=True) as db:
+        db.execute("SELECT pdbq_set('method', 'exact')")
+        got = dict(db.execute("SELECT i, p FROM pv").fetchall())
+    assert got == pytest.approx(want, abs=1e-12)
+    from pdbq.shell import main
+
+    assert main([path, "--no-progress", "-c", ".mode csv", "-c", "SELECT pdbq_set('method', 'exact');",
+                 "-c", "SELECT i, p FROM pv ORDER BY i;"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    shown = {int(a): float(b) for a, b in (r.split(",") for r in rows if r[:1].isdigit())}
+    assert shown == pytest.approx(want, abs=1e-9)
+
+
+def test_in_memory_connect_registers_nothing():
+    with pdbq.connect() as db:
+        with pytest.raises(duckdb.CatalogException, match="pdbq_prob"):
+            db.execute("SELECT pdbq_prob('x', 1)")

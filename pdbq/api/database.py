@@ -26,6 +26,7 @@ import functools
 import os
 import sys
 from types import FrameType, TracebackType
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -119,6 +120,7 @@ class Database:
         self.path = path
         self.read_only = read_only
         self._closed = False
+        self._close_hooks: list[Callable[[], None]] = []
         # Session defaults for inference options (e.g. the shell's --seed); a query's own
         # WITH (...) options override them.
         self.default_options: dict[str, object] = {}
@@ -336,12 +338,23 @@ class Database:
         if self._closed:
             raise PdbqError("the database is closed")
 
+    def on_close(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` when this database is closed, before its connection is (e.g. to close a
+        cursor that the SQL functions of `pdbq.register` answer on)."""
+        self._check_open()
+        self._close_hooks.append(hook)
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         if not self._closed:
             self._closed = True
-            self.graph_cache.clear()
-            self._con.close()
+            hooks, self._close_hooks = self._close_hooks, []
+            try:
+                for hook in reversed(hooks):
+                    hook()
+            finally:
+                self.graph_cache.clear()
+                self._con.close()
 
     def __enter__(self) -> Database:
         return self

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     actions: list[tuple[str, str]] = args.actions or []
     interactive = not actions and isatty(sys.stdin) and isatty(sys.stdout)
     try:
-        db = open_database(args.database, read_only=args.readonly)
+        db = open_database(args.database, read_only=args.readonly, seed=args.seed)
     except Exception as exc:  # noqa: BLE001
         sys.stderr.write(f"{error_text(exc)}\n")
         return 2

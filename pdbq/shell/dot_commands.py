@@ -9,7 +9,7 @@ from typing import Any
 
 from pdbq.answers.render import MODES
 from pdbq.errors import suggest
-from pdbq.shell.session import apply_seed, open_database
+from pdbq.shell.session import open_database
 from pdbq.shell.streams import can_encode, columns_layout, open_output, unquote
 
 __all__ = ["HELP", "DOT", "DotCommands"]
@@ -219,9 +219,7 @@ class DotCommands:
         if not arg:
             self._fail(".open takes a file name (or :memory:)")
             return
-        new = open_database(unquote(arg), read_only=self.read_only)
-        if self.seed is not None:
-            apply_seed(new, self.seed)
+        new = open_database(unquote(arg), read_only=self.read_only, seed=self.seed)
         old, self.db = self.db, new
         try:
             old.close()

@@ -32,10 +32,21 @@ def apply_seed(db: Any, seed: int) -> None:
     options["seed"] = int(seed)
 
 
-def open_database(path: str, *, read_only: bool = False) -> Any:
+def open_database(path: str, *, read_only: bool = False, seed: int | None = None) -> Any:
+    """``path`` opened as `pdbq.connect` does (SQL functions registered for a file), with ``seed`` as
+    the default seed of its queries and of those functions."""
     from pdbq.api import connect
+    from pdbq.udf import attach_functions
 
-    return connect(path, read_only=read_only)
+    db = connect(path, read_only=read_only)
+    try:
+        if seed is not None:
+            apply_seed(db, seed)
+        attach_functions(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def version_text() -> str:

@@ -1,0 +1,50 @@
+"""pdbq's own doors to a database file: `connect` opens it with the SQL functions registered, so
+that a saved view over ``pdbq_prob(...)`` works again after the file is reopened."""
+
+from __future__ import annotations
+
+import os
+
+from pdbq.api.database import Database
+from pdbq.api.database import connect as _open
+from pdbq.graph.cache import DEFAULT_CACHE_BYTES
+from pdbq.udf.bridge import register, unregister
+
+__all__ = ["connect", "attach_functions"]
+
+_IN_MEMORY = ("", ":memory:")
+
+
+def connect(
+    path: str | os.PathLike[str] = ":memory:", *, read_only: bool = False, cache_bytes: int = DEFAULT_CACHE_BYTES
+) -> Database:
+    """Open (or create) a DuckDB database and its pdbq catalog (`pdbq.api.connect`).
+
+    For a database file, pdbq's SQL functions (``pdbq_prob``, ``pdbq_dist``, ... of docs/udf.md)
+    are registered on the connection, as `register` does, so views that call them can be queried
+    after the file is reopened; closing the database unregisters them. An in-memory database keeps
+    no views across sessions and is opened without them (call ``pdbq.register(db.duckdb,
+    database=db)`` to use them there).
+
+    >>> db = connect()
+    >>> db.execute("SELECT 42 AS answer").fetchall()
+    [(42,)]
+    >>> db.close()
+    """
+    db = _open(path, read_only=read_only, cache_bytes=cache_bytes)
+    try:
+        attach_functions(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def attach_functions(db: Database) -> None:
+    """Register pdbq's SQL functions on ``db`` when it is a file, answering from ``db`` (its
+    ``default_options`` at this moment are their starting options), until ``db`` is closed."""
+    if db.path in _IN_MEMORY:
+        return
+    con = db.duckdb
+    register(con, database=db)
+    db.on_close(lambda: unregister(con))
