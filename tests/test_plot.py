@@ -78,6 +78,11 @@ def test_result_plot_saves_a_png(tmp_path):
         assert len(ax.lines) == 2
         finals = sorted(line.get_ydata()[-1] for line in ax.lines)
         assert finals == pytest.approx(sorted(p for _, p in r.fetchall()))  # the trace ends at the answer
+        # the legend names each line by its variable, and each line ends at that variable's answer
+        answers = {f"x({i})": p for i, p in r.fetchall()}
+        ends = {line.get_label(): line.get_ydata()[-1] for line in ax.lines}
+        assert ends == pytest.approx(answers)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == sorted(answers)
         exact = db.execute("SELECT a.i, PROB(a) FROM x a WHERE a.i IN (1, 3) USING EXACT")
         with pytest.raises(pdbq.PdbqError, match="no running estimates"):
             exact.plot()

@@ -40,12 +40,13 @@ __all__ = [
     "render_json",
     "render_markdown",
     "render_line",
+    "render_list",
     "arrow_type_name",
     "format_value",
     "display_width",
 ]
 
-MODES = ("table", "line", "csv", "json", "markdown")
+MODES = ("table", "line", "csv", "json", "markdown", "list", "tabs", "html")
 
 # Narrowest a text column is squeezed to before whole columns are left out.
 _MIN_TEXT_WIDTH = 8
@@ -422,16 +423,34 @@ def _full(data: Any) -> Frame:
     return data if isinstance(data, Frame) else frame_from_arrow(data, None)
 
 
-def render_csv(data: Any, *, header: bool = True, null: str = "") -> str:
-    """RFC-4180 CSV with a header line (unless ``header=False``); NULL is ``null`` (empty)."""
+def render_csv(data: Any, *, header: bool = True, null: str = "", separator: str = ",") -> str:
+    """RFC-4180 CSV with a header line (unless ``header=False``); NULL is ``null`` (empty);
+    fields are separated by ``separator`` (one character)."""
     frame = _full(data)
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv.writer(buf, lineterminator="\n", delimiter=separator)
     if header:
         writer.writerow(frame.columns)
     for row in frame.rows:
         writer.writerow([null if v is None else (format_value(v) if not isinstance(v, str) else v) for v in row])
     return buf.getvalue().rstrip("\n")
+
+
+def render_list(data: Any, *, header: bool = True, null: str = "", separator: str = "|") -> str:
+    """Values joined by ``separator``, one row a line, nothing quoted (sqlite's and DuckDB's list
+    mode; ``separator="\\t"`` is their tabs mode).
+
+    >>> import pyarrow as pa
+    >>> print(render_list(pa.table({"movie": ["Up", None], "p": [0.5, 0.25]})))
+    movie|p
+    Up|0.5
+    |0.25
+    """
+    frame = _full(data)
+    lines = [separator.join(frame.columns)] if header else []
+    for row in frame.rows:
+        lines.append(separator.join(null if v is None else (v if isinstance(v, str) else format_value(v)) for v in row))
+    return "\n".join(lines)
 
 
 def render_line(data: Any, *, null: str = "NULL") -> str:
@@ -485,19 +504,27 @@ def render_markdown(data: Any, *, null: str = "NULL") -> str:
 
 
 def render(data: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40,
-           header: bool = True, null: str | None = None) -> str:
+           header: bool = True, null: str | None = None, separator: str | None = None) -> str:
     """Render a result (pdbq ``Result``, Arrow table, DuckDB relation or `Frame`) in ``mode``.
 
     ``width`` and ``max_rows`` apply to ``table`` mode only; the other modes print every row.
-    ``header`` applies to ``table`` and ``csv``; ``null`` is the text of a NULL (default: ``NULL``,
-    an empty field in csv, ``null`` in json).
+    ``header`` applies to ``table``, ``csv``, ``list``, ``tabs`` and ``html``; ``null`` is the text
+    of a NULL (default: ``NULL``, an empty field in csv, list and tabs, ``null`` in json).
+    ``separator`` is the field separator of ``csv`` (default ``,``) and ``list`` (default ``|``).
     """
     if mode == "table":
         return render_table(data, width=width, max_rows=max_rows, header=header, null="NULL" if null is None else null)
     if mode == "line":
         return render_line(data, null="NULL" if null is None else null)
     if mode == "csv":
-        return render_csv(data, header=header, null="" if null is None else null)
+        return render_csv(data, header=header, null="" if null is None else null, separator=separator or ",")
+    if mode in ("list", "tabs"):
+        sep = "\t" if mode == "tabs" else (separator if separator is not None else "|")
+        return render_list(data, header=header, null="" if null is None else null, separator=sep)
+    if mode == "html":
+        from pdbq.answers.html import render_html  # noqa: PLC0415
+
+        return render_html(_full(data), header=header, null="NULL" if null is None else null)
     if mode == "json":
         return render_json(data)
     if mode == "markdown":
@@ -506,7 +533,7 @@ def render(data: Any, mode: str = "table", *, width: int | None = None, max_rows
 
 
 def render_result(result: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40,
-                  header: bool = True, null: str | None = None) -> str:
+                  header: bool = True, null: str | None = None, separator: str | None = None) -> str:
     """Like `render`, fetching only the rows ``table`` mode shows."""
     frame = frame_from_result(result, max_rows if mode == "table" else None)
-    return render(frame, mode, width=width, max_rows=max_rows, header=header, null=null)
+    return render(frame, mode, width=width, max_rows=max_rows, header=header, null=null, separator=separator)

@@ -12,7 +12,6 @@ Values come back as DuckDB's Python client gives them: a MAP (``DIST(v)``) is a 
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import duckdb
@@ -155,13 +154,8 @@ class Result:
         return render_table(self._table, max_rows=_REPR_ROWS)
 
     def _repr_html_(self) -> str:
-        t = self._table
-        n = t.num_rows
-        shown = t.slice(0, _REPR_ROWS)
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.column_names)
-        body = []
-        for row in Result(shown).fetchall():
-            cells = "".join(f"<td>{'NULL' if v is None else html.escape(str(v))}</td>" for v in row)
-            body.append(f"<tr>{cells}</tr>")
-        foot = f"<p>{n} row{'' if n == 1 else 's'}" + (f" ({_REPR_ROWS} shown)" if n > _REPR_ROWS else "") + "</p>"
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{foot}"
+        """Jupyter's view: an HTML table; for probabilistic queries probabilities as bars, standard
+        errors beside them and how the answer was computed (`pdbq.answers.html.result_html`)."""
+        from pdbq.answers.html import result_html  # noqa: PLC0415
+
+        return result_html(self._table, self.diagnostics, max_rows=_REPR_ROWS)

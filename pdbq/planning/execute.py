@@ -16,6 +16,7 @@ import numpy as np
 import sqlglot.expressions as exp
 
 from pdbq.answers.engine import DEFAULT_TIME_LIMIT, EngineAnswer, answer
+from pdbq.answers.plot import MAX_LINES as TRACE_MAX_LINES
 from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, estimates_table
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.mcmc.gibbs import RoundInfo
@@ -133,6 +134,11 @@ def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckd
     d["warnings"] = warnings
     if ans is not None and ans.trace is not None:
         d["trace"] = ans.trace
+        if con is not None:
+            # legends of Result.plot(): only the first variables are drawn, so only they are named
+            first = plan.seeds[:TRACE_MAX_LINES]
+            names = vid_labels(con, first)
+            d["trace_labels"] = [names.get(int(v), f"x_q[{i}]") for i, v in enumerate(first)]
     return d
 
 

@@ -27,10 +27,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
     """The command-line interface of ``pdbq``."""
     p = argparse.ArgumentParser(
         prog="pdbq",
+        usage="%(prog)s [DATABASE] [-c SQL] [-f FILE] [options]\n       %(prog)s dedupe INPUT --id COL --fields A,B,... [options]",
         description="pdbq: a probabilistic database on DuckDB. Without -c/-f it reads statements "
         "from the terminal (interactive shell) or from standard input.",
-        epilog="Exit status: 0 ok, 1 a statement failed, 2 usage error or database not opened, "
-        "130 interrupted.",
+        epilog="Entity resolution: 'pdbq dedupe INPUT --id COL --fields A,B,...' clusters the records "
+        "of a CSV/Parquet file or table that refer to one entity ('pdbq dedupe --help' for its options). "
+        "Exit status: 0 ok, 1 a statement failed, 2 usage error or database not opened, 130 interrupted.",
     )
     p.add_argument("database", nargs="?", default=":memory:", help="database file (default: in-memory)")
     p.add_argument(

@@ -1,0 +1,125 @@
+"""HTML renderings of results: a plain table (the shell's ``.mode html``) and the notebook view of a
+pdbq ``Result`` (`result_html`: probabilities drawn as bars, standard errors beside them, how the
+answer was computed underneath).
+
+>>> import pyarrow as pa
+>>> print(render_html(frame_from_arrow(pa.table({"movie": ["Up", "<b>"], "p": [0.5, None]}))))
+<table>
+<tr><th>movie</th><th>p</th></tr>
+<tr><td>Up</td><td>0.5</td></tr>
+<tr><td>&lt;b&gt;</td><td>NULL</td></tr>
+</table>
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Any
+
+from pdbq.answers.render import Frame, format_value, frame_from_arrow
+
+__all__ = ["render_html", "result_html", "probability_columns", "stderr_columns"]
+
+_STDERR_NAME = re.compile(r"^(stderr\b|se$|.*_se$|.*stderr)", re.IGNORECASE)
+
+
+def _text(value: Any, null: str) -> str:
+    if value is None:
+        return html.escape(null)
+    return html.escape(value if isinstance(value, str) else format_value(value))
+
+
+def render_html(frame: Frame, *, header: bool = True, null: str = "NULL") -> str:
+    """An HTML ``<table>`` of every row of ``frame``, cells escaped."""
+    lines = ["<table>"]
+    if header:
+        lines.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns) + "</tr>")
+    for row in frame.rows:
+        lines.append("<tr>" + "".join(f"<td>{_text(v, null)}</td>" for v in row) + "</tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
+def _floats(frame: Frame, i: int) -> list[float] | None:
+    values = [row[i] for row in frame.rows if row[i] is not None]
+    if not values or not all(isinstance(v, float) for v in values):
+        return None
+    return values
+
+
+def stderr_columns(frame: Frame) -> list[int]:
+    """Positions of float columns named as standard errors (``STDERR(v)``, ``se``, ``p_se``)."""
+    return [i for i, c in enumerate(frame.columns) if _STDERR_NAME.match(c) and _floats(frame, i) is not None]
+
+
+def probability_columns(frame: Frame) -> list[int]:
+    """Positions of float columns, not standard errors, whose values all lie in [0, 1]."""
+    se = set(stderr_columns(frame))
+    found = []
+    for i in range(len(frame.columns)):
+        values = _floats(frame, i)
+        if i not in se and values is not None and all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in values):
+            found.append(i)
+    return found
+
+
+def _bar(p: float) -> str:
+    pct = 100.0 * p
+    return (
+        '<div style="display:flex;align-items:center;gap:6px">'
+        '<div style="width:80px;height:10px;background:#e5e7eb;border-radius:2px">'
+        f'<div style="width:{pct:.1f}%;height:100%;background:#3b82f6;border-radius:2px"></div></div>'
+        f"<span>{html.escape(format_value(p))}</span></div>"
+    )
+
+
+def _summary(diagnostics: dict[str, Any]) -> str:
+    parts = []
+    if diagnostics.get("method"):
+        parts.append(f"method {diagnostics['method']}")
+    if diagnostics.get("steps"):
+        parts.append(f"{int(diagnostics['steps']):,} steps × {diagnostics.get('chains') or 1} chains")
+    if diagnostics.get("max_stderr") is not None:
+        parts.append(f"largest standard error {format_value(float(diagnostics['max_stderr']))}")
+    if diagnostics.get("rhat_max") is not None:
+        parts.append(f"R-hat {format_value(float(diagnostics['rhat_max']))}")
+    if diagnostics.get("seconds") is not None:
+        parts.append(f"{float(diagnostics['seconds']):.2f} s")
+    return html.escape(", ".join(parts))
+
+
+def result_html(table: Any, diagnostics: dict[str, Any] | None = None, *, max_rows: int = 20) -> str:
+    """The notebook view of a result: the first ``max_rows`` rows as an HTML table.
+
+    For a probabilistic query (``diagnostics`` name a method) columns of probabilities are drawn
+    as bars, each standard-error column is shown as ``± se`` beside the probability column before
+    it, and a line under the table says how the answer was computed, with its warnings.
+    """
+    diagnostics = diagnostics or {}
+    total = table.num_rows
+    frame = frame_from_arrow(table.slice(0, max_rows), None)
+    probabilistic = bool(diagnostics.get("method"))
+    probs = set(probability_columns(frame)) if probabilistic else set()
+    ses = set(stderr_columns(frame)) if probabilistic else set()
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    body = []
+    for row in frame.rows:
+        cells = []
+        for i, v in enumerate(row):
+            if i in probs and v is not None:
+                cells.append(f"<td>{_bar(v)}</td>")
+            elif i in ses and v is not None:
+                cells.append(f'<td style="color:#6b7280">± {html.escape(format_value(v))}</td>')
+            else:
+                cells.append(f"<td>{_text(v, 'NULL')}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    rows_note = f"{total} row{'' if total == 1 else 's'}" + (f" ({max_rows} shown)" if total > max_rows else "")
+    notes = [rows_note]
+    if probabilistic:
+        notes.append(_summary(diagnostics))
+    foot = f"<p>{'; '.join(notes)}</p>"
+    for w in diagnostics.get("warnings") or ():
+        foot += f'<p style="color:#b45309">Warning: {html.escape(str(w))}</p>'
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{foot}"
