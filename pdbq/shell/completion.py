@@ -20,12 +20,19 @@ from pdbq.shell.highlight import PDBQ_KEYWORDS, SQL_KEYWORDS
 __all__ = ["Names", "read_names", "PdbqCompleter", "DOT_COMMANDS"]
 
 DOT_COMMANDS = (
-    ".help", ".tables", ".variables", ".rules", ".schema", ".describe", ".databases", ".timer", ".mode",
-    ".headers", ".nullvalue", ".output", ".once", ".bail", ".echo", ".last", ".diag", ".open", ".read",
-    ".maxrows", ".quit", ".exit",
+    ".help", ".tables", ".variables", ".rules", ".schema", ".describe", ".databases", ".indexes", ".dump",
+    ".import", ".timer", ".mode", ".headers", ".nullvalue", ".separator", ".maxrows", ".maxwidth", ".changes",
+    ".show", ".output", ".once", ".bail", ".echo", ".last", ".diag", ".open", ".read", ".print", ".system",
+    ".shell", ".columns", ".quit", ".exit",
 )
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+# The word before the cursor's word names a table: FROM x, JOIN x, INTO x, UPDATE x, TABLE x, or a
+# further table of a FROM list (FROM a, x).
+_TABLE_POSITION = re.compile(
+    r"\b(FROM|JOIN|INTO|UPDATE|TABLE|DESCRIBE)\s+$|\bFROM\s+[A-Za-z_][A-Za-z0-9_]*(\s+(AS\s+)?[A-Za-z_]\w*)?\s*,\s*$",
+    re.IGNORECASE,
+)
 _QUALIFIED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)?$")
 
 
@@ -123,14 +130,19 @@ class PdbqCompleter(Completer):
         internal = word.lower().startswith("pdbq_")
         tables = tuple(t for t in names.tables if internal or not t.startswith("pdbq_"))
         columns = tuple(c for t, cols in names.columns.items() if internal or not t.startswith("pdbq_") for c in cols)
+        if _TABLE_POSITION.search(before[: len(before) - len(word)]):
+            # after FROM / JOIN / INTO ...: only what can be read there (variable relations are views)
+            pools: tuple[tuple[str, tuple[str, ...]], ...] = (("variable", names.variables), ("table", tables))
+        else:
+            pools = (
+                ("variable", names.variables),
+                ("rule", names.rules),
+                ("table", tables),
+                ("column", columns if word else ()),  # Tab on nothing: names and keywords, not every column
+                ("keyword", PDBQ_KEYWORDS + SQL_KEYWORDS),
+            )
         seen: set[str] = set()
-        for kind, pool in (
-            ("variable", names.variables),
-            ("rule", names.rules),
-            ("table", tables),
-            ("column", columns if word else ()),  # Tab on nothing: names and keywords, not every column
-            ("keyword", PDBQ_KEYWORDS + SQL_KEYWORDS),
-        ):
+        for kind, pool in pools:
             for c in _matches(word, pool, kind):
                 if c.text.lower() not in seen:
                     seen.add(c.text.lower())

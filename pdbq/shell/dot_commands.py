@@ -9,6 +9,7 @@ from typing import Any
 
 from pdbq.answers.render import MODES
 from pdbq.errors import suggest
+from pdbq.shell.definitions import dump_lines, schema_texts
 from pdbq.shell.session import open_database
 from pdbq.shell.streams import can_encode, columns_layout, open_output, unquote
 
@@ -24,20 +25,30 @@ Statements end with ';' and may span lines. Ctrl-C cancels a running statement, 
 .schema [NAME]           show the definition of a table, view, variable relation or rule
 .describe NAME           columns and types of a table, view or variable relation
 .databases               list attached databases and their files
+.indexes [TABLE]         list indexes (of TABLE)
+.dump [NAME]             the SQL script that rebuilds the database (or one table, view,
+                         variable relation or rule): tables with rows, views, variables, rules
+.import FILE TABLE       load a CSV or Parquet file into TABLE (created when missing)
 .last, .diag             how the last probabilistic query was answered: method, steps,
                          chains, R-hat, largest standard error, time, warnings
 .timer on|off            print each statement's run time
-.mode [table|duckbox|line|csv|json|markdown]
-                         how results are printed (no argument: show the current mode)
-.headers on|off          column names (and types) above table and csv output
-.nullvalue TEXT          how NULL is shown (default: NULL; empty in csv)
+.mode [MODE]             how results are printed: table (alias box, duckbox), line, csv, json,
+                         markdown, list, tabs, html (no argument: show the current mode)
+.headers on|off          column names (and types) above table, csv, list and html output
+.nullvalue TEXT          how NULL is shown (default: NULL; empty in csv, list and tabs)
+.separator COL           field separator of csv (default ,) and list (default |) modes
 .maxrows N               rows a table shows before eliding the middle (0: all)
+.maxwidth N              widest a table is drawn, in characters (0: the terminal's width)
+.changes on|off          after INSERT, UPDATE, DELETE and COPY, print how many rows changed
+.show                    show the current settings
 .output [FILE]           send results to FILE (no argument: back to the terminal)
 .once FILE               send the next result only to FILE
 .echo on|off             print each statement before running it
 .bail on|off             stop a script at the first failing statement
 .open FILE               close this database and open FILE (':memory:' for a new in-memory one)
 .read FILE               run the statements in FILE
+.print TEXT              print TEXT
+.system CMD, .shell CMD  run CMD in the operating system's shell
 .quit, .exit             leave the shell
 
 Warnings of a query (not converged, tolerance not reached, ...) are printed under its result.
@@ -81,13 +92,134 @@ class DotCommands:
         if not arg:
             self._print_out(self.mode)
             return
-        mode = arg.lower()
+        mode = arg.split()[0].lower()
         if mode in ("box", "duckbox"):
             mode = "table"
         if mode not in MODES:
             self._fail(f"unknown mode '{arg}'.{suggest(mode, MODES)} Modes: {', '.join(MODES)}")
             return
         self.mode = mode
+
+    def _dot_separator(self, arg: str) -> None:
+        if not arg:
+            self._fail(".separator takes the field separator, e.g. .separator ';' (row separators are newlines)")
+            return
+        sep = unquote(arg.split()[0]).encode().decode("unicode_escape")
+        if len(sep) != 1 and self.mode == "csv":
+            self._fail("csv mode takes a one-character separator; use .mode list for longer ones")
+            return
+        self.separator = sep
+
+    def _dot_maxwidth(self, arg: str) -> None:
+        try:
+            n = int(arg)
+        except ValueError:
+            n = -1
+        if n < 0:
+            self._fail(".maxwidth takes a whole number of characters (0: the terminal's width)")
+            return
+        self.max_width = None if n == 0 else max(n, 20)
+
+    def _dot_changes(self, arg: str) -> None:
+        value = self._on_off(".changes", arg)
+        if value is not None:
+            self.changes = value
+
+    def _dot_show(self, arg: str) -> None:
+        out = self.out if self.out is not self._terminal_out else None
+        settings = [
+            ("mode", self.mode),
+            ("headers", "on" if self.headers else "off"),
+            ("nullvalue", repr(self.nullvalue) if self.nullvalue is not None else "(mode default)"),
+            ("separator", repr(self.separator) if self.separator is not None else "(mode default)"),
+            ("maxrows", str(self.max_rows or 0)),
+            ("maxwidth", str(self.max_width or 0)),
+            ("timer", "on" if self.timer else "off"),
+            ("changes", "on" if self.changes else "off"),
+            ("echo", "on" if self.echo else "off"),
+            ("bail", "on" if self.bail else "off"),
+            ("output", getattr(out, "name", "file") if out is not None else "stdout"),
+            ("seed", str(self.seed) if self.seed is not None else "(none)"),
+            ("database", getattr(self.db, "path", ":memory:") + (" (read-only)" if self.read_only else "")),
+        ]
+        width = max(len(k) for k, _ in settings)
+        self._print_out("\n".join(f"{k.rjust(width)}: {v}" for k, v in settings))
+
+    def _dot_print(self, arg: str) -> None:
+        import shlex  # noqa: PLC0415
+
+        try:
+            words = shlex.split(arg)
+        except ValueError:  # an unbalanced quote: print the text as typed
+            words = [arg]
+        self._print_out(" ".join(words))
+
+    def _dot_system(self, arg: str) -> None:
+        import subprocess  # noqa: PLC0415
+
+        if not arg:
+            self._fail(".system takes a command")
+            return
+        done = subprocess.run(arg, shell=True, capture_output=True, text=True, check=False)  # noqa: S602 - the user's own command
+        if done.stdout:
+            self._print_out(done.stdout.rstrip("\n"))
+        if done.stderr:
+            self._print_err(done.stderr.rstrip("\n"))
+        if done.returncode:
+            self._fail(f"command exited with status {done.returncode}")
+
+    def _dot_indexes(self, arg: str) -> None:
+        con = self.db.duckdb.cursor()
+        try:
+            rows = con.execute(
+                "SELECT index_name FROM duckdb_indexes() WHERE (? IS NULL OR lower(table_name) = lower(?)) "
+                "AND NOT starts_with(table_name, 'pdbq_') ORDER BY table_name, index_name",
+                [arg or None, unquote(arg) if arg else None],
+            ).fetchall()
+        finally:
+            con.close()
+        if rows:
+            self._print_out("\n".join(r[0] for r in rows))
+
+    def _dot_dump(self, arg: str) -> None:
+        name = unquote(arg) if arg else None
+        lines = list(dump_lines(self.db, name))
+        if name is not None and len(lines) <= 2:  # BEGIN and COMMIT only
+            self._fail(f"no table, view, variable relation or rule named '{arg}'")
+            return
+        self._print_result("\n".join(lines))
+
+    def _dot_import(self, arg: str) -> None:
+        import shlex  # noqa: PLC0415
+
+        import sqlglot.expressions as exp  # noqa: PLC0415
+
+        from pdbq.grounding.store import sql_text  # noqa: PLC0415
+
+        words = [w for w in shlex.split(arg) if not w.startswith("--")] if arg else []
+        if len(words) != 2:
+            self._fail(".import takes a file and a table: .import FILE TABLE (CSV or Parquet)")
+            return
+        path, name = str(Path(words[0]).expanduser()), words[1]
+        parquet = path.lower().endswith((".parquet", ".pq"))
+        args: list[exp.Expression] = [exp.Placeholder()]
+        params: list[Any] = [path]
+        if not parquet and self.separator is not None:
+            args.append(exp.EQ(this=exp.column("delim"), expression=exp.Placeholder()))
+            params.append(self.separator)
+        source = exp.select("*").from_(exp.Table(this=exp.Anonymous(
+            this="read_parquet" if parquet else "read_csv", expressions=args)))
+        table = exp.to_table(name, dialect="duckdb")
+        con = self.db.duckdb
+        exists = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = lower(?)", [table.name]).fetchall()[0][0]
+        statement = (exp.Insert(this=table, expression=source) if exists
+                     else exp.Create(this=table, kind="TABLE", expression=source))
+        self.db.execute(sql_text(statement), params)
+        self._invalidate_names()
+
+    def _dot_columns(self, arg: str) -> None:
+        self._fail(".columns (results drawn column-wise) is not supported; .mode line prints one value per line")
 
     def _dot_maxrows(self, arg: str) -> None:
         try:
@@ -154,6 +286,9 @@ class DotCommands:
         if not self.last_diagnostics:
             self._print_out("no probabilistic query has run yet in this session")
             return
+        if "no_answer" in self.last_diagnostics:
+            self._print_out(self.last_diagnostics["no_answer"])
+            return
         self._print_out(format_diagnostics(self.last_diagnostics))
 
     def _dot_databases(self, arg: str) -> None:
@@ -204,7 +339,7 @@ class DotCommands:
         self.run_sql("SHOW RULES;")
 
     def _dot_schema(self, arg: str) -> None:
-        texts = _schema_texts(self.db, arg or None)
+        texts = schema_texts(self.db, arg or None)
         if arg and not texts:
             from pdbq.shell.completion import read_names
 
@@ -260,50 +395,17 @@ DOT: dict[str, Callable[[Any, str], None]] = {
     ".maxrows": DotCommands._dot_maxrows,
     ".open": DotCommands._dot_open,
     ".read": DotCommands._dot_read,
+    ".separator": DotCommands._dot_separator,
+    ".maxwidth": DotCommands._dot_maxwidth,
+    ".changes": DotCommands._dot_changes,
+    ".show": DotCommands._dot_show,
+    ".print": DotCommands._dot_print,
+    ".system": DotCommands._dot_system,
+    ".shell": DotCommands._dot_system,
+    ".indexes": DotCommands._dot_indexes,
+    ".dump": DotCommands._dot_dump,
+    ".import": DotCommands._dot_import,
+    ".columns": DotCommands._dot_columns,
     ".quit": DotCommands._dot_quit,
     ".exit": DotCommands._dot_quit,
 }
-
-
-def _schema_texts(db: Any, name: str | None) -> list[str]:
-    """CREATE statements of tables and views, then of variable relations and rules.
-
-    A variable relation is also a DuckDB view; it is shown once, as its CREATE VARIABLE.
-    """
-    definitions: list[tuple[str, Any]] = []
-    catalog = getattr(db, "catalog", None)
-    if catalog is not None:
-        for attr in ("variables", "rules"):
-            try:
-                definitions.extend(getattr(catalog, attr)().items())
-            except Exception:  # noqa: BLE001 - an unreadable catalog shows no definitions
-                continue
-    pdbq_names = {str(key).lower() for key, _ in definitions}
-    texts: list[str] = []
-    con = db.duckdb.cursor()
-    try:
-        query = (
-            "SELECT name, sql FROM (SELECT table_name AS name, sql, 0 AS o FROM duckdb_tables() WHERE NOT internal "
-            "UNION ALL SELECT view_name, sql, 1 FROM duckdb_views() WHERE NOT internal) "
-            "WHERE (? IS NULL OR lower(name) = lower(?)) AND (? IS NOT NULL OR NOT starts_with(name, 'pdbq_')) "
-            "ORDER BY o, name"
-        )
-        for table, sql in con.execute(query, [name, name, name]).fetchall():
-            if sql and table.lower() not in pdbq_names:
-                texts.append(sql.strip())
-    finally:
-        con.close()
-    for key, definition in definitions:
-        if name is None or str(key).lower() == name.lower():
-            texts.append(_definition_text(definition))
-    return texts
-
-
-def _definition_text(definition: Any) -> str:
-    text = (getattr(definition, "text", "") or "").strip()
-    if not text:
-        from pdbq.catalog.text import statement_sql
-
-        text = statement_sql(definition)
-    return text if text.endswith(";") else text + ";"
-

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import shutil
 import sys
 import threading
@@ -32,6 +33,10 @@ __all__ = ["Shell", "history_path", "banner"]
 PROMPT = "pdbq> "
 CONTINUATION = "...> "
 HISTORY_ENV = "PDBQ_HISTORY"
+
+
+# An estimate call or a method clause: a statement whose answer `.last` would describe.
+_PROBABILISTIC = re.compile(r"\b(PROB|DIST|MAP|STDERR)\s*\(|\bUSING\s+(AUTO|QAM|GIBBS|EXACT|ANNEAL)\b", re.IGNORECASE)
 
 
 def history_path() -> Path:
@@ -80,6 +85,10 @@ class Shell(DotCommands):
         self._terminal_out = self.out  # where results go when no .output/.once is active
         self._once = False
         self.max_rows: int | None = 40
+        self.max_width: int | None = None  # None: the terminal's width
+        self.separator: str | None = None  # None: each mode's own (, in csv, | in list)
+        self.changes = False
+        self.total_changes = 0
         self.failed = False
         self.interrupted = False
         self.quit = False
@@ -166,7 +175,7 @@ class Shell(DotCommands):
         started = time.perf_counter()
         try:
             try:
-                text, diagnostics = self._in_worker(lambda token: self._execute(chunk.sql, token, bar))
+                text, diagnostics, changed = self._in_worker(lambda token: self._execute(chunk.sql, token, bar))
             finally:
                 # erase the bar first: nothing may be printed on its line
                 if bar is not None:
@@ -175,6 +184,7 @@ class Shell(DotCommands):
         except _Interrupted:
             self.interrupted = True
             self.failed = True
+            self._forget_last(chunk.sql, "was interrupted (Ctrl-C) before it answered")
             self._print_err("Interrupted")
             return
         except ParseError as exc:
@@ -183,31 +193,47 @@ class Shell(DotCommands):
             self._error(exc)
             return
         except Exception as exc:  # noqa: BLE001 - every failure is reported and the session goes on
+            self._forget_last(chunk.sql, "failed")
             self._error(exc)
             return
         if diagnostics:
             self.last_diagnostics = diagnostics
         if text:
             self._print_result(text)
+        if changed is not None and self.changes:
+            self.total_changes += changed
+            self._print_out(f"changes: {changed}   total_changes: {self.total_changes}")
         for warning in (diagnostics or {}).get("warnings") or ():
             self._print_warning(str(warning))
         if self.timer:
             self._print_out(f"Run Time (s): real {time.perf_counter() - started:.3f}")
 
-    def _execute(self, sql: str, token: CancelToken, bar: ProgressBar | None) -> tuple[str | None, dict[str, Any]]:
-        """Runs in the worker thread: execute and render (rendering may be what runs the query)."""
+    def _forget_last(self, sql: str, what: str) -> None:
+        """A probabilistic statement that gave no answer: ``.last`` must not describe the one before."""
+        if _PROBABILISTIC.search(sql):
+            self.last_diagnostics = {"no_answer": f"the last probabilistic query {what}: {' '.join(sql.split())}"}
+
+    def _execute(self, sql: str, token: CancelToken,
+                 bar: ProgressBar | None) -> tuple[str | None, dict[str, Any], int | None]:
+        """Runs in the worker thread: execute and render (rendering may be what runs the query).
+        Returns the text, the diagnostics, and the row count of INSERT/UPDATE/DELETE/COPY."""
         result = self.db.execute(sql, **_execute_kwargs(self.db, token, bar))
         if result is None:
-            return None, {}
+            return None, {}, None
         diagnostics = dict(getattr(result, "diagnostics", None) or {})
-        if not getattr(result, "columns", True) or _is_row_count(self.db, sql, result):
-            return None, diagnostics
-        return self._render(result), diagnostics
+        if not getattr(result, "columns", True):
+            return None, diagnostics, None
+        if _is_row_count(self.db, sql, result):
+            row = result.fetchone()
+            return None, diagnostics, int(row[0]) if row and row[0] is not None else None
+        return self._render(result), diagnostics, None
 
     def _render(self, result: Any) -> str:
-        width = shutil.get_terminal_size((120, 24)).columns if isatty(self.out) else None
+        width = self.max_width
+        if width is None:
+            width = shutil.get_terminal_size((120, 24)).columns if isatty(self.out) else None
         text = render_result(result, self.mode, width=width, max_rows=self.max_rows, header=self.headers,
-                             null=self.nullvalue)
+                             null=self.nullvalue, separator=self.separator)
         return text.translate(ASCII_BOX) if self._ascii else text
 
     def _in_worker(self, job: Callable[[CancelToken], Any]) -> Any:

@@ -1,0 +1,137 @@
+"""A database as SQL text: the CREATE statements ``.schema`` shows, and the script ``.dump`` writes
+to rebuild it (tables with their rows, views, variable relations and rules), like the ``.dump`` of
+sqlite3 and the duckdb CLI.
+
+Row values are written as SQL literals by sqlglot, each cast to its column's type. pdbq's own
+storage (``pdbq_*`` tables) is not written: it is rebuilt from the CREATE VARIABLE and CREATE RULE
+statements when the script runs, except learned weights, which the script's header then says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import sqlglot.expressions as exp
+
+__all__ = ["dump_lines", "schema_texts", "definition_text"]
+
+_INSERT_BATCH = 500  # rows per INSERT statement
+
+
+def _literal(value: Any) -> exp.Expression:
+    try:
+        return exp.convert(value)
+    except ValueError:
+        return exp.Literal.string(str(value))
+
+
+def _insert_lines(con: Any, table: str) -> Iterator[str]:
+    target = exp.to_table(table, dialect="duckdb")
+    types = [r[0] for r in con.execute(
+        "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND NOT internal ORDER BY column_index",
+        [table]).fetchall()]
+    cursor = con.execute(exp.select("*").from_(target).sql(dialect="duckdb"))
+    while True:
+        rows = cursor.fetchmany(_INSERT_BATCH)
+        if not rows:
+            return
+        values = exp.Values(expressions=[
+            exp.Tuple(expressions=[
+                exp.Null() if v is None else exp.cast(_literal(v), exp.DataType.build(t, dialect="duckdb"))
+                for v, t in zip(row, types)
+            ])
+            for row in rows
+        ])
+        yield exp.Insert(this=target, expression=values).sql(dialect="duckdb") + ";"
+
+
+def _references(sql: str, names: set[str]) -> bool:
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    return bool(words & names)
+
+
+def dump_lines(db: Any, name: str | None = None) -> Iterator[str]:
+    """The statements that rebuild ``db`` (or only the table, view, variable relation or rule
+    ``name``): tables and their rows, views, variable relations, rules, then views that read
+    variable relations."""
+    catalog = db.catalog
+    variables = catalog.variables()
+    rules = catalog.rules()
+    pdbq_names = {str(n).lower() for n in (*variables, *rules)}
+    wanted = None if name is None else name.lower()
+    con = db.duckdb.cursor()
+    try:
+        learned = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'pdbq_learned_weights'").fetchall()[0][0]
+        if learned and wanted is None and con.execute("SELECT count(*) FROM pdbq_learned_weights").fetchall()[0][0]:
+            yield "-- Learned weights (LEARN WEIGHTS) are not part of this script: copy the database file to keep them."
+        yield "BEGIN TRANSACTION;"
+        tables = con.execute(
+            "SELECT table_name, sql FROM duckdb_tables() WHERE NOT internal AND NOT starts_with(table_name, 'pdbq_') "
+            "ORDER BY table_name").fetchall()
+        for table, sql in tables:
+            if wanted is None or table.lower() == wanted:
+                yield sql.strip()
+                yield from _insert_lines(con, table)
+        views = [(v, sql) for v, sql in con.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND NOT starts_with(view_name, 'pdbq_') "
+            "ORDER BY view_name").fetchall() if v.lower() not in pdbq_names]
+        late = [(v, sql) for v, sql in views if _references(sql, {str(n).lower() for n in variables})]
+        for v, sql in views:
+            if (v, sql) not in late and (wanted is None or v.lower() == wanted):
+                yield sql.strip()
+        for key, definition in (*variables.items(), *rules.items()):
+            if wanted is None or str(key).lower() == wanted:
+                yield definition_text(definition)
+        for v, sql in late:
+            if wanted is None or v.lower() == wanted:
+                yield sql.strip()
+        yield "COMMIT;"
+    finally:
+        con.close()
+
+
+def schema_texts(db: Any, name: str | None) -> list[str]:
+    """CREATE statements of tables and views, then of variable relations and rules.
+
+    A variable relation is also a DuckDB view; it is shown once, as its CREATE VARIABLE.
+    """
+    definitions: list[tuple[str, Any]] = []
+    catalog = getattr(db, "catalog", None)
+    if catalog is not None:
+        for attr in ("variables", "rules"):
+            try:
+                definitions.extend(getattr(catalog, attr)().items())
+            except Exception:  # noqa: BLE001 - an unreadable catalog shows no definitions
+                continue
+    pdbq_names = {str(key).lower() for key, _ in definitions}
+    texts: list[str] = []
+    con = db.duckdb.cursor()
+    try:
+        query = (
+            "SELECT name, sql FROM (SELECT table_name AS name, sql, 0 AS o FROM duckdb_tables() WHERE NOT internal "
+            "UNION ALL SELECT view_name, sql, 1 FROM duckdb_views() WHERE NOT internal) "
+            "WHERE (? IS NULL OR lower(name) = lower(?)) AND (? IS NOT NULL OR NOT starts_with(name, 'pdbq_')) "
+            "ORDER BY o, name"
+        )
+        for table, sql in con.execute(query, [name, name, name]).fetchall():
+            if sql and table.lower() not in pdbq_names:
+                texts.append(sql.strip())
+    finally:
+        con.close()
+    for key, definition in definitions:
+        if name is None or str(key).lower() == name.lower():
+            texts.append(definition_text(definition))
+    return texts
+
+
+def definition_text(definition: Any) -> str:
+    text = (getattr(definition, "text", "") or "").strip()
+    if not text:
+        from pdbq.catalog.text import statement_sql
+
+        text = statement_sql(definition)
+    return text if text.endswith(";") else text + ";"
+

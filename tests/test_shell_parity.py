@@ -1,0 +1,139 @@
+"""The shell's dot commands that match the duckdb CLI: .import, .dump, .show, .print, .system,
+.separator, .maxwidth, .indexes, .changes, the list/tabs/html modes, and what .last says after a
+query that gave no answer."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+import pdbq
+from pdbq.shell.repl import Shell
+
+MODEL = """
+CREATE TABLE people AS SELECT * FROM (VALUES ('ann', 1), ('bob', 0)) v(name, smoker);
+CREATE VARIABLE smokes(name TEXT) DOMAIN BOOLEAN FROM (SELECT name FROM people);
+CREATE RULE habit WEIGHT 0.5 AS smokes(name) :- people(name, smoker), smoker = 1;
+CREATE VIEW smokers AS SELECT name FROM smokes;
+"""
+
+
+@pytest.fixture()
+def shell():
+    db = pdbq.connect()
+    sh = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
+    yield sh
+    sh.db.close()
+
+
+def out(sh: Shell) -> str:
+    return sh.out.getvalue()
+
+
+def err(sh: Shell) -> str:
+    return sh.err.getvalue()
+
+
+def test_import_creates_then_appends(shell: Shell, tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("title,year\nUp,2009\nHer,2013\n")
+    shell.dot_command(f".import {path} movies")
+    shell.dot_command(f".import {path} movies")
+    shell.dot_command(".mode list")
+    shell.run_text("SELECT title, count(*) AS n FROM movies GROUP BY title ORDER BY title;")
+    assert out(shell).endswith("title|n\nHer|2\nUp|2\n")
+    semi = tmp_path / "s.csv"
+    semi.write_text("a;b\n1;x\n")
+    shell.dot_command(".separator ;")
+    shell.dot_command(f".import {semi} t")
+    shell.run_text("SELECT * FROM t;")
+    assert out(shell).endswith("a;b\n1;x\n")
+    assert err(shell) == "" and not shell.failed
+    shell.dot_command(".import only-one-argument")
+    assert ".import takes a file and a table" in err(shell)
+
+
+def test_dump_rebuilds_the_database(shell: Shell, tmp_path: Path) -> None:
+    shell.run_text(MODEL + "CREATE INDEX people_name ON people(name);")
+    shell.dot_command(".dump")
+    script = out(shell)
+    lines = script.splitlines()
+    assert lines[0] == "BEGIN TRANSACTION;" and lines[-1] == "COMMIT;"
+    # tables with rows, then variable relations and rules, then views that read them
+    order = [next(i for i, ln in enumerate(lines) if ln.startswith(p)) for p in
+             ("CREATE TABLE people", "INSERT INTO people", "CREATE VARIABLE smokes", "CREATE RULE habit",
+              "CREATE VIEW smokers")]
+    assert order == sorted(order)
+    with pdbq.connect() as fresh:
+        copy = Shell(fresh, out=io.StringIO(), err=io.StringIO(), progress=False)
+        copy.run_text(script)
+        assert err(copy) == ""
+        want = shell.db.execute("SELECT a.name, PROB(a) FROM smokes a ORDER BY 1 USING EXACT").fetchall()
+        assert fresh.execute("SELECT a.name, PROB(a) FROM smokes a ORDER BY 1 USING EXACT").fetchall() == want
+        assert fresh.execute("SELECT * FROM smokers ORDER BY 1").fetchall() == [("ann",), ("bob",)]
+    shell.dot_command(".dump nothing_here")
+    assert "no table, view, variable relation or rule named 'nothing_here'" in err(shell)
+
+
+def test_settings_print_system_indexes_changes(shell: Shell) -> None:
+    shell.run_text("CREATE TABLE t(i INTEGER); CREATE INDEX t_i ON t(i);")
+    shell.dot_command(".indexes")
+    assert out(shell).endswith("t_i\n")
+    shell.dot_command(".changes on")
+    shell.run_text("INSERT INTO t VALUES (1), (2); DELETE FROM t WHERE i = 1;")
+    assert out(shell).endswith("changes: 2   total_changes: 2\nchanges: 1   total_changes: 3\n")
+    shell.dot_command(".print 'hello there' world")
+    assert out(shell).endswith("hello there world\n")
+    shell.dot_command(".system echo from-the-shell")
+    assert out(shell).endswith("from-the-shell\n")
+    shell.dot_command(".maxwidth 30")
+    shell.dot_command(".mode box")
+    shell.dot_command(".show")
+    settings = dict(line.split(": ", 1) for line in out(shell).splitlines()[-13:])
+    assert settings["     mode"] == "table" and settings[" maxwidth"] == "30" and settings["  changes"] == "on"
+    shell.run_text("SELECT repeat('x', 100) AS wide;")
+    assert max(len(line) for line in out(shell).splitlines()[-6:]) <= 30
+    assert err(shell) == "" and not shell.failed
+    shell.dot_command(".columns")
+    assert ".mode line" in err(shell)
+
+
+def test_html_and_tabs_modes(shell: Shell) -> None:
+    shell.dot_command(".mode tabs")
+    shell.run_text("SELECT 1 AS a, 'x' AS b;")
+    assert out(shell).endswith("a\tb\n1\tx\n")
+    shell.dot_command(".mode html")
+    shell.run_text("SELECT '<b>' AS a;")
+    assert out(shell).endswith("<table>\n<tr><th>a</th></tr>\n<tr><td>&lt;b&gt;</td></tr>\n</table>\n")
+
+
+def test_last_after_a_failed_query_does_not_describe_the_one_before(shell: Shell) -> None:
+    shell.run_text(MODEL + "SELECT a.name, PROB(a) FROM smokes a USING EXACT;")
+    shell.dot_command(".last")
+    assert "method     EXACT" in out(shell)
+    shell.run_text("SELECT a.name, PROB(a) FROM smokes a WHERE a.nope = 1 USING EXACT;")
+    shell.dot_command(".last")
+    assert out(shell).splitlines()[-1].startswith("the last probabilistic query failed: SELECT a.name")
+    shell.run_text("SELECT 1;")  # plain SQL does not change what .last describes
+    shell.dot_command(".last")
+    assert out(shell).splitlines()[-1].startswith("the last probabilistic query failed")
+
+
+def test_completion_after_from_offers_only_relations() -> None:
+    from prompt_toolkit.document import Document
+
+    from pdbq.shell.completion import Names, PdbqCompleter
+
+    completer = PdbqCompleter(lambda: Names(tables=("sensors",), columns={"sensors": ("sensor", "reading")},
+                                            variables=("sensor_ok",), rules=("sensor_rule",)))
+
+    def complete(text: str) -> list[str]:
+        return [c.text for c in completer.get_completions(Document(text), None)]
+
+    assert complete("SELECT * FROM sen") == ["sensor_ok", "sensors"]
+    assert complete("SELECT * FROM sensors s, sen") == ["sensor_ok", "sensors"]
+    assert complete("SELECT * FROM sensors s JOIN sen") == ["sensor_ok", "sensors"]
+    assert complete("SELECT sen") == ["sensor_ok", "sensor_rule", "sensors", "sensor"]
+    assert complete("DROP RULE sen") == ["sensor_ok", "sensor_rule", "sensors", "sensor"]
