@@ -25,13 +25,16 @@ def test_explain_rows():
         assert rows["pruned variables (never grounded or sampled)"] == "2 of 8"
         assert rows["method"] == "AUTO picks EXACT"
         assert "induced width 1" in rows["AUTO decision"]
+        # an exact answer samples nothing: no selection, influence or mixing rows
+        assert not [k for k in rows if k.startswith(("selection", "influence", "mixing", "hierarchy", "run length"))]
+        assert r.diagnostics["method"] == "EXPLAIN"
+        rows = dict(db.execute("EXPLAIN SELECT PROB(v) FROM x v WHERE v.i = 2 GIVEN x(0) = FALSE USING QAM").fetchall())
         # influence: the neighbours of x(2) come first, each named by relation and key
         assert rows["influence #1"].split(":")[0] in ("x(1)", "x(3)")
         assert rows["influence #3"].startswith("x(4)")
         share = float(rows["selection share of x_q"].split()[0])
         assert 0.25 < share < 1.0  # more than uniform's 1/4
-        assert "hierarchy width" in rows and "max factor weight" in rows
-        assert r.diagnostics["method"] == "EXPLAIN"
+        assert "hierarchy width" in rows and "max factor weight" in rows and "mixing bound" in " ".join(rows)
 
 
 def test_explain_method_and_evidence_query():

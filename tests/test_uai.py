@@ -129,6 +129,20 @@ def test_round_trip_of_a_table_graph(tmp_path):
         assert np.array_equal(a, b)
 
 
+def test_written_potentials_are_the_shortest_numbers_that_read_back_the_same(tmp_path):
+    p = tmp_path / "t.uai"
+    p.write_text("MARKOV\n1\n2\n1\n1 0\n2\n0.1 0.7\n")
+    q = tmp_path / "copy.uai"
+    write_uai(read_uai_graph(p), q)
+    assert q.read_text().splitlines()[-1] == "0.1 0.7"  # not exp(log(0.1)) = 0.10000000000000002
+    g = GraphBuilder()
+    x = g.add_variable(2)
+    g.add_factor(F.TABLE, [x], table=np.log([1 / 3, 2 / 3]))
+    write_uai(g.build(), q)
+    back = read_uai_graph(q).graph
+    assert np.array_equal(back.tables, np.log([1 / 3, 2 / 3]))  # long values keep every digit they need
+
+
 def test_round_trip_of_a_rule_graph_keeps_every_answer(tmp_path):
     b = GraphBuilder()
     h, x, y = b.add_variables(3)

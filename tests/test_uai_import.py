@@ -219,3 +219,14 @@ def test_a_sql_prob_query_over_an_import_answers_with_the_mar_marginals():
     for i, p in got.items():
         assert p == pytest.approx(mar[i][1], abs=1e-6)
     assert got[25] == 1.0  # an evidence variable (observed 1) is a point mass
+
+
+def test_show_variables_counts_the_states_of_each_imported_variable(tmp_path):
+    p = tmp_path / "mix.uai"
+    p.write_text(MIX)
+    with pdbq.connect() as db:
+        db.execute(f"IMPORT UAI '{p}' AS net")
+        rows = db.execute("SHOW VARIABLES")
+        (domain, card), = [(r[rows.columns.index("domain")], r[rows.columns.index("cardinality")]) for r in rows.fetchall()]
+        # MIX: two variables with 2 states, one with 3, one with 1 (padded to 2)
+        assert domain == "CATEGORICAL per variable: 2 (3 variables), 3 (1 variable)" and card == 3

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
+import sqlglot
 import sqlglot.expressions as exp
 
 from pdbq.catalog import validate
@@ -313,11 +314,13 @@ class Catalog:
                       ("cardinality", pa.int32()), ("source", pa.string()), ("evidence", pa.string())]
             rows: list[tuple] = []
             if self._has_schema():
-                for name, knames, ktypes, domain, card, source, evidence in self._con.execute(
-                    "SELECT name, key_names, key_types, domain, cardinality, source, evidence "
+                for name, knames, ktypes, domain, card, source, evidence, per_row in self._con.execute(
+                    "SELECT name, key_names, key_types, domain, cardinality, source, evidence, per_row_cardinality "
                     "FROM pdbq_variables ORDER BY name"
                 ).fetchall():
                     keys = ", ".join(f"{n} {t}" for n, t in zip(knames, ktypes))
+                    if per_row:
+                        domain = _per_row_domain(self._con, list(knames), source, card)
                     rows.append((name, keys, domain, card, source, evidence))
         elif kind == "RULES":
             fields = [("name", pa.string()), ("rule", pa.string()), ("weight", pa.string()),
@@ -469,3 +472,20 @@ class Catalog:
             for table in owned:
                 self._con.execute(exp.Drop(kind="TABLE", tables=[name_table(table)], exists=True).sql(dialect="duckdb"))
         self._con.execute("DELETE FROM pdbq_fs_imports WHERE relation = ?", [name])
+
+
+def _per_row_domain(con: duckdb.DuckDBPyConnection, keys: list[str], source: str, largest: int) -> str:
+    """The domain of a relation whose FROM query gives each variable its own number of states (an
+    imported network): how many variables have each number, e.g. ``CATEGORICAL per variable: 2 (2
+    variables), 3 (1 variable)``."""
+    try:
+        alias = exp.TableAlias(this=exp.to_identifier("s"),
+                               columns=[exp.to_identifier(n) for n in [*keys, "cardinality"]])
+        counts = (exp.select(exp.column("cardinality"), exp.Count(this=exp.Star()))
+                  .from_(exp.Subquery(this=sqlglot.parse_one(source, read="duckdb"), alias=alias))
+                  .group_by(exp.column("cardinality")).order_by(exp.column("cardinality")))
+        found = con.execute(counts.sql(dialect="duckdb")).fetchall()
+    except (duckdb.Error, sqlglot.errors.SqlglotError):  # a source that no longer reads: say what is known
+        return f"CATEGORICAL per variable, at most {largest}"
+    parts = [f"{k} ({n} variable{'' if n == 1 else 's'})" for k, n in found]
+    return "CATEGORICAL per variable: " + ", ".join(parts)

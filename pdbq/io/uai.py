@@ -338,6 +338,24 @@ def _format(values: np.ndarray) -> str:
     return " ".join(repr(float(x)) for x in values)
 
 
+def _potentials(log_table: np.ndarray) -> np.ndarray:
+    """``exp(log_table)``, each entry the number with the fewest significant digits whose log is
+    the same double: a table read as 0.1 is written back as 0.1, not as exp(log(0.1)) =
+    0.10000000000000002, and reading the file gives the same log-potentials."""
+    t = np.asarray(log_table, dtype=np.float64)
+    out = np.exp(t)
+    open_ = np.flatnonzero(np.isfinite(t))
+    with np.errstate(divide="ignore"):
+        for digits in range(1, 18):
+            if not open_.size:
+                break
+            short = np.char.mod(f"%.{digits - 1}e", out[open_]).astype(np.float64)
+            hit = np.log(short) == t[open_]
+            out[open_[hit]] = short[hit]
+            open_ = open_[~hit]
+    return out
+
+
 def _is_plain_table_graph(g: FactorGraph) -> bool:
     return bool(
         g.n_groups == 0
@@ -391,7 +409,7 @@ def write_uai(
     for k, t in enumerate(tables):
         if t.size and np.max(t) > 709.0:
             raise UaiFormatError(f"table {k}: a log-potential of {float(np.max(t)):.6g} overflows exp() in a UAI file")
-        lines.append(f"{t.size}\n{_format(np.exp(t))}")
+        lines.append(f"{t.size}\n{_format(_potentials(t))}")
     Path(path).write_text("\n".join(lines) + "\n")
     if evid_path is not None:
         ev = {int(v): int(graph.evidence[v]) for v in np.flatnonzero(graph.evidence >= 0)}

@@ -90,7 +90,9 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         run, burn = run_length_text(opts, sites.size)
         rows.append(("run length", run))
         rows.append(("burn-in", burn))
-    if free_q.size:
+    # an exact answer samples nothing: selection, influence and mixing would describe a run that never happens
+    exact = method is Method.EXACT or (method is Method.AUTO and decision is not None and decision.method == "EXACT")
+    if free_q.size and not exact:
         selection = "uniform" if method is Method.GIBBS else opts.selection
         try:
             s = selection_distribution(graph, free_q, sites, SelectionConfig(selection=selection, epsilon=opts.epsilon,
@@ -112,7 +114,7 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
             rows.append((f"influence #{i}", f"{labels.get(gv, f'vid {gv}')}: trail score {scores[v]:.4g}"))
         if not top.size:
             rows.append(("influence", "no latent variable influences the query (x_l is empty)"))
-    rows.extend(_analysis_rows(db, plan))
+    rows.extend(_analysis_rows(db, plan, mixing=not exact))
     for note in plan.notes:
         rows.append(("note", note))
     return rows
@@ -143,8 +145,12 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
     return "; ".join(parts) if parts else "single-site moves"
 
 
-def _analysis_rows(db, plan: Plan) -> list[tuple[str, str]]:
+def _analysis_rows(db, plan: Plan, *, mixing: bool = True) -> list[tuple[str, str]]:
+    """Hierarchy width, factor weights and the mixing bound (when ``mixing``: a sampled answer),
+    then the semantics warnings."""
     graph = plan.graph
+    if not mixing:
+        return [("warning", w) for w in semantics_warnings_of(plan, db.duckdb)]
     try:
         from pdbq.analysis import analyze_graph  # noqa: PLC0415
     except ImportError:
