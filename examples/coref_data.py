@@ -1,4 +1,5 @@
-"""Loaders for the coreference data sets in ../shared/data (Cora, Fodors–Zagats) as DuckDB tables.
+"""Loaders for the coreference data sets in the shared data folder (examples/shared_data.py: Cora, Fodors–Zagats) as DuckDB
+tables.
 
 `load_cora(con)` creates `cora(id, author, title, venue, year, text)` and `cora_gold(id, entity)`;
 `load_restaurants(con)` creates `restaurants(id, name, addr, city, phone, phone_digits, type, src)`
@@ -7,8 +8,8 @@ and `restaurants_gold(id, entity)` (entity = the smaller id of a gold match, els
 
 from __future__ import annotations
 
-import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,10 @@ import pyarrow as pa
 
 from pdbq.coref.metrics import labels_from_pairs
 
-DATA = Path(os.environ.get("PDBQ_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-if not DATA.exists():
-    DATA = Path("/work/shared/data")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shared_data import data_root  # noqa: E402
+
+DATA = data_root()
 
 _FIELD = re.compile(r"<(\w+)>(.*?)</\1>", re.S)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,20 +10,20 @@ import pytest
 import pdbq
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_ENV = "PDBQ_TEST_DATA"
 
 
-def _data_root() -> Path:
-    """The shared data directory (uai2014/, cora/, ...): ``$PDBQ_TEST_DATA`` when set, else
-    ``shared/data`` beside the checkout or one level up (a worktree under ``wt/``)."""
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env).expanduser()
-    candidates = [ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
+def _shared_data():
+    """examples/shared_data.py, the one place data paths are looked up (loaded by path: putting
+    examples/ on sys.path would let its scripts shadow other modules)."""
+    spec = importlib.util.spec_from_file_location("pdbq_examples_shared_data", ROOT / "examples" / "shared_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-DATA_ROOT = _data_root()
+_SHARED = _shared_data()
+DATA_ENV = _SHARED.DATA_ENV
+DATA_ROOT = _SHARED.data_root()
 UAI_DATA = DATA_ROOT / "uai2014"
 #: The skip reason of every test that needs the shared data (counted in the summary).
 MISSING_DATA = f"test data not found at {DATA_ROOT} (set {DATA_ENV})"

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 _HERE = Path(__file__).resolve()
-# ../shared/data next to the repository (a worktree one level deeper finds it one level up)
-DATA = next((p / "shared" / "data" / "uai2014" for p in _HERE.parents[2:5] if (p / "shared" / "data" / "uai2014").is_dir()),
-            _HERE.parents[3] / "shared" / "data" / "uai2014")
+sys.path.insert(0, str(_HERE.parents[1]))
+from shared_data import data_dir  # noqa: E402
+
+DATA = data_dir("uai2014")
 if os.environ.get("PDBQ_UAI_DATA"):
     DATA = Path(os.environ["PDBQ_UAI_DATA"])
 UAI_2014 = ("Alchemy_11", "CSP_12", "DBN_11", "Grids_12", "ObjectDetection_11", "Promedus_24", "Promedus_26",

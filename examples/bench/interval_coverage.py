@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 import pdbq
+import sys
 from pdbq.inference.mcmc import estimates, gibbs
 from pdbq.io import read_mar, read_uai
 
@@ -60,9 +61,10 @@ RUNS = {
 
 
 def data_dir(arg: str | None) -> Path:
-    here = Path(__file__).resolve()
-    beside = [here.parents[3] / "shared" / "data" / "uai2014"] if len(here.parents) > 3 else []
-    for d in ([Path(arg)] if arg else []) + beside + [Path("/work/shared/data/uai2014")]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from shared_data import data_dir as shared  # noqa: PLC0415
+
+    for d in ([Path(arg)] if arg else []) + [shared("uai2014")]:
         if d.is_dir():
             return d
     raise SystemExit("UAI 2014 data not found: pass --data DIR")

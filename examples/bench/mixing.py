@@ -32,9 +32,9 @@ single-site Gibbs and for forest block moves (the graph is beyond the global-ord
 from __future__ import annotations
 
 import argparse
-import os
 import json
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +49,10 @@ from pdbq.inference.moves.mixing import run_mixing
 from pdbq.inference.moves.move_choice import choose_moves, run_auto
 from pdbq.io.uai import read_mar, read_uai_graph
 
-DATA = Path(os.environ.get("PDBQ_TEST_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "uai2014"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from shared_data import data_dir  # noqa: E402
+
+DATA = data_dir("uai2014")
 INSTANCES = ["Alchemy_11", "CSP_12", "DBN_11", "Grids_12", "ObjectDetection_11", "Promedus_24", "Promedus_26",
              "Segmentation_11"]
 

@@ -2,7 +2,7 @@
 
     python examples/bench/sql_gibbs.py [--side 300] [--sweeps 200] [--repeats 3]
 
-Issue 12, item 10. The model is defined in pdbq SQL (a cell table, a neighbour table, an EQUAL
+The model is defined in pdbq SQL (a cell table, a neighbour table, an EQUAL
 rule of weight 0.3 and an ISTRUE rule of weight 0.05) and asked
 
     SELECT avg(PROB(v)) FROM x AS v USING GIBBS WITH (sweeps = N, chains = 1, threads = 1, seed = s)
@@ -10,7 +10,7 @@ rule of weight 0.3 and an ISTRUE rule of weight 0.05) and asked
 Rates are single-variable updates per second of the *whole* warm SQL query (planning from the
 query-graph cache, burn-in, sampling with Rao-Blackwellised estimates for every variable, the
 final SQL): (N + N/10 burn-in) · side² / seconds. The reference is the hand-tuned numba kernel in
-/work/shared/bench (`minikernel.CSRGraph` on `graphs.ising(side, 0.3, 0.05)`, one thread, counting
+the shared bench folder (examples/shared_data.py: `minikernel.CSRGraph` on `graphs.ising(side, 0.3, 0.05)`, one thread, counting
 every variable's value: its own estimates), timed with the same sweeps in the same process; the
 table reports medians and the ratio pdbq ÷ reference. Also reported: the bare `run_gibbs` on the
 query's graph (no SQL) and the phases of the SQL query.
@@ -28,11 +28,12 @@ import numpy as np
 
 import pdbq
 
-REF_DIR = os.environ.get("PDBQ_REF_BENCH", os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from shared_data import bench_root  # noqa: E402
 
 
 def reference():
-    for d in (REF_DIR, "/work/shared/bench"):
+    for d in (str(bench_root()),):
         if os.path.isdir(d):
             sys.path.insert(0, os.path.abspath(d))
             try:

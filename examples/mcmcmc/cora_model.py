@@ -16,13 +16,15 @@ import re
 from pathlib import Path
 
 import duckdb
+import sys
 import numpy as np
 
 from pdbq.coref.layout import PairGraph, pair_graph
 
-# ../shared/data next to the checkout (/work/main) or one level further up (a worktree)
-DATA = next((p / "shared" / "data" / "cora" for p in Path(__file__).resolve().parents[3:5]
-             if (p / "shared" / "data" / "cora").is_dir()), Path("../shared/data/cora"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from shared_data import data_dir  # noqa: E402
+
+DATA = data_dir("cora")
 
 W_TITLE, W_TOKENS, W_FULL, W_AUTHOR, W_YEAR, BIAS = 0.0, 6.0, 20.0, 2.0, 1.0, 15.0
 
