@@ -237,3 +237,19 @@ def test_in_memory_connect_registers_nothing():
     with pdbq.connect() as db:
         with pytest.raises(duckdb.CatalogException, match="pdbq_prob"):
             db.execute("SELECT pdbq_prob('x', 1)")
+
+
+def test_two_connections_to_one_file_in_one_process(tmp_path):
+    path = str(tmp_path / "model.duckdb")
+    with pdbq.connect(path) as first:
+        first.execute(CHAIN.format(n=3))
+        first.execute("SELECT pdbq_set('method', 'exact')")
+        want = dict(first.execute("SELECT i, pdbq_prob('x', i) FROM t").fetchall())
+        # DuckDB shares Python functions between the connections of one database: the second
+        # door must neither fail nor remove the first one's functions
+        with pdbq.connect(path) as second:
+            assert dict(second.execute("SELECT i, pdbq_prob('x', i) FROM t").fetchall()) == pytest.approx(want)
+        assert dict(first.execute("SELECT i, pdbq_prob('x', i) FROM t").fetchall()) == pytest.approx(want)
+        with pytest.raises(pdbq.CatalogError, match="already registered on another connection"):
+            pdbq.register(duckdb.connect(path))
+        assert dict(first.execute("SELECT i, pdbq_prob('x', i) FROM t").fetchall()) == pytest.approx(want)

@@ -44,7 +44,7 @@ import atexit
 import importlib
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +58,7 @@ from pdbq.errors import CatalogError, InferenceError, OptionError, suggest
 from pdbq.grounding.store import ident, sql_text
 from pdbq.language.nodes import DomainKind, Method
 
-__all__ = ["register", "unregister", "inference_runs", "FUNCTIONS", "MAX_KEYS"]
+__all__ = ["register", "unregister", "registered_elsewhere", "add_macros", "inference_runs", "FUNCTIONS", "MAX_KEYS"]
 
 MAX_KEYS = 4  # key arities with a macro overload
 FUNCTIONS = ("pdbq_prob", "pdbq_stderr", "pdbq_dist", "pdbq_map")
@@ -178,18 +178,28 @@ def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None
         opts = dict(database.default_options)
         QueryOptions.from_pairs(tuple(opts.items()))  # validated now, not at the first call
         session.options = opts
+    created: list[str] = []
     try:
         for function in FUNCTIONS:
             ret = {"pdbq_dist": _DIST, "pdbq_map": _VARCHAR}.get(function, _DOUBLE)
             con.create_function(_impl_name(function), _batch_function(session, function), [_VARCHAR, _KEYS], ret,
                                 type="arrow", null_handling="special", side_effects=True)
+            created.append(function)
             con.execute(_macro_sql(function))
         con.create_function(_impl_name(_SETTER), _setter_function(session), [_VARCHAR, _VARCHAR], _VARCHAR,
                             type="native", null_handling="special", side_effects=True)
+        created.append(_SETTER)
         con.execute(_setter_sql())
-    except BaseException:
-        _remove(con)
+    except BaseException as exc:
+        # Only what this call added: DuckDB keeps Python functions per database instance, so the
+        # same names may belong to another connection's registration.
+        _remove(con, created)
         session.close()
+        if isinstance(exc, duckdb.CatalogException) and "already exists" in str(exc):
+            raise CatalogError(
+                "pdbq's SQL functions are already registered on another connection to this database in "
+                "this process (DuckDB shares Python functions between the connections of one database); "
+                "use them from there, or unregister them there first") from exc
         raise
     with _lock:
         _sessions[id(con)] = session
@@ -205,8 +215,27 @@ def unregister(con: duckdb.DuckDBPyConnection) -> None:
     session.close()
 
 
-def _remove(con: duckdb.DuckDBPyConnection) -> None:
-    for function in (*FUNCTIONS, _SETTER):
+def registered_elsewhere(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when ``con``'s database already has pdbq's functions from another connection of this
+    process (DuckDB shares Python functions between the connections of one database)."""
+    with _lock:
+        if id(con) in _sessions:
+            return False
+    found = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
+                        [_impl_name(FUNCTIONS[0])]).fetchall()
+    return bool(found[0][0])
+
+
+def add_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Add the SQL names (``pdbq_prob`` ...: TEMP macros, one set per connection) to ``con`` over the
+    functions another connection of the same database registered (see `registered_elsewhere`)."""
+    for function in FUNCTIONS:
+        con.execute(_macro_sql(function))
+    con.execute(_setter_sql())
+
+
+def _remove(con: duckdb.DuckDBPyConnection, functions: Sequence[str] = (*FUNCTIONS, _SETTER)) -> None:
+    for function in functions:
         try:
             con.execute(_drop_macro_sql(function))
         except duckdb.ConnectionException:

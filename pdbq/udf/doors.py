@@ -8,7 +8,7 @@ import os
 from pdbq.api.database import Database
 from pdbq.api.database import connect as _open
 from pdbq.graph.cache import DEFAULT_CACHE_BYTES
-from pdbq.udf.bridge import register, unregister
+from pdbq.udf.bridge import add_macros, register, registered_elsewhere, unregister
 
 __all__ = ["connect", "attach_functions"]
 
@@ -42,9 +42,18 @@ def connect(
 
 def attach_functions(db: Database) -> None:
     """Register pdbq's SQL functions on ``db`` when it is a file, answering from ``db`` (its
-    ``default_options`` at this moment are their starting options), until ``db`` is closed."""
+    ``default_options`` at this moment are their starting options), until ``db`` is closed.
+
+    DuckDB shares Python functions between the connections of one database in a process: when
+    another connection to the same file already registered them, ``db`` gets their SQL names over
+    them (they answer from that connection's database, and stop working when it is closed)."""
     if db.path in _IN_MEMORY:
         return
     con = db.duckdb
+    if registered_elsewhere(con):
+        # another connection of this process to the same file registered them: they answer from
+        # that connection's database; this one only needs its own (per-connection) SQL names
+        add_macros(con)
+        return
     register(con, database=db)
     db.on_close(lambda: unregister(con))

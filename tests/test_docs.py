@@ -1,0 +1,203 @@
+"""The documentation cannot drift from pdbq: every example marked as one in README.md and docs/*.md
+runs, its shown output is checked, every internal link resolves, and user docs speak of features,
+not of issue numbers or seed files.
+
+The marker convention (docs/architecture.md, "Examples in the docs"):
+
+* a fenced block whose info string is ``sql example`` runs in the ``pdbq`` shell, every such block of
+  a page in order on one in-memory database; ``python example`` blocks run in order in one namespace
+  per page. Both run in a fresh temporary directory, so examples may write files there.
+* ``<!-- sql example ... -->`` / ``<!-- python example ... -->`` comments are hidden setup steps
+  (data a reader has in their own files), run the same way but not shown.
+* a ``text output`` block right after an example is what that example prints; it is compared line
+  by line (trailing spaces ignored). Only deterministic output (EXACT answers, fixed seeds and
+  steps) is shown this way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import pdbq
+from pdbq.shell.repl import Shell
+from pdbq.shell.session import banner
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Pages that keep the project's history and provenance, where issue numbers and papers' files may appear.
+HISTORY_PAGES = {"benchmarks.md"}
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
+_HIDDEN = re.compile(r"^<!--\s*(sql|python) example\s*$")
+_INTERNAL_HISTORY = re.compile(r"\bissues?\s+#?\d+|\bseeds?\s+0\d\d\b|\bNOTES\.md\b", re.IGNORECASE)
+_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+@dataclass
+class Block:
+    lang: str  # sql, python, text, ...
+    role: str  # "example", "output" or ""
+    text: str
+    line: int  # 1-based line of the opening fence
+    hidden: bool = False
+
+
+def blocks(text: str) -> list[Block]:
+    """Fenced blocks at the left margin and hidden example comments, in page order."""
+    found: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        fence = _FENCE.match(lines[i])
+        hidden = _HIDDEN.match(lines[i])
+        if fence:
+            marker, info = fence.group(1), fence.group(2).split()
+            body, j = [], i + 1
+            while j < len(lines) and not lines[j].startswith(marker[0] * len(marker)):
+                body.append(lines[j])
+                j += 1
+            lang = info[0] if info else ""
+            role = info[1] if len(info) > 1 else ""
+            found.append(Block(lang, role, "\n".join(body), i + 1))
+            i = j + 1
+        elif hidden:
+            body, j = [], i + 1
+            while j < len(lines) and lines[j].strip() != "-->":
+                body.append(lines[j])
+                j += 1
+            found.append(Block(hidden.group(1), "example", "\n".join(body), i + 1, hidden=True))
+            i = j + 1
+        else:
+            i += 1
+    return found
+
+
+def _examples(page: Path) -> list[tuple[Block, Block | None]]:
+    """Each example with the ``text output`` block that follows it, if any."""
+    bs = blocks(page.read_text(encoding="utf-8"))
+    out = []
+    for k, b in enumerate(bs):
+        if b.role == "example":
+            nxt = bs[k + 1] if k + 1 < len(bs) else None
+            out.append((b, nxt if nxt is not None and nxt.role == "output" else None))
+    return out
+
+
+def _same(got: str, want: str) -> bool:
+    strip = lambda s: [ln.rstrip() for ln in s.strip("\n").splitlines()]  # noqa: E731
+    return strip(got) == strip(want)
+
+
+EXAMPLE_PAGES = [p for p in PAGES if _examples(p)]
+
+
+@pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=lambda p: p.name)
+def test_examples_run_and_print_what_the_page_shows(page: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    db = pdbq.connect()
+    shell = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
+    namespace: dict = {"__name__": f"docs_{page.stem}"}
+    try:
+        for block, shown in _examples(page):
+            where = f"{page.relative_to(ROOT)}:{block.line}"
+            if block.lang == "sql":
+                start = shell.out.tell()
+                shell.run_text(block.text)
+                assert not shell.failed, f"{where}: the example failed:\n{shell.err.getvalue()}"
+                shell.out.seek(start)
+                printed = shell.out.read()
+            elif block.lang == "python":
+                buffer = io.StringIO()
+                with contextlib.redirect_stdout(buffer):
+                    exec(compile(block.text, where, "exec"), namespace)  # noqa: S102 - the docs' own examples
+                printed = buffer.getvalue()
+            else:
+                pytest.fail(f"{where}: examples are sql or python, not {block.lang!r}")
+            if shown is not None:
+                assert _same(printed, shown.text), f"{where}: the example printed\n{printed}\nthe page shows\n{shown.text}"
+    finally:
+        db.close()
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    in_fence = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence and line.startswith("#"):
+            slug = _slug(line.lstrip("#"))
+            n = seen.get(slug, 0)
+            out.add(slug if n == 0 else f"{slug}-{n}")
+            seen[slug] = n + 1
+    return out
+
+
+def _prose(text: str) -> str:
+    """The page without fenced blocks and inline code (links there are examples, not links)."""
+    kept, in_fence = [], False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        kept.append("" if in_fence else re.sub(r"`[^`]*`", "", line))
+    return "\n".join(kept)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_internal_links_resolve(page: Path) -> None:
+    broken = []
+    for target in _LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(f"{target}: no file {path}")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no heading #{anchor} in {dest.name}")
+    assert not broken, f"{page.relative_to(ROOT)}:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in HISTORY_PAGES], ids=lambda p: p.name)
+def test_user_docs_name_features_not_issues_or_seed_files(page: Path) -> None:
+    hits = [f"{n}: {line.strip()[:100]}" for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+            if _INTERNAL_HISTORY.search(line)]
+    assert not hits, f"{page.relative_to(ROOT)} (provenance goes in references.md, history in benchmarks.md):\n" \
+        + "\n".join(hits)
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("# A `code` title, here\n\n[x](p.md#a-code-title-here) [y](p.md#nope) [z](missing.md)\n"
+                    "```sql example\nSELECT 1 AS one;\n```\n```text output\nwrong\n```\n", encoding="utf-8")
+    assert anchors(page) == {"a-code-title-here"}
+    assert _LINK.findall(_prose(page.read_text())) == ["p.md#a-code-title-here", "p.md#nope", "missing.md"]
+    (example, shown), = _examples(page)
+    assert example.text == "SELECT 1 AS one;" and shown is not None and not _same("one\n", shown.text)
+    assert _INTERNAL_HISTORY.search("as issue 16 asked") and _INTERNAL_HISTORY.search("Seed 004's")
+    assert not _INTERNAL_HISTORY.search("with seed 7, the issues of scale")
+
+
+def test_the_shell_page_shows_the_banner_the_shell_prints() -> None:
+    text = (ROOT / "docs" / "shell.md").read_text(encoding="utf-8")
+    with pdbq.connect() as db:
+        want = banner(db)
+    version = re.compile(r"\d+\.\d+\.\d+\S*")
+    shown = [b.text for b in blocks(text) if "Connected to" in b.text]
+    assert shown and version.sub("X", shown[0]) == version.sub("X", want)
