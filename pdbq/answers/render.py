@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import decimal
+import html
 import io
 import json
 import math
@@ -41,6 +42,7 @@ __all__ = [
     "render_markdown",
     "render_line",
     "render_list",
+    "render_html",
     "arrow_type_name",
     "format_value",
     "display_width",
@@ -503,6 +505,32 @@ def render_markdown(data: Any, *, null: str = "NULL") -> str:
     return "\n".join(out)
 
 
+def _html_text(value: Any, null: str) -> str:
+    if value is None:
+        return html.escape(null)
+    return html.escape(value if isinstance(value, str) else format_value(value))
+
+
+def render_html(frame: Frame, *, header: bool = True, null: str = "NULL") -> str:
+    """An HTML ``<table>`` of every row of ``frame``, cells escaped (the shell's html mode).
+
+    >>> import pyarrow as pa
+    >>> print(render_html(frame_from_arrow(pa.table({"movie": ["Up", "<b>"], "p": [0.5, None]}))))
+    <table>
+    <tr><th>movie</th><th>p</th></tr>
+    <tr><td>Up</td><td>0.5</td></tr>
+    <tr><td>&lt;b&gt;</td><td>NULL</td></tr>
+    </table>
+    """
+    lines = ["<table>"]
+    if header:
+        lines.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns) + "</tr>")
+    for row in frame.rows:
+        lines.append("<tr>" + "".join(f"<td>{_html_text(v, null)}</td>" for v in row) + "</tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
 def render(data: Any, mode: str = "table", *, width: int | None = None, max_rows: int | None = 40,
            header: bool = True, null: str | None = None, separator: str | None = None) -> str:
     """Render a result (pdbq ``Result``, Arrow table, DuckDB relation or `Frame`) in ``mode``.
@@ -522,8 +550,6 @@ def render(data: Any, mode: str = "table", *, width: int | None = None, max_rows
         sep = "\t" if mode == "tabs" else (separator if separator is not None else "|")
         return render_list(data, header=header, null="" if null is None else null, separator=sep)
     if mode == "html":
-        from pdbq.answers.html import render_html  # noqa: PLC0415
-
         return render_html(_full(data), header=header, null="NULL" if null is None else null)
     if mode == "json":
         return render_json(data)

@@ -155,7 +155,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: an HTML table; for probabilistic queries probabilities as bars, standard
-        errors beside them and how the answer was computed (`pdbq.answers.html.result_html`)."""
-        from pdbq.answers.html import result_html  # noqa: PLC0415
+        errors beside them and how the answer was computed (`pdbq.answers.notebook.result_html`)."""
+        from pdbq.answers.notebook import result_html  # noqa: PLC0415
 
         return result_html(self._table, self.diagnostics, max_rows=_REPR_ROWS)

@@ -1,15 +1,6 @@
-"""HTML renderings of results: a plain table (the shell's ``.mode html``) and the notebook view of a
-pdbq ``Result`` (`result_html`: probabilities drawn as bars, standard errors beside them, how the
-answer was computed underneath).
-
->>> import pyarrow as pa
->>> print(render_html(frame_from_arrow(pa.table({"movie": ["Up", "<b>"], "p": [0.5, None]}))))
-<table>
-<tr><th>movie</th><th>p</th></tr>
-<tr><td>Up</td><td>0.5</td></tr>
-<tr><td>&lt;b&gt;</td><td>NULL</td></tr>
-</table>
-"""
+"""The notebook view of a pdbq ``Result`` (`result_html`): an HTML table with probabilities drawn as
+bars, standard errors beside them and how the answer was computed underneath. The plain table of
+the shell's ``.mode html`` is `pdbq.answers.render.render_html`."""
 
 from __future__ import annotations
 
@@ -20,26 +11,15 @@ from typing import Any
 
 from pdbq.answers.render import Frame, format_value, frame_from_arrow
 
-__all__ = ["render_html", "result_html", "probability_columns", "stderr_columns"]
+__all__ = ["result_html", "probability_columns", "stderr_columns"]
 
 _STDERR_NAME = re.compile(r"^(stderr\b|se$|.*_se$|.*stderr)", re.IGNORECASE)
 
 
-def _text(value: Any, null: str) -> str:
+def _cell_html(value: Any) -> str:
     if value is None:
-        return html.escape(null)
+        return "NULL"
     return html.escape(value if isinstance(value, str) else format_value(value))
-
-
-def render_html(frame: Frame, *, header: bool = True, null: str = "NULL") -> str:
-    """An HTML ``<table>`` of every row of ``frame``, cells escaped."""
-    lines = ["<table>"]
-    if header:
-        lines.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns) + "</tr>")
-    for row in frame.rows:
-        lines.append("<tr>" + "".join(f"<td>{_text(v, null)}</td>" for v in row) + "</tr>")
-    lines.append("</table>")
-    return "\n".join(lines)
 
 
 def _floats(frame: Frame, i: int) -> list[float] | None:
@@ -113,7 +93,7 @@ def result_html(table: Any, diagnostics: dict[str, Any] | None = None, *, max_ro
             elif i in ses and v is not None:
                 cells.append(f'<td style="color:#6b7280">± {html.escape(format_value(v))}</td>')
             else:
-                cells.append(f"<td>{_text(v, 'NULL')}</td>")
+                cells.append(f"<td>{_cell_html(v)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     rows_note = f"{total} row{'' if total == 1 else 's'}" + (f" ({max_rows} shown)" if total > max_rows else "")
     notes = [rows_note]
