@@ -9,6 +9,7 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
   per page. Both run in a fresh temporary directory, so examples may write files there.
 * ``<!-- sql example ... -->`` / ``<!-- python example ... -->`` comments are hidden setup steps
   (data a reader has in their own files), run the same way but not shown.
+* the temporary directory they run in has ``examples/`` of the checkout, as a reader's checkout does.
 * a ``text output`` block right after an example is what that example prints; it is compared line
   by line (trailing spaces ignored). Only deterministic output (EXACT answers, fixed seeds and
   steps) is shown this way.
@@ -100,6 +101,7 @@ EXAMPLE_PAGES = [p for p in PAGES if _examples(p)]
 @pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=lambda p: p.name)
 def test_examples_run_and_print_what_the_page_shows(page: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")  # as in a checkout: examples/movies.sql
     db = pdbq.connect()
     shell = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
