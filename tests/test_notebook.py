@@ -52,3 +52,26 @@ def test_html_list_and_tabs_modes():
     assert render(t, "list", separator=";", header=False) == "x|y;1\n;2"
     assert render(t, "tabs") == "a\tb\nx|y\t1\n\t2"
     assert render(t, "csv", separator=";") == "a;b\nx|y;1\n;2"
+
+
+def test_charts_are_bare_figures_a_notebook_shows_once():
+    """Result.plot() and the calibration plot return Figures outside pyplot's global state: a
+    notebook shows the returned figure inline, once, and no backend is switched."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    import numpy as np
+
+    from pdbq.learning.holdout import calibration_report, plot_calibration
+
+    backend = matplotlib.get_backend()
+    before = plt.get_fignums()
+    with pdbq.connect() as db:
+        db.execute(MODEL)
+        fig = db.execute("SELECT a.i, PROB(a) FROM x a USING GIBBS WITH (seed = 1, steps = 300)").plot()
+    report = calibration_report(np.array([[0.9, 0.1], [0.3, 0.7]]), np.array([0, 1]), np.array([2, 2]))
+    calibration = plot_calibration(report)
+    assert isinstance(fig, Figure) and isinstance(calibration, Figure)
+    assert plt.get_fignums() == before and matplotlib.get_backend() == backend

@@ -129,14 +129,13 @@ def plot_calibration(report: HoldoutReport, path: str | os.PathLike[str] | None 
     with the diagonal and the number of predictions per bucket); saved as a PNG at ``path`` when
     given. Returns the matplotlib Figure. PdbqError when matplotlib is not installed."""
     try:
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        # A bare Figure, not pyplot: no global figure state and no backend switch, so a notebook
+        # shows the returned figure inline exactly once and a script needs no display.
+        from matplotlib.figure import Figure
     except ImportError:
         raise PdbqError(_MISSING) from None
-    fig, (ax, axn) = plt.subplots(2, 1, figsize=(5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    fig = Figure(figsize=(5, 6), layout="tight")
+    ax, axn = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     ok = report.predicted > 0
     centers = (np.arange(BUCKETS) + 0.5) / BUCKETS
     ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
@@ -150,8 +149,6 @@ def plot_calibration(report: HoldoutReport, path: str | os.PathLike[str] | None 
     axn.bar(centers, report.predicted, width=1.0 / BUCKETS * 0.9, color="0.5")
     axn.set_xlabel("predicted probability")
     axn.set_ylabel("predictions")
-    fig.tight_layout()
     if path is not None:
         fig.savefig(os.fspath(path), format="png", dpi=100)
-        plt.close(fig)
     return fig
