@@ -137,3 +137,10 @@ def test_completion_after_from_offers_only_relations() -> None:
     assert complete("SELECT * FROM sensors s JOIN sen") == ["sensor_ok", "sensors"]
     assert complete("SELECT sen") == ["sensor_ok", "sensor_rule", "sensors", "sensor"]
     assert complete("DROP RULE sen") == ["sensor_ok", "sensor_rule", "sensors", "sensor"]
+
+
+def test_help_names_the_dedupe_command() -> None:
+    from pdbq.shell.cli import build_arg_parser
+
+    text = build_arg_parser().format_help()
+    assert "pdbq dedupe INPUT --id COL --fields" in text and "pdbq dedupe --help" in " ".join(text.split())

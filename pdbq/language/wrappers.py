@@ -29,7 +29,8 @@ _QUERY = {TokenType.SELECT, TokenType.WITH, TokenType.FROM}
 VIEW_ADVICE = (
     "a view cannot hold a probabilistic query: DuckDB re-evaluates views itself and cannot run "
     "PROB/DIST/MAP/STDERR. Save the answers with CREATE TABLE name AS SELECT ... (run it again to "
-    "refresh them), or define a live view with pdbq's SQL functions after pdbq.register(con): "
+    "refresh them), or define a live view with pdbq's SQL functions (registered by pdbq.connect and the "
+    "pdbq shell on a database file; elsewhere call pdbq.register(con)): "
     "CREATE VIEW v AS SELECT key, pdbq_prob('relation', key) FROM ..."
 )
 
