@@ -144,3 +144,14 @@ def test_help_names_the_dedupe_command() -> None:
 
     text = build_arg_parser().format_help()
     assert "pdbq dedupe INPUT --id COL --fields" in text and "pdbq dedupe --help" in " ".join(text.split())
+
+
+def test_a_long_separator_is_for_list_mode(shell: Shell) -> None:
+    shell.dot_command(".mode list")
+    shell.dot_command(".separator ' :: '")
+    shell.run_text("SELECT 1 AS a, 2 AS b;")
+    assert out(shell).endswith("a :: b\n1 :: 2\n")
+    shell.dot_command(".mode csv")
+    shell.run_text("SELECT 1 AS a, 2 AS b;")
+    assert "csv output needs a one-character field separator" in err(shell)
+    assert "Internal error" not in err(shell)

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pdbq.errors import PdbqError
+
 __all__ = [
     "MODES",
     "Frame",
@@ -428,6 +430,9 @@ def _full(data: Any) -> Frame:
 def render_csv(data: Any, *, header: bool = True, null: str = "", separator: str = ",") -> str:
     """RFC-4180 CSV with a header line (unless ``header=False``); NULL is ``null`` (empty);
     fields are separated by ``separator`` (one character)."""
+    if len(separator) != 1:
+        raise PdbqError(f"csv output needs a one-character field separator, not {separator!r} "
+                        "(the shell's .separator; .mode list takes longer ones)")
     frame = _full(data)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n", delimiter=separator)

@@ -104,7 +104,8 @@ class DotCommands:
         if not arg:
             self._fail(".separator takes the field separator, e.g. .separator ';' (row separators are newlines)")
             return
-        sep = unquote(arg.split()[0]).encode().decode("unicode_escape")
+        text = unquote(arg) if arg[0] in "'\"" else arg.split()[0]  # a quoted separator may be a space
+        sep = text.replace("\\t", "\t")  # `.separator \t`: a tab, as in sqlite3
         if len(sep) != 1 and self.mode == "csv":
             self._fail("csv mode takes a one-character separator; use .mode list for longer ones")
             return
