@@ -131,8 +131,10 @@ class PdbqCompleter(Completer):
         tables = tuple(t for t in names.tables if internal or not t.startswith("pdbq_"))
         columns = tuple(c for t, cols in names.columns.items() if internal or not t.startswith("pdbq_") for c in cols)
         if _TABLE_POSITION.search(before[: len(before) - len(word)]):
-            # after FROM / JOIN / INTO ...: only what can be read there (variable relations are views)
-            pools: tuple[tuple[str, tuple[str, ...]], ...] = (("variable", names.variables), ("table", tables))
+            # after FROM / JOIN / INTO ...: what can be read there (variable relations are views) and
+            # keywords (`FROM (SELECT ...`); never rules or columns
+            pools: tuple[tuple[str, tuple[str, ...]], ...] = (
+                ("variable", names.variables), ("table", tables), ("keyword", PDBQ_KEYWORDS + SQL_KEYWORDS))
         else:
             pools = (
                 ("variable", names.variables),
