@@ -17,6 +17,8 @@ from pdbq.udf import connect, register, unregister
 from pdbq.version import __version__
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import Blocking, Comparison
+from pdbq.coref.levels import FieldSpec
+from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.linkage import DedupeResult, dedupe
 
 
@@ -34,6 +36,9 @@ __all__ = [
     "DedupeResult",
     "Comparison",
     "Blocking",
+    "FieldSpec",
+    "PairModel",
+    "PairScores",
     "CorefInputError",
     "PdbqError",
     "ParseError",

@@ -36,21 +36,36 @@ from pdbq.coref.model import (
     load_records,
     pair_features,
 )
+from pdbq.coref.autoblock import BlockingChoice
+from pdbq.coref.estimate import EmSettings
+from pdbq.coref.levels import FieldSpec
+from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
+from pdbq.linkage.pairs import estimate_and_score
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "evaluate"]
 
 DEFAULT_CONFIG = CorefConfig(sweeps=20, temperature=0.5, chains=1, p_split_merge=0.2, init="components", init_threshold=2.0)
+# the estimated model's pair scores are posterior log-odds: start from the pairs above p = 0.5
+_FS_CONFIG = replace(DEFAULT_CONFIG, init_threshold=0.0)
 
 
 @dataclass(frozen=True, eq=False)
 class DedupeResult:
-    """`clusters`: Arrow table (id, cluster). `diagnostics`: counts and seconds per phase."""
+    """`clusters`: Arrow table (id, cluster). `diagnostics`: counts and seconds per phase.
+    With the estimated model (the default): `pair_model` (fitted, frozen), `scores` (every
+    candidate pair's levels, per-field contributions and match weight, in bits; dense record
+    indices: `ids[scores.a]`), `blocking` (chosen rules and estimated recall; None when keys
+    were given) and `ids` (dense index → id). With explicit linear `comparisons`: `model`."""
 
     clusters: pa.Table
-    model: CorefModel
+    model: CorefModel | None
     diagnostics: dict
     warnings: tuple[str, ...]
+    pair_model: PairModel | None = None
+    scores: PairScores | None = None
+    blocking: BlockingChoice | None = None
+    ids: np.ndarray | None = None
 
 
 def _default_blocking(records, comparisons) -> tuple[Blocking, ...]:
@@ -74,17 +89,27 @@ def dedupe(
     id: str,
     fields: list[str] | None = None,
     comparisons: list[Comparison] | None = None,
+    compare: list[FieldSpec] | None = None,
     blocking: list[Blocking | str] | None = None,
     bias: float = 0.0,
     max_pairs: int = 20_000_000,
     nulls: str = "ignore",
-    config: CorefConfig = DEFAULT_CONFIG,
+    config: CorefConfig | None = None,
     output: str | Path | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    model: PairModel | None = None,
+    em: EmSettings = EmSettings(),
 ) -> DedupeResult:
     """Cluster the records of `source` (module docstring).
 
-    fields: columns to compare with default comparisons (ignored where `comparisons` is given).
+    fields: columns to compare. By default each field's comparison levels are chosen from its
+        values and the match model (m, u, prior) is estimated from the records without labels
+        (`pdbq.coref.pair_model`); blocking is chosen automatically under `max_pairs`.
+    compare: `FieldSpec`s overriding the kind / thresholds of some fields.
+    model: an already fitted `PairModel` to score with instead of estimating one.
+    em: settings of the estimation (`pdbq.coref.estimate.EmSettings`).
+    comparisons: explicit linear comparisons (`Comparison`): the hand-weighted model
+        score = Σ weight·(sim − center) − bias instead of the estimated one.
     blocking: keys (`Blocking` or DuckDB expressions); default per field (module docstring).
     nulls: "ignore" (a NULL compares as no evidence; the result carries a warning counting them)
         or "error" (a `CorefInputError` naming the column).
@@ -106,20 +131,32 @@ def dedupe(
                 raise CorefInputError(f"field {f!r} has {k} NULL value(s) (nulls='error')")
             if k:
                 warnings.append(f"field {f!r} has {k} NULL value(s), compared as no evidence")
+        t1 = time.perf_counter()
+        pair_model = scores = choice = None
+        blocks = tuple(b if isinstance(b, Blocking) else Blocking(str(b)) for b in blocking) if blocking else None
         if comparisons is None:
-            comps = default_comparisons(con, records, list(fields))
+            specs = {s.field: s for s in (compare or [])}
+            unknown = sorted(set(specs) - set(fields))
+            if unknown:
+                raise CorefInputError(f"compare names field {unknown[0]!r}, which is not in fields={list(fields)}")
+            stage = estimate_and_score(con, records, list(fields), specs=specs, blocking=blocks, max_pairs=max_pairs,
+                                       settings=em, model=model)
+            warnings.extend(stage.warnings)
+            pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
+            lin = None
+            graph = scores.graph(records.n)
+            run_config = config if config is not None else _FS_CONFIG
         else:
             auto = [c for c in comparisons if c.method == "auto"]
             resolved = {c.field: c for c in default_comparisons(con, records, [c.field for c in auto])} if auto else {}
             comps = tuple(replace(c, method=resolved[c.field].method) if c.method == "auto" else c for c in comparisons)
-        blocks = tuple(b if isinstance(b, Blocking) else Blocking(str(b)) for b in blocking) if blocking else _default_blocking(records, comps)
-        model = CorefModel(comps, blocks, bias=bias, max_pairs=max_pairs)
-        t1 = time.perf_counter()
-        n_pairs = candidate_pairs(con, records, model)
-        feats = pair_features(con, records, model)
+            lin = CorefModel(comps, blocks or _default_blocking(records, comps), bias=bias, max_pairs=max_pairs)
+            n_pairs = candidate_pairs(con, records, lin)
+            feats = pair_features(con, records, lin)
+            graph = feats.graph(records.n, lin.scores(feats.x))
+            run_config = config if config is not None else DEFAULT_CONFIG
         t2 = time.perf_counter()
-        graph = feats.graph(records.n, model.scores(feats.x))
-        res = resolve_map(graph, config)
+        res = resolve_map(graph, run_config)
         warnings.extend(res.warnings)
         cluster = records.ids[res.labels]
         table = pa.table({"id": records.ids, "cluster": cluster})
@@ -134,12 +171,12 @@ def dedupe(
             "accepted": res.accepted,
             "log_score": res.log_score,
             "seconds_load": t1 - t0,
-            "seconds_pairs": t2 - t1,
+            "seconds_pairs": t2 - t1,  # with the estimated model: sniffing, estimation, blocking, scoring
             "seconds_map": res.seconds,
             "seconds": time.perf_counter() - t0,
             "bytes_graph": graph.nbytes(),
         }
-        return DedupeResult(table, model, diag, tuple(warnings))
+        return DedupeResult(table, lin, diag, tuple(warnings), pair_model, scores, choice, records.ids)
     finally:
         if own:
             con.close()

@@ -1,0 +1,313 @@
+"""Estimating a `PairModel` from the records, without labels (Fellegi–Sunter, as Splink does).
+
+1. **u** (`estimate_u`): level frequencies over random record pairs (all pairs when there are
+   at most `u_pairs`); the exact level's u is computed exactly from the value counts,
+   Σ_v c_v(c_v − 1) / (n(n − 1)) over non-NULL records.
+2. **m and the prior** (`em`): EM on the aggregated level-vector counts of *training rules*
+   (`training_rules`): pairs of records equal on one field. Within a rule, that field is
+   forced equal, so it carries no evidence there: its m is not updated and it is left out of
+   the likelihood; every other field's m and the rule's own match share λ_r are estimated with
+   u held fixed. Each field's m is the mean over the rules that did not force it. When all
+   pairs are few (≤ `train_pairs`), EM also runs on all pairs (nothing forced), which gives λ
+   directly; otherwise λ comes from each rule's λ_r with the forced fields' evidence removed:
+   logit λ = logit λ_r − Σ_forced ln(m_f0 / u_f0) (the median over rules).
+3. EM stops when no parameter moves by more than `tol`; a rule that does not converge in
+   `max_iter` iterations is dropped with a warning (its estimates are not used).
+
+The level vectors are computed and counted in DuckDB (`level_counts`: GROUP BY over the
+pairs); EM runs in numpy on the distinct vectors and their counts (a few hundred rows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdbq.coref.layout import CorefInputError
+from pdbq.coref.levels import VALUES, FieldLevels
+from pdbq.coref.pair_model import FieldModel, PairModel, level_counts
+
+__all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql"]
+
+_NO_TF = ("list",)
+
+
+@dataclass(frozen=True)
+class EmSettings:
+    """u_pairs: random pairs for u. train_pairs: a training rule yielding more pairs is not used.
+    min_rule_pairs: nor one yielding fewer. max_rules: single-field rules used. max_iter, tol: EM."""
+
+    u_pairs: int = 1_000_000
+    train_pairs: int = 2_000_000
+    min_rule_pairs: int = 50
+    max_rules: int = 3
+    max_iter: int = 200
+    tol: float = 1e-5
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TrainingRule:
+    """Pairs equal on the fields `forced` (indices); empty = all pairs."""
+
+    forced: tuple[int, ...]
+    pairs: int
+
+    def describe(self, fields) -> str:
+        return " AND ".join(f"{fields[k].field} equal" for k in self.forced) if self.forced else "all pairs"
+
+
+@dataclass(frozen=True, eq=False)
+class EmResult:
+    m: list[np.ndarray]
+    prior: float
+    iterations: int
+    converged: bool
+    log_likelihood: float
+
+
+def _n_nonnull(con, k: int) -> int:
+    return int(con.execute(f"SELECT count(v{k}) FROM {VALUES}").fetchone()[0])
+
+
+def estimate_u(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings) -> tuple[list[np.ndarray], tuple]:
+    """u per field and level (module docstring), and the (patterns, counts) of the pairs used."""
+    total = n * (n - 1) // 2
+    if total <= settings.u_pairs:
+        pairs_sql = f"SELECT l.m AS a, r.m AS b FROM {VALUES} l JOIN {VALUES} r ON l.m < r.m"
+        pats, counts = level_counts(con, fields, pairs_sql)
+    else:
+        import pyarrow as pa
+
+        rng = np.random.default_rng(settings.seed)
+        a = rng.integers(0, n, size=settings.u_pairs)
+        b = rng.integers(0, n - 1, size=settings.u_pairs)
+        b = b + (b >= a)  # uniform over the other records
+        con.register("__pdbq_u_pairs", pa.table({"a": a, "b": b}))
+        try:
+            pats, counts = level_counts(con, fields, "SELECT a, b FROM __pdbq_u_pairs")
+        finally:
+            con.unregister("__pdbq_u_pairs")
+    us = []
+    for k, fl in enumerate(fields):
+        L = fl.n_levels
+        g = pats[:, k]
+        c = np.bincount(g[g >= 0], weights=counts[g >= 0], minlength=L)[:L]
+        tot = c.sum()
+        nn = _n_nonnull(con, k)
+        if nn < 2:
+            raise CorefInputError(f"field {fl.field!r} has fewer than two non-NULL values: it cannot be compared")
+        same = con.execute(f"SELECT coalesce(sum(c * (c - 1)), 0) FROM (SELECT count(*) AS c FROM {VALUES} "
+                           f"WHERE v{k} IS NOT NULL GROUP BY v{k})").fetchone()[0]
+        u0 = float(same) / (nn * (nn - 1))
+        if u0 >= 1.0:
+            raise CorefInputError(f"field {fl.field!r} holds one value in every record: it says nothing about matches")
+        rest = c[1:] + 0.5  # half a count where a level was never seen among the sampled pairs
+        rest = rest / rest.sum() * (1.0 - u0) if tot > 0 else np.full(L - 1, (1.0 - u0) / (L - 1))
+        us.append(np.concatenate([[max(u0, 0.5 / max(nn * (nn - 1) / 2, 1))], rest]))
+        us[-1] = us[-1] / us[-1].sum()
+    return us, (pats, counts)
+
+
+def rule_pairs_sql(rule: TrainingRule) -> str:
+    if not rule.forced:
+        return f"SELECT l.m AS a, r.m AS b FROM {VALUES} l JOIN {VALUES} r ON l.m < r.m"
+    on = " AND ".join(f"l.v{k} = r.v{k}" for k in rule.forced)
+    return f"SELECT l.m AS a, r.m AS b FROM {VALUES} l JOIN {VALUES} r ON {on} AND l.m < r.m"
+
+
+def _equal_pairs(con, ks: tuple[int, ...]) -> int:
+    cols = ", ".join(f"v{k}" for k in ks)
+    nn = " AND ".join(f"v{k} IS NOT NULL" for k in ks)
+    return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM (SELECT count(*) AS c FROM {VALUES} "
+                           f"WHERE {nn} GROUP BY {cols})").fetchone()[0])
+
+
+def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings) -> tuple[TrainingRule, ...]:
+    """The most selective single-field equality rules within [min_rule_pairs, train_pairs]
+    (at most `max_rules`), narrowed to two-field rules where no single one fits, plus all pairs
+    when they are few."""
+    total = n * (n - 1) // 2
+    usable = [k for k, fl in enumerate(fields) if fl.kind != "list"]
+    singles = [(TrainingRule((k,), _equal_pairs(con, (k,)))) for k in usable]
+    ok = sorted((r for r in singles if settings.min_rule_pairs <= r.pairs <= settings.train_pairs), key=lambda r: r.pairs)
+    rules = ok[: settings.max_rules]
+    if len(rules) < 2:
+        broad = [r for r in singles if r.pairs > settings.train_pairs]
+        doubles = []
+        for i, r1 in enumerate(broad):
+            for k in usable:
+                if k != r1.forced[0]:
+                    c = _equal_pairs(con, (r1.forced[0], k))
+                    if settings.min_rule_pairs <= c <= settings.train_pairs:
+                        doubles.append(TrainingRule(tuple(sorted((r1.forced[0], k))), c))
+        doubles = sorted(set(doubles), key=lambda r: r.pairs)
+        rules = rules + doubles[: max(0, 2 - len(rules))]
+    if total <= settings.train_pairs:
+        rules = [TrainingRule((), total), *rules]
+    if not rules:
+        raise CorefInputError(
+            f"no field is equal on at least {settings.min_rule_pairs} and at most {settings.train_pairs:,} record pairs: "
+            "nothing to estimate the match model from (give labels, or more records)")
+    return tuple(rules)
+
+
+def _init_m(L: int) -> np.ndarray:
+    m = np.array([0.9] + [0.1 * 0.5 ** i for i in range(L - 1)], float)
+    return m / m.sum()
+
+
+def em(pats: np.ndarray, counts: np.ndarray, us: list[np.ndarray], m0: list[np.ndarray], prior0: float,
+       active: list[bool], max_iter: int = 200, tol: float = 1e-5, fixed_m: bool = False) -> EmResult:
+    """EM for m (active fields only) and the match share λ on level-vector counts, u fixed.
+    `fixed_m` keeps m at `m0` (λ only)."""
+    K = len(us)
+    m = [x.copy() for x in m0]
+    lam = float(prior0)
+    lu = np.zeros(len(counts))
+    for k in range(K):
+        if active[k]:
+            g = pats[:, k]
+            lu += np.where(g >= 0, np.log(us[k][np.maximum(g, 0)]), 0.0)
+    ll = -math.inf
+    for it in range(1, max_iter + 1):
+        lm = np.zeros(len(counts))
+        for k in range(K):
+            if active[k]:
+                g = pats[:, k]
+                lm += np.where(g >= 0, np.log(m[k][np.maximum(g, 0)]), 0.0)
+        a = math.log(lam) + lm
+        b = math.log1p(-lam) + lu
+        mx = np.maximum(a, b)
+        lse = mx + np.log(np.exp(a - mx) + np.exp(b - mx))
+        p = np.exp(a - lse)
+        ll = float((counts * lse).sum())
+        w = counts * p
+        new_lam = float(w.sum() / counts.sum())
+        new_lam = min(max(new_lam, 1e-12), 1 - 1e-12)
+        delta = abs(new_lam - lam)
+        new_m = []
+        for k in range(K):
+            if not active[k] or fixed_m:
+                new_m.append(m[k])
+                continue
+            g = pats[:, k]
+            L = m[k].size
+            c = np.bincount(g[g >= 0], weights=w[g >= 0], minlength=L)[:L]
+            if c.sum() <= 0:
+                new_m.append(m[k])
+                continue
+            x = np.maximum(c / c.sum(), 1e-6)
+            x = x / x.sum()
+            delta = max(delta, float(np.abs(x - m[k]).max()))
+            new_m.append(x)
+        m, lam = new_m, new_lam
+        if delta < tol:
+            return EmResult(m, lam, it, True, ll)
+    return EmResult(m, lam, max_iter, False, ll)
+
+
+def monotone(m: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """m with log(m/u) made non-increasing over the ordered levels (exact, ..., else) by pooling
+    adjacent violators: a more similar level is never weaker evidence than a less similar one
+    (a level seen in no match would otherwise get an extreme negative weight from a few pairs)."""
+    blocks = [[i] for i in range(m.size)]
+    ratio = lambda blk: m[blk].sum() / u[blk].sum()  # noqa: E731
+    i = 0
+    while i < len(blocks) - 1:
+        if ratio(blocks[i + 1]) > ratio(blocks[i]):
+            blocks[i] = blocks[i] + blocks.pop(i + 1)
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    out = m.copy()
+    for blk in blocks:
+        out[blk] = m[blk].sum() * u[blk] / u[blk].sum()
+    return out
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-12), 1 - 1e-12)
+    return math.log(p / (1 - p))
+
+
+def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings = EmSettings()) -> tuple[PairModel, list[str]]:
+    """Estimate u, m and λ (module docstring). Returns the model and warnings."""
+    if n < 2:
+        raise CorefInputError(f"{n} record(s): at least two are needed to estimate a match model")
+    warnings: list[str] = []
+    us, u_counts = estimate_u(con, fields, n, settings)
+    rules = training_rules(con, fields, n, settings)
+    K = len(fields)
+    m_sum = [np.zeros(fl.n_levels) for fl in fields]
+    m_n = np.zeros(K)
+    results, unconverged = [], []
+    for rule in rules:
+        pats, counts = u_counts if (not rule.forced and n * (n - 1) // 2 <= settings.u_pairs) else \
+            level_counts(con, fields, rule_pairs_sql(rule))
+        active = [k not in rule.forced for k in range(K)]
+        prior0 = 1.0 / n if not rule.forced else 0.1
+        res = em(pats, counts, us, [_init_m(fl.n_levels) for fl in fields], prior0, active, settings.max_iter, settings.tol)
+        (results if res.converged else unconverged).append((rule, res))
+    if not results:
+        if not unconverged:
+            raise CorefInputError("no training rule: no model estimated")
+        # nothing better to keep: the last iterate, said loudly (one field alone is barely identifiable)
+        results = [max(unconverged, key=lambda x: x[0].pairs)]
+        warnings.append(f"EM did not converge in {settings.max_iter} iterations on any training rule; the last estimates "
+                        f"of {results[0][0].describe(fields)} are used: check them (pdbq.dedupe(...).pair_model.table()) "
+                        "or give labels")
+    else:
+        for rule, _ in unconverged:
+            warnings.append(f"EM on {rule.describe(fields)} did not converge in {settings.max_iter} iterations; "
+                            "its estimates are not used")
+    for rule, res in results:
+        for k in range(K):
+            if k not in rule.forced:
+                m_sum[k] += res.m[k]
+                m_n[k] += 1
+    ms = []
+    for k, fl in enumerate(fields):
+        if m_n[k] == 0:
+            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a default guess")
+            ms.append(_init_m(fl.n_levels))
+        else:
+            ms.append(monotone(m_sum[k] / m_n[k], us[k]))
+    direct = [res.prior for rule, res in results if not rule.forced]
+    if direct:
+        prior = direct[0]
+    else:
+        lo = []
+        for rule, res in results:
+            lo.append(_logit(res.prior) - sum(math.log(ms[k][0] / us[k][0]) for k in rule.forced))
+        prior = 1.0 / (1.0 + math.exp(-float(np.median(lo))))
+    fms = tuple(FieldModel(fl, ms[k], us[k], fl.kind not in _NO_TF) for k, fl in enumerate(fields))
+    diag = {
+        "training_rules": [{"rule": r.describe(fields), "pairs": r.pairs, "iterations": res.iterations,
+                            "rule_match_share": res.prior} for r, res in results],
+        "u_pairs": int(u_counts[1].sum()),
+    }
+    return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag), warnings
+
+
+def refine_prior(evidence_bits: np.ndarray, total_pairs: int, recall: float, prior0: float,
+                 max_iter: int = 500, tol: float = 1e-9) -> tuple[float, bool]:
+    """λ by EM over all record pairs with m and u fixed: λ = E[matches] / all pairs, where the
+    expected matches are Σ P(match | pair) over the candidate pairs (`evidence_bits`: their
+    match weights without the prior) divided by blocking's estimated `recall` (pairs outside
+    the candidates are the missed matches and non-matches). Returns (λ, converged)."""
+    if total_pairs <= 0 or evidence_bits.size == 0:
+        return prior0, True
+    lo = evidence_bits * math.log(2.0)
+    lam = min(max(prior0, 1e-12), 0.5)
+    denom = total_pairs * max(recall, 1e-6)
+    for _ in range(max_iter):
+        z = _logit(lam) + lo
+        p = np.where(z >= 0, 1.0 / (1.0 + np.exp(-np.abs(z))), np.exp(-np.abs(z)) / (1.0 + np.exp(-np.abs(z))))
+        new = min(max(float(p.sum()) / denom, 1e-12), 0.5)
+        if abs(new - lam) <= tol * max(lam, 1e-12) * 1e3:
+            return new, True
+        lam = new
+    return lam, False

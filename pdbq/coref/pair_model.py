@@ -1,0 +1,182 @@
+"""The fitted Fellegi–Sunter pair model: the interface other parts build on.
+
+A `PairModel` is frozen. Per field (`FieldModel`): its comparison levels
+(`pdbq.coref.levels.FieldLevels`), `m[l]` = P(level l | the two records are one entity) and
+`u[l]` = P(level l | they are not), over non-NULL comparisons, and whether an exact match is
+term-frequency adjusted. Plus `prior` = λ, the probability that two records drawn at random
+from the table are one entity.
+
+**Units.** Every weight here is a **log2 Bayes factor** (bits, as in Splink):
+
+    contribution_f(pair) = log2(m_f[l] / u_f[l])        level l of the pair on field f
+                         = log2(m_f[0] / tf_f(value))   exact match with term frequencies:
+                                                        tf = share of non-NULL records holding the value
+                         = 0                            NULL on either side (level -1)
+    match_weight(pair)   = log2(λ / (1 − λ)) + Σ_f contribution_f(pair)
+    match_probability    = 1 / (1 + 2^(−match_weight))
+
+The coreference model's pair factor is the match weight in natural-log units
+(`match_weight · ln 2`): a pair placed in one entity adds its posterior log-odds, so the MAP
+clustering joins a pair only when that is worth more than keeping it apart, and the decision
+threshold of a lone pair is match probability 0.5.
+
+`score_pairs(con, model, pairs_table)` computes, for the candidate pairs in a DuckDB table
+`(a, b)` of dense record indices (over `pdbq_fs_values`, made by
+`pdbq.coref.levels.prepare_values`), a `PairScores`: per pair and field the level (int8) and
+contribution (float64, bits), and the match weight (bits). The level vectors are computed in
+DuckDB; the weights are a table lookup in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
+from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql
+
+__all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts"]
+
+LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True, eq=False)
+class FieldModel:
+    """One field of a `PairModel` (module docstring). `m`, `u`: float64[n_levels], each summing to 1."""
+
+    levels: FieldLevels
+    m: np.ndarray
+    u: np.ndarray
+    tf: bool = True
+
+    @property
+    def field(self) -> str:
+        return self.levels.field
+
+    def weights(self) -> np.ndarray:
+        """log2(m/u) per level (bits)."""
+        return np.log2(self.m) - np.log2(self.u)
+
+    def describe(self) -> list[dict]:
+        w = self.weights()
+        return [{"field": self.field, "kind": self.levels.kind, "level": i, "name": nm, "m": float(self.m[i]),
+                 "u": float(self.u[i]), "weight_bits": float(w[i]), "tf": bool(self.tf and i == 0)}
+                for i, nm in enumerate(self.levels.names)]
+
+
+@dataclass(frozen=True, eq=False)
+class PairModel:
+    """A fitted pair model (module docstring). `prior`: λ. `source`: how it was fitted
+    ("em" or "labels"); `diagnostics`: what the fit measured (iterations, rules, ...)."""
+
+    fields: tuple[FieldModel, ...]
+    prior: float
+    source: str = "em"
+    diagnostics: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not 0.0 < self.prior < 1.0:
+            raise CorefInputError(f"the match prior must be in (0, 1), got {self.prior}")
+        for f in self.fields:
+            if f.m.shape != (f.levels.n_levels,) or f.u.shape != (f.levels.n_levels,):
+                raise CorefInputError(f"field {f.field!r}: m and u need one entry per level ({f.levels.n_levels})")
+            if np.any(f.m <= 0) or np.any(f.u <= 0):
+                raise CorefInputError(f"field {f.field!r}: m and u must be positive")
+
+    @property
+    def prior_bits(self) -> float:
+        return math.log2(self.prior / (1.0 - self.prior))
+
+    def with_prior(self, prior: float) -> PairModel:
+        return PairModel(self.fields, prior, self.source, self.diagnostics)
+
+    def table(self) -> list[dict]:
+        """One row per field and level: m, u, weight in bits, whether TF-adjusted."""
+        return [row for f in self.fields for row in f.describe()]
+
+    def to_dict(self) -> dict:
+        """A JSON-able form (for storing); `from_dict` reads it back."""
+        return {
+            "prior": self.prior, "source": self.source,
+            "fields": [{"field": f.field, "kind": f.levels.kind, "thresholds": list(f.levels.thresholds),
+                        "date_format": f.levels.date_format, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
+                       for f in self.fields],
+        }
+
+    @staticmethod
+    def from_dict(d: dict) -> PairModel:
+        fields = tuple(FieldModel(FieldLevels(x["field"], x["kind"], tuple(x["thresholds"]), x.get("date_format")),
+                                  np.asarray(x["m"], float), np.asarray(x["u"], float), bool(x["tf"])) for x in d["fields"])
+        return PairModel(fields, float(d["prior"]), d.get("source", "em"))
+
+
+@dataclass(frozen=True, eq=False)
+class PairScores:
+    """Candidate pairs (dense indices a < b) with per-field levels (int8, -1 = NULL) and
+    contributions (bits), and the match weight (bits, prior included)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    levels: np.ndarray
+    contributions: np.ndarray
+    match_weight: np.ndarray
+    prior_bits: float
+
+    @property
+    def match_probability(self) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp2(-self.match_weight))
+
+    def graph(self, n: int) -> PairGraph:
+        """The coreference pair graph: scores = match weight in nats."""
+        return pair_graph(n, self.a, self.b, self.match_weight * LN2)
+
+
+def level_sql(fields: tuple[FieldLevels, ...], left: str = "l", right: str = "r") -> list[str]:
+    return [f"{gamma_sql(k, fl, left, right)} AS g{k}" for k, fl in enumerate(fields)]
+
+
+def contributions(model: PairModel, levels: np.ndarray, tf: np.ndarray | None) -> np.ndarray:
+    """Bits per pair and field from levels (pairs × fields, -1 = NULL) and the left record's
+    term frequency where the level is exact (NaN elsewhere)."""
+    out = np.zeros(levels.shape, np.float64)
+    for k, f in enumerate(model.fields):
+        g = levels[:, k].astype(np.int64)
+        w = f.weights()
+        ok = g >= 0
+        out[ok, k] = w[g[ok]]
+        if f.tf and tf is not None:
+            ex = (g == 0) & np.isfinite(tf[:, k])
+            # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0)
+            out[ex, k] = np.log2(f.m[0]) - np.log2(np.maximum(tf[ex, k], 1e-12))
+    return out
+
+
+def score_pairs(con, model: PairModel, pairs_table: str) -> PairScores:
+    """Score the candidate pairs of DuckDB table `pairs_table(a, b)` (module docstring)."""
+    fls = tuple(f.levels for f in model.fields)
+    tfs = [f"CASE WHEN g{k} = 0 THEN tf{k} END AS h{k}" for k in range(len(fls))]
+    inner = (f"SELECT p.a, p.b, {', '.join(level_sql(fls))}, {', '.join(f'l.f{k} AS tf{k}' for k in range(len(fls)))} "
+             f"FROM {pairs_table} p JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b")
+    res = con.execute(f"SELECT a, b, {', '.join(f'g{k}' for k in range(len(fls)))}, {', '.join(tfs)} "
+                      f"FROM ({inner}) ORDER BY a, b").fetchnumpy()
+    a = np.asarray(res["a"], np.int64)
+    b = np.asarray(res["b"], np.int64)
+    lv = np.stack([np.asarray(res[f"g{k}"], np.int8) for k in range(len(fls))], axis=1) if fls else np.zeros((a.size, 0), np.int8)
+    tf = np.stack([np.ma.filled(np.ma.asarray(res[f"h{k}"], np.float64), np.nan) for k in range(len(fls))], axis=1) \
+        if fls else np.zeros((a.size, 0))
+    contrib = contributions(model, lv, tf)
+    return PairScores(a, b, lv, contrib, model.prior_bits + contrib.sum(axis=1), model.prior_bits)
+
+
+def level_counts(con, fields: tuple[FieldLevels, ...], pairs_sql: str) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct level vectors and their counts over the pairs of a SELECT yielding (a, b):
+    the comparison vectors are computed and aggregated in DuckDB (GROUP BY)."""
+    gs = ", ".join(f"g{k}" for k in range(len(fields)))
+    res = con.execute(
+        f"SELECT {gs}, count(*) AS c FROM (SELECT {', '.join(level_sql(fields))} FROM ({pairs_sql}) p "
+        f"JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b) GROUP BY ALL"
+    ).fetchnumpy()
+    pats = np.stack([np.asarray(res[f"g{k}"], np.int64) for k in range(len(fields))], axis=1)
+    return pats, np.asarray(res["c"], np.float64)

@@ -1,0 +1,72 @@
+"""The estimated pair model for the front door: sniff the fields, fit m/u/λ (or read them from
+labels), choose blocking, score the candidate pairs.
+
+`estimate_and_score(con, records, fields, ...)` returns a `PairStage`: the fitted
+`pdbq.coref.pair_model.PairModel` (prior refined over the chosen candidates), the scored
+candidate pairs (`PairScores`: levels, contributions and match weights in bits), the blocking
+choice with its recall estimate (None when the caller gave blocking keys), and warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdbq.coref.autoblock import BlockingChoice, build_candidates, choose_blocking
+from pdbq.coref.estimate import EmSettings, fit_pair_model, refine_prior
+from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
+from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
+from pdbq.coref.pair_model import PairModel, PairScores, score_pairs
+
+__all__ = ["PairStage", "estimate_and_score"]
+
+
+@dataclass(frozen=True, eq=False)
+class PairStage:
+    model: PairModel
+    scores: PairScores
+    blocking: BlockingChoice | None
+    candidate_pairs: int
+    warnings: tuple[str, ...]
+
+
+def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[str, FieldSpec] | None = None,
+                       blocking: tuple[Blocking, ...] | None = None, max_pairs: int = 20_000_000,
+                       settings: EmSettings = EmSettings(), model: PairModel | None = None) -> PairStage:
+    """Fit (unless `model` is given) and score (module docstring)."""
+    warnings: list[str] = []
+    if model is None:
+        fls = sniff_fields(con, RECORDS, records.columns, fields, specs)
+    else:
+        fls = tuple(f.levels for f in model.fields)
+        missing = [f.field for f in fls if f.field not in records.columns]
+        if missing:
+            from pdbq.coref.layout import CorefInputError
+
+            raise CorefInputError(f"the pair model compares field {missing[0]!r}, which is not a column of the records")
+    prepare_values(con, RECORDS, MENTION, records.columns, fls)
+    if model is None:
+        model, w = fit_pair_model(con, fls, records.n, settings)
+        warnings.extend(w)
+    choice = None
+    if blocking:
+        n_pairs = candidate_pairs(con, records, CorefModel((), tuple(blocking), max_pairs=max_pairs))
+        recall = None
+    else:
+        choice = choose_blocking(con, model, records.n, max_pairs)
+        n_pairs = build_candidates(con, model, choice.rules)
+        recall = choice.recall
+    scores = score_pairs(con, model, PAIRS)
+    if model.source == "em":
+        total = records.n * (records.n - 1) // 2
+        lam, ok = refine_prior(scores.match_weight - scores.prior_bits, total, recall if recall is not None else 1.0,
+                               model.prior)
+        if not ok:
+            warnings.append("the match prior did not converge over the candidate pairs; the training rules' estimate is kept")
+        else:
+            diag = dict(model.diagnostics, prior_training_rules=model.prior)
+            model = PairModel(model.fields, lam, model.source, diag)
+            scores = PairScores(scores.a, scores.b, scores.levels, scores.contributions,
+                                scores.match_weight - scores.prior_bits + model.prior_bits, model.prior_bits)
+        if choice is not None:
+            choice = BlockingChoice(choice.rules, choice.pairs_bound, choice.recall, model.prior * total)
+    return PairStage(model, scores, choice, n_pairs, tuple(warnings))
