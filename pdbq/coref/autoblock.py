@@ -12,8 +12,10 @@ Candidate rules over the normalised values (`pdbq_fs_values`):
 own assumption), field f of a true pair is exact with probability q_f·m_f[exact], shares a word
 with about q_f·(1 − m_f[else]) (text) or q_f·(m_f[exact] + m_f[first fuzzy level]) (short
 strings), where q_f is the share of record pairs with f non-NULL on both sides. Enumerating these
-per-field states gives P(some rule catches a match) exactly under that assumption. Skipped stop
-words are not modelled, so a token rule's recall is an upper bound.
+per-field states gives P(some rule catches a match) under that assumption. A token rule that
+skips frequent words also misses matches whose shared words are all frequent (the records of a
+large entity): it fires with probability `kept`, the share of equal-valued record pairs (weighted
+as matches are: by pairs, big groups first) that still share a kept word.
 
 **Choice.** Greedy: repeatedly add the rule with the largest estimated gain in recall per
 candidate pair it adds (pairs counted per rule, overlaps not subtracted: an upper bound), among
@@ -46,6 +48,7 @@ class BlockRule:
     fields: tuple[int, ...]
     max_key_size: int = 0
     pairs: int = 0
+    kept: float = 1.0
 
     def describe(self, model: PairModel) -> str:
         names = [model.fields[k].field for k in self.fields]
@@ -100,6 +103,25 @@ def _keyed_sql(rule: BlockRule, kinds) -> str:
             f"HAVING count(*) <= {int(rule.max_key_size)})")
 
 
+def _kept_share(con, rule: BlockRule, kinds) -> float:
+    """For a token rule: the share of pairs of records with equal values (weighted like true
+    matches, big groups first) that still share a word once frequent words are skipped: what
+    skipping stop words costs the matches of large entities. 1.0 for equality rules."""
+    if rule.kind != "token":
+        return 1.0
+    k = rule.fields[0]
+    toks = f"SELECT DISTINCT m, unnest({_tokens_sql(k, kinds[k])}) AS w FROM {VALUES}"
+    q = (f"WITH tw AS ({toks}), wc AS (SELECT w, count(*) AS c FROM tw GROUP BY w), "
+         f"rare AS (SELECT DISTINCT tw.m FROM tw JOIN wc USING (w) WHERE wc.c <= {int(rule.max_key_size)}), "
+         f"grp AS (SELECT v{k} AS v, count(*) AS c, count(rare.m) AS r FROM {VALUES} LEFT JOIN rare USING (m) "
+         f"WHERE v{k} IS NOT NULL GROUP BY v{k} HAVING count(*) > 1) "
+         f"SELECT sum(c * (c - 1) / 2), sum(CASE WHEN r > 0 THEN c * (c - 1) / 2 ELSE 0 END) FROM grp")
+    tot, kept = con.execute(q).fetchone()
+    if not tot:
+        return 1.0
+    return float(kept) / float(tot)
+
+
 def _states(model: PairModel, q: np.ndarray):
     """Per field: P(exact), P(shares a word but not exact) for a true match (module docstring)."""
     out = []
@@ -133,8 +155,14 @@ def rules_recall(model: PairModel, rules, q: np.ndarray) -> float:
                 break
         if p == 0.0:
             continue
-        if any(all(s[k] == 0 for k in r.fields) if r.kind == "equal" else s[r.fields[0]] <= 1 for r in rules):
-            total += p
+        missed = 1.0
+        for r in rules:
+            if r.kind == "equal":
+                fires = 1.0 if all(s[k] == 0 for k in r.fields) else 0.0
+            else:  # a shared word survives stop-word skipping with probability `kept`
+                fires = r.kept if s[r.fields[0]] <= 1 else 0.0
+            missed *= 1.0 - fires
+        total += p * (1.0 - missed)
     return min(total, 1.0)
 
 
@@ -156,7 +184,7 @@ def choose_blocking(con, model: PairModel, n: int, max_pairs: int, pairs_per_mat
             cands.append(BlockRule("equal", (k,)))
         if kinds[k] in ("text", "string"):
             cands.extend(BlockRule("token", (k,), s) for s in key_sizes if s < n)
-    cands = [BlockRule(r.kind, r.fields, r.max_key_size, _count(con, r, kinds)) for r in cands]
+    cands = [BlockRule(r.kind, r.fields, r.max_key_size, _count(con, r, kinds), _kept_share(con, r, kinds)) for r in cands]
     broad = [r.fields[0] for r in cands if r.kind == "equal" and r.pairs > max_pairs]
     for a in broad:
         for b in range(K):

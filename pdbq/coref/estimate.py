@@ -8,7 +8,7 @@
    forced equal, so it carries no evidence there: its m is not updated and it is left out of
    the likelihood; every other field's m and the rule's own match share λ_r are estimated with
    u held fixed. Each field's m is the mean over the rules that did not force it. When all
-   pairs are few (≤ `train_pairs`), EM also runs on all pairs (nothing forced), which gives λ
+   pairs are few (≤ `u_pairs`), EM also runs on all pairs (nothing forced), which gives λ
    directly; otherwise λ comes from each rule's λ_r with the forced fields' evidence removed:
    logit λ = logit λ_r − Σ_forced ln(m_f0 / u_f0) (the median over rules).
 3. EM stops when no parameter moves by more than `tol`; a rule that does not converge in
@@ -39,7 +39,7 @@ class EmSettings:
     """u_pairs: random pairs for u. train_pairs: a training rule yielding more pairs is not used.
     min_rule_pairs: nor one yielding fewer. max_rules: single-field rules used. max_iter, tol: EM."""
 
-    u_pairs: int = 1_000_000
+    u_pairs: int = 300_000
     train_pairs: int = 2_000_000
     min_rule_pairs: int = 50
     max_rules: int = 3
@@ -145,7 +145,7 @@ def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
                         doubles.append(TrainingRule(tuple(sorted((r1.forced[0], k))), c))
         doubles = sorted(set(doubles), key=lambda r: r.pairs)
         rules = rules + doubles[: max(0, 2 - len(rules))]
-    if total <= settings.train_pairs:
+    if total <= settings.u_pairs:  # their level counts are u's already: EM on all pairs costs nothing more
         rules = [TrainingRule((), total), *rules]
     if not rules:
         raise CorefInputError(

@@ -206,8 +206,9 @@ def _value_columns(k: int, fl: FieldLevels, dtype: str) -> list[str]:
     if fl.kind in ("string", "category"):
         return [f"{_norm_string(col)} AS v{k}"]
     if fl.kind == "text":
-        v = _norm_string(col)
-        return [f"{v} AS v{k}", f"list_sort(list_distinct(list_filter(string_split({v}, ' '), lambda x: x <> ''))) AS t{k}"]
+        # the value is its sorted word set: "exact" = the same words in any order, as the token levels see it
+        t = f"list_sort(list_distinct(list_filter(string_split({_norm_string(col)}, ' '), lambda x: x <> '')))"
+        return [f"nullif(array_to_string({t}, ' '), '') AS v{k}", f"{t} AS t{k}"]
     if fl.kind == "code":
         raw = f"CAST(TRY_CAST({col} AS BIGINT) AS VARCHAR)" if t in ("DOUBLE", "FLOAT", "REAL") or t.startswith("DECIMAL") else f"CAST({col} AS VARCHAR)"
         return [f"nullif(regexp_replace(lower({raw}), '[^a-z0-9]', '', 'g'), '') AS v{k}"]
@@ -241,6 +242,9 @@ def prepare_values(con, records_table: str, mention: str, columns: dict[str, str
         tf.append(f"CASE WHEN v{k} IS NOT NULL THEN count(*) OVER (PARTITION BY v{k}) / "
                   f"greatest(count(v{k}) OVER (), 1) END AS f{k}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {VALUES} AS SELECT *, {', '.join(tf)} FROM __pdbq_fs_raw ORDER BY m")
+    from pdbq.coref.pair_levels import clear_token_cache
+
+    clear_token_cache()
     con.execute("DROP TABLE IF EXISTS __pdbq_fs_raw")
 
 

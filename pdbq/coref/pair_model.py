@@ -24,7 +24,7 @@ threshold of a lone pair is match probability 0.5.
 `(a, b)` of dense record indices (over `pdbq_fs_values`, made by
 `pdbq.coref.levels.prepare_values`), a `PairScores`: per pair and field the level (int8) and
 contribution (float64, bits), and the match weight (bits). The level vectors are computed in
-DuckDB; the weights are a table lookup in numpy.
+DuckDB (token sets in numba: `pdbq.coref.pair_levels`); the weights are a table lookup in numpy.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
-from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql
+from pdbq.coref.levels import VALUES, FieldLevels
+from pdbq.coref.pair_levels import pair_levels
 
 __all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts"]
 
@@ -133,10 +134,6 @@ class PairScores:
         return pair_graph(n, self.a, self.b, self.match_weight * LN2)
 
 
-def level_sql(fields: tuple[FieldLevels, ...], left: str = "l", right: str = "r") -> list[str]:
-    return [f"{gamma_sql(k, fl, left, right)} AS g{k}" for k, fl in enumerate(fields)]
-
-
 def contributions(model: PairModel, levels: np.ndarray, tf: np.ndarray | None) -> np.ndarray:
     """Bits per pair and field from levels (pairs × fields, -1 = NULL) and the left record's
     term frequency where the level is exact (NaN elsewhere)."""
@@ -156,27 +153,17 @@ def contributions(model: PairModel, levels: np.ndarray, tf: np.ndarray | None) -
 def score_pairs(con, model: PairModel, pairs_table: str) -> PairScores:
     """Score the candidate pairs of DuckDB table `pairs_table(a, b)` (module docstring)."""
     fls = tuple(f.levels for f in model.fields)
-    tfs = [f"CASE WHEN g{k} = 0 THEN tf{k} END AS h{k}" for k in range(len(fls))]
-    inner = (f"SELECT p.a, p.b, {', '.join(level_sql(fls))}, {', '.join(f'l.f{k} AS tf{k}' for k in range(len(fls)))} "
-             f"FROM {pairs_table} p JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b")
-    res = con.execute(f"SELECT a, b, {', '.join(f'g{k}' for k in range(len(fls)))}, {', '.join(tfs)} "
-                      f"FROM ({inner}) ORDER BY a, b").fetchnumpy()
-    a = np.asarray(res["a"], np.int64)
-    b = np.asarray(res["b"], np.int64)
-    lv = np.stack([np.asarray(res[f"g{k}"], np.int8) for k in range(len(fls))], axis=1) if fls else np.zeros((a.size, 0), np.int8)
-    tf = np.stack([np.ma.filled(np.ma.asarray(res[f"h{k}"], np.float64), np.nan) for k in range(len(fls))], axis=1) \
-        if fls else np.zeros((a.size, 0))
+    n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchone()[0])
+    a, b, lv, tf = pair_levels(con, fls, f"SELECT a, b FROM {pairs_table} ORDER BY a, b", n, with_tf=True)
     contrib = contributions(model, lv, tf)
     return PairScores(a, b, lv, contrib, model.prior_bits + contrib.sum(axis=1), model.prior_bits)
 
 
 def level_counts(con, fields: tuple[FieldLevels, ...], pairs_sql: str) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct level vectors and their counts over the pairs of a SELECT yielding (a, b):
-    the comparison vectors are computed and aggregated in DuckDB (GROUP BY)."""
-    gs = ", ".join(f"g{k}" for k in range(len(fields)))
-    res = con.execute(
-        f"SELECT {gs}, count(*) AS c FROM (SELECT {', '.join(level_sql(fields))} FROM ({pairs_sql}) p "
-        f"JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b) GROUP BY ALL"
-    ).fetchnumpy()
-    pats = np.stack([np.asarray(res[f"g{k}"], np.int64) for k in range(len(fields))], axis=1)
-    return pats, np.asarray(res["c"], np.float64)
+    """Distinct level vectors and their counts over the pairs of a SELECT yielding (a, b)."""
+    n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchone()[0])
+    _, _, lv, _ = pair_levels(con, fields, pairs_sql, n)
+    if lv.shape[0] == 0:
+        return np.zeros((0, len(fields)), np.int64), np.zeros(0)
+    pats, counts = np.unique(lv, axis=0, return_counts=True)
+    return pats.astype(np.int64), counts.astype(np.float64)

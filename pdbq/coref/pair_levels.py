@@ -1,0 +1,109 @@
+"""Level vectors of record pairs: SQL for most kinds, numba for token sets.
+
+`pair_levels(con, fields, pairs_sql)` returns, for the pairs (a, b) a SELECT yields over
+`pdbq_fs_values`, the level of every field (int8, -1 = NULL) and the left record's term
+frequency where the level is exact. Strings, codes, dates and numbers are compared in DuckDB;
+token-set fields (`text`, `list`) by intersecting each record's sorted token ids in numba
+(DuckDB's per-pair `list_intersect` costs ~50 µs a pair, this ~0.1 µs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql
+
+__all__ = ["pair_levels", "TOKEN_KINDS", "clear_token_cache"]
+
+TOKEN_KINDS = ("text", "list")
+_CACHE: dict = {}
+
+
+def clear_token_cache() -> None:
+    """Forget the token sets read for `pdbq_fs_values` (called when it is rebuilt)."""
+    _CACHE.clear()
+
+
+def _token_csr(con, k: int, kind: str, n: int):
+    key = (id(con), k)
+    if key in _CACHE:
+        return _CACHE[key]
+    col = f"t{k}" if kind == "text" else f"v{k}"
+    res = con.execute(
+        f"SELECT m, dense_rank() OVER (ORDER BY w) AS t FROM (SELECT m, unnest({col}) AS w FROM {VALUES}) ORDER BY m, t"
+    ).fetchnumpy()
+    m = np.asarray(res["m"], np.int64)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(m, minlength=n), out=indptr[1:])
+    null = np.asarray(con.execute(f"SELECT v{k} IS NULL AS x FROM {VALUES} ORDER BY m").fetchnumpy()["x"], np.bool_)
+    out = (indptr, np.asarray(res["t"], np.int64), null)
+    _CACHE[key] = out
+    return out
+
+
+@njit(cache=True)
+def _set_levels(indptr, tok, null, a, b, thresholds, out):
+    """Level of each pair from the Jaccard of its token sets: -1 either NULL, 0 equal sets,
+    i (1-based) the first threshold reached (a threshold 0 means "> 0"), else len + 1."""
+    nt = thresholds.shape[0]
+    for p in range(a.shape[0]):
+        i = a[p]
+        j = b[p]
+        if null[i] or null[j]:
+            out[p] = -1
+            continue
+        x, xe = indptr[i], indptr[i + 1]
+        y, ye = indptr[j], indptr[j + 1]
+        na = xe - x
+        nb = ye - y
+        inter = 0
+        while x < xe and y < ye:
+            if tok[x] == tok[y]:
+                inter += 1
+                x += 1
+                y += 1
+            elif tok[x] < tok[y]:
+                x += 1
+            else:
+                y += 1
+        if inter == na and inter == nb:
+            out[p] = 0
+            continue
+        jac = inter / max(na + nb - inter, 1)
+        lev = nt + 1
+        for t in range(nt):
+            th = thresholds[t]
+            if (th > 0 and jac >= th) or (th <= 0 and jac > 0):
+                lev = t + 1
+                break
+        out[p] = lev
+
+
+def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int, with_tf: bool = False):
+    """(a, b, levels int8[pairs, fields], tf float64[pairs, fields] or None) (module docstring)."""
+    sql_ks = [k for k, fl in enumerate(fields) if fl.kind not in TOKEN_KINDS]
+    cols = [f"{gamma_sql(k, fields[k])} AS g{k}" for k in sql_ks]
+    if with_tf:
+        cols += [f"l.f{k} AS tf{k}" for k in range(len(fields))]
+    if cols:
+        q = (f"SELECT p.a, p.b, {', '.join(cols)} FROM ({pairs_sql}) p "
+             f"JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b")
+    else:
+        q = f"SELECT p.a, p.b FROM ({pairs_sql}) p"
+    res = con.execute(q).fetchnumpy()
+    a = np.asarray(res["a"], np.int64)
+    b = np.asarray(res["b"], np.int64)
+    levels = np.empty((a.size, len(fields)), np.int8)
+    for k in sql_ks:
+        levels[:, k] = np.asarray(res[f"g{k}"], np.int8)
+    for k, fl in enumerate(fields):
+        if fl.kind in TOKEN_KINDS:
+            indptr, tok, null = _token_csr(con, k, fl.kind, n)
+            _set_levels(indptr, tok, null, a, b, np.asarray(fl.thresholds, np.float64), levels[:, k])
+    tf = None
+    if with_tf:
+        tf = np.stack([np.ma.filled(np.ma.asarray(res[f"tf{k}"], np.float64), np.nan) for k in range(len(fields))], axis=1) \
+            if fields else np.zeros((a.size, 0))
+        tf[levels != 0] = np.nan
+    return a, b, levels, tf
