@@ -14,7 +14,7 @@ Kinds, sniffed from the values themselves (not from the declared column type):
 | `string` | short strings: names, streets, phones | Jaro–Winkler ≥ 0.92, ≥ 0.80 |
 | `text` | long or many-word strings: titles, citations | token-set Jaccard ≥ 0.7, ≥ 0.4, ≥ 0.15 |
 | `category` | strings with few distinct values | – |
-| `code` | integers and digit strings: ids, postcodes, street numbers, years | Damerau–Levenshtein ≤ 1 |
+| `code` | integers and digit strings (separators allowed): ids, phones, postcodes, street numbers, years | Damerau–Levenshtein ≤ 1 |
 | `date` | DATE columns, or values that parse as YYYYMMDD, YYYY-MM-DD, D/M/YYYY | day–month transposed, ≤ 1 edit, within 365 days |
 | `number` | non-integer numbers | relative difference ≤ 0.01, ≤ 0.1 |
 | `list` | LIST columns, compared as sets | Jaccard ≥ 0.5, > 0 |
@@ -151,6 +151,10 @@ def _sniff_one(con, source: str, field: str, dtype: str) -> tuple[str, str | Non
             if ok >= 0.8 * n:
                 return "date", best
     if all(re.match(r"^[+-]?\d+(\.0+)?$", v) for v in vals):
+        return "code", None
+    # phones, ids and postcodes written with separators: digits once punctuation and spaces go
+    digits = [re.sub(r"[^0-9a-zA-Z]", "", v) for v in vals]
+    if sum(1 for d in digits if d.isdigit() and len(d) >= 3) >= 0.95 * n:
         return "code", None
     if all(re.match(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$", v) for v in vals):
         return "number", None
