@@ -85,11 +85,11 @@ def _count(con, rule: BlockRule, kinds) -> int:
         cols = ", ".join(f"v{k}" for k in rule.fields)
         nn = " AND ".join(f"v{k} IS NOT NULL" for k in rule.fields)
         q = f"SELECT count(*) AS c FROM {VALUES} WHERE {nn} GROUP BY {cols}"
-        return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM ({q})").fetchone()[0])
+        return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM ({q})").fetchall()[0][0])
     k = rule.fields[0]
     q = f"SELECT count(*) AS c FROM (SELECT DISTINCT m, unnest({_tokens_sql(k, kinds[k])}) AS w FROM {VALUES}) GROUP BY w"
     return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM ({q}) WHERE c <= ?",
-                           [rule.max_key_size]).fetchone()[0])
+                           [rule.max_key_size]).fetchall()[0][0])
 
 
 def _keyed_sql(rule: BlockRule, kinds) -> str:
@@ -116,7 +116,7 @@ def _kept_share(con, rule: BlockRule, kinds) -> float:
          f"grp AS (SELECT v{k} AS v, count(*) AS c, count(rare.m) AS r FROM {VALUES} LEFT JOIN rare USING (m) "
          f"WHERE v{k} IS NOT NULL GROUP BY v{k} HAVING count(*) > 1) "
          f"SELECT sum(c * (c - 1) / 2), sum(CASE WHEN r > 0 THEN c * (c - 1) / 2 ELSE 0 END) FROM grp")
-    tot, kept = con.execute(q).fetchone()
+    tot, kept = con.execute(q).fetchall()[0]
     if not tot:
         return 1.0
     return float(kept) / float(tot)
@@ -167,7 +167,7 @@ def rules_recall(model: PairModel, rules, q: np.ndarray) -> float:
 
 
 def _nonnull_share(con, K: int) -> np.ndarray:
-    n = con.execute(f"SELECT count(*), {', '.join(f'count(v{k})' for k in range(K))} FROM {VALUES}").fetchone()
+    n = con.execute(f"SELECT count(*), {', '.join(f'count(v{k})' for k in range(K))} FROM {VALUES}").fetchall()[0]
     return np.array([(c / n[0]) ** 2 if n[0] else 0.0 for c in n[1:]])
 
 
@@ -230,4 +230,4 @@ def build_candidates(con, model: PairModel, rules: tuple[BlockRule, ...]) -> int
     con.execute(f"CREATE OR REPLACE TEMP TABLE {PAIRS} AS SELECT DISTINCT a, b FROM ({' UNION ALL '.join(parts)})")
     for i in range(len(rules)):
         con.execute(f"DROP TABLE IF EXISTS __pdbq_key{i}")
-    return int(con.execute(f"SELECT count(*) FROM {PAIRS}").fetchone()[0])
+    return int(con.execute(f"SELECT count(*) FROM {PAIRS}").fetchall()[0][0])

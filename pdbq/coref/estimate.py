@@ -69,7 +69,7 @@ class EmResult:
 
 
 def _n_nonnull(con, k: int) -> int:
-    return int(con.execute(f"SELECT count(v{k}) FROM {VALUES}").fetchone()[0])
+    return int(con.execute(f"SELECT count(v{k}) FROM {VALUES}").fetchall()[0][0])
 
 
 def estimate_u(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings) -> tuple[list[np.ndarray], tuple]:
@@ -100,7 +100,7 @@ def estimate_u(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSetting
         if nn < 2:
             raise CorefInputError(f"field {fl.field!r} has fewer than two non-NULL values: it cannot be compared")
         same = con.execute(f"SELECT coalesce(sum(c * (c - 1)), 0) FROM (SELECT count(*) AS c FROM {VALUES} "
-                           f"WHERE v{k} IS NOT NULL GROUP BY v{k})").fetchone()[0]
+                           f"WHERE v{k} IS NOT NULL GROUP BY v{k})").fetchall()[0][0]
         u0 = float(same) / (nn * (nn - 1))
         if u0 >= 1.0:
             raise CorefInputError(f"field {fl.field!r} holds one value in every record: it says nothing about matches")
@@ -122,7 +122,7 @@ def _equal_pairs(con, ks: tuple[int, ...]) -> int:
     cols = ", ".join(f"v{k}" for k in ks)
     nn = " AND ".join(f"v{k} IS NOT NULL" for k in ks)
     return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM (SELECT count(*) AS c FROM {VALUES} "
-                           f"WHERE {nn} GROUP BY {cols})").fetchone()[0])
+                           f"WHERE {nn} GROUP BY {cols})").fetchall()[0][0])
 
 
 def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings) -> tuple[TrainingRule, ...]:
@@ -199,8 +199,9 @@ def em(pats: np.ndarray, counts: np.ndarray, us: list[np.ndarray], m0: list[np.n
             if c.sum() <= 0:
                 new_m.append(m[k])
                 continue
-            x = np.maximum(c / c.sum(), 1e-6)
-            x = x / x.sum()
+            # half an expected match per level (Jeffreys): with few matches no level's m is
+            # claimed to be ~0, which would make its weight an extreme, unsupported negative
+            x = (c + 0.5) / (c.sum() + 0.5 * L)
             delta = max(delta, float(np.abs(x - m[k]).max()))
             new_m.append(x)
         m, lam = new_m, new_lam
@@ -311,3 +312,54 @@ def refine_prior(evidence_bits: np.ndarray, total_pairs: int, recall: float, pri
             return new, True
         lam = new
     return lam, False
+
+
+def fit_from_labels(con, fields: tuple[FieldLevels, ...], n: int, index: np.ndarray, entity: np.ndarray,
+                    shape: str, settings: EmSettings = EmSettings()) -> PairModel:
+    """m from the level vectors of labelled matching pairs (every pair inside a labelled entity;
+    a random subset of them beyond `train_pairs`), u from random pairs as without labels, and
+    λ = the share of matching pairs among labelled records when the labels are clusters (from
+    pairs alone it cannot be read: `source = "labels-pairs"` asks the caller to estimate it)."""
+    import pyarrow as pa
+
+    if n < 2:
+        raise CorefInputError(f"{n} record(s): at least two are needed to estimate a match model")
+    us, _ = estimate_u(con, fields, n, settings)
+    order = np.argsort(entity, kind="stable")
+    idx, ent = np.asarray(index)[order], np.asarray(entity)[order]
+    starts = np.flatnonzero(np.r_[True, ent[1:] != ent[:-1]])
+    sizes = np.diff(np.r_[starts, ent.size])
+    n_match = int((sizes * (sizes - 1) // 2).sum())
+    if n_match == 0:
+        raise CorefInputError("the labels hold no matching pair (every labelled entity has one record): no m to estimate")
+    rng = np.random.default_rng(settings.seed)
+    keep = min(1.0, settings.train_pairs / n_match)
+    aa, bb = [], []
+    for s, c in zip(starts, sizes):
+        if c < 2:
+            continue
+        i, j = np.triu_indices(c, 1)
+        if keep < 1.0:
+            pick = rng.random(i.size) < keep
+            i, j = i[pick], j[pick]
+        x, y = idx[s + i], idx[s + j]
+        aa.append(np.minimum(x, y))
+        bb.append(np.maximum(x, y))
+    con.register("__pdbq_label_pairs", pa.table({"a": np.concatenate(aa), "b": np.concatenate(bb)}))
+    try:
+        pats, counts = level_counts(con, fields, "SELECT a, b FROM __pdbq_label_pairs")
+    finally:
+        con.unregister("__pdbq_label_pairs")
+    fms = []
+    for k, fl in enumerate(fields):
+        g = pats[:, k]
+        c = np.bincount(g[g >= 0], weights=counts[g >= 0], minlength=fl.n_levels)[: fl.n_levels]
+        m = (c + 0.5) / (c.sum() + 0.5 * fl.n_levels)  # half a count per level: no level is impossible
+        fms.append(FieldModel(fl, monotone(m, us[k]), us[k], fl.kind not in _NO_TF))
+    L = idx.size
+    if shape == "clusters" and L >= 2:
+        prior, source = n_match / (L * (L - 1) / 2), "labels"
+    else:
+        prior, source = 1.0 / n, "labels-pairs"
+    diag = {"labelled_records": int(L), "labelled_match_pairs": n_match, "match_pairs_used": int(counts.sum())}
+    return PairModel(tuple(fms), min(max(prior, 1e-12), 0.5), source, diag)

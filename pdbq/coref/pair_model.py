@@ -153,7 +153,7 @@ def contributions(model: PairModel, levels: np.ndarray, tf: np.ndarray | None) -
 def score_pairs(con, model: PairModel, pairs_table: str) -> PairScores:
     """Score the candidate pairs of DuckDB table `pairs_table(a, b)` (module docstring)."""
     fls = tuple(f.levels for f in model.fields)
-    n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchone()[0])
+    n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchall()[0][0])
     a, b, lv, tf = pair_levels(con, fls, f"SELECT a, b FROM {pairs_table} ORDER BY a, b", n, with_tf=True)
     contrib = contributions(model, lv, tf)
     return PairScores(a, b, lv, contrib, model.prior_bits + contrib.sum(axis=1), model.prior_bits)
@@ -161,7 +161,7 @@ def score_pairs(con, model: PairModel, pairs_table: str) -> PairScores:
 
 def level_counts(con, fields: tuple[FieldLevels, ...], pairs_sql: str) -> tuple[np.ndarray, np.ndarray]:
     """Distinct level vectors and their counts over the pairs of a SELECT yielding (a, b)."""
-    n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchone()[0])
+    n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchall()[0][0])
     _, _, lv, _ = pair_levels(con, fields, pairs_sql, n)
     if lv.shape[0] == 0:
         return np.zeros((0, len(fields)), np.int64), np.zeros(0)

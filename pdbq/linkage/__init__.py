@@ -41,6 +41,7 @@ from pdbq.coref.estimate import EmSettings
 from pdbq.coref.levels import FieldSpec
 from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
+from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "evaluate"]
@@ -99,6 +100,7 @@ def dedupe(
     con: duckdb.DuckDBPyConnection | None = None,
     model: PairModel | None = None,
     em: EmSettings = EmSettings(),
+    train=None,
 ) -> DedupeResult:
     """Cluster the records of `source` (module docstring).
 
@@ -108,6 +110,11 @@ def dedupe(
     compare: `FieldSpec`s overriding the kind / thresholds of some fields.
     model: an already fitted `PairModel` to score with instead of estimating one.
     em: settings of the estimation (`pdbq.coref.estimate.EmSettings`).
+    train: labels to fit m and u from instead of EM (`pdbq.linkage.labels`: a file or table of
+        (id, entity) clusters or of matching id pairs). Half of the labelled entities are held
+        out first: the model fitted on the other half clusters the records and
+        `diagnostics["holdout"]` scores it on the held-out records; then the model is refitted on
+        all labels for the result.
     comparisons: explicit linear comparisons (`Comparison`): the hand-weighted model
         score = Σ weight·(sim − center) − bias instead of the estimated one.
     blocking: keys (`Blocking` or DuckDB expressions); default per field (module docstring).
@@ -123,6 +130,9 @@ def dedupe(
     con = duckdb.connect() if own else con
     t0 = time.perf_counter()
     warnings: list[str] = []
+    # library code does not draw on the terminal: DuckDB's progress bar is off for the call
+    bar = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
+    con.execute("SET enable_progress_bar = false")
     try:
         wanted = [c.field for c in comparisons] if comparisons else list(fields)
         records = load_records(con, source, id, list(dict.fromkeys(wanted)))
@@ -133,19 +143,28 @@ def dedupe(
                 warnings.append(f"field {f!r} has {k} NULL value(s), compared as no evidence")
         t1 = time.perf_counter()
         pair_model = scores = choice = None
+        extra: dict = {}
         blocks = tuple(b if isinstance(b, Blocking) else Blocking(str(b)) for b in blocking) if blocking else None
         if comparisons is None:
             specs = {s.field: s for s in (compare or [])}
             unknown = sorted(set(specs) - set(fields))
             if unknown:
                 raise CorefInputError(f"compare names field {unknown[0]!r}, which is not in fields={list(fields)}")
+            run_config = config if config is not None else _FS_CONFIG
+            labels = None
+            if train is not None:
+                if model is not None:
+                    raise CorefInputError("give either a fitted model or training labels, not both")
+                labels = read_labels(con, train, records.ids, id, "train")
+                holdout = _holdout(con, records, list(fields), specs, blocks, max_pairs, em, labels, run_config)
+                if holdout is not None:
+                    extra["holdout"] = holdout
             stage = estimate_and_score(con, records, list(fields), specs=specs, blocking=blocks, max_pairs=max_pairs,
-                                       settings=em, model=model)
+                                       settings=em, model=model, labels=labels)
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
             lin = None
             graph = scores.graph(records.n)
-            run_config = config if config is not None else _FS_CONFIG
         else:
             auto = [c for c in comparisons if c.method == "auto"]
             resolved = {c.field: c for c in default_comparisons(con, records, [c.field for c in auto])} if auto else {}
@@ -175,11 +194,33 @@ def dedupe(
             "seconds_map": res.seconds,
             "seconds": time.perf_counter() - t0,
             "bytes_graph": graph.nbytes(),
+            **extra,
         }
         return DedupeResult(table, lin, diag, tuple(warnings), pair_model, scores, choice, records.ids)
     finally:
         if own:
             con.close()
+        else:
+            con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+
+
+def _holdout(con, records, fields, specs, blocks, max_pairs, em, labels: Labels, config) -> dict | None:
+    """Fit on half the labelled entities, cluster, score on the other half's records."""
+    ents = np.unique(labels.entity)
+    rng = np.random.default_rng(em.seed)
+    train_half = rng.random(ents.size) < 0.5
+    in_a = train_half[np.searchsorted(ents, labels.entity)]
+    a = Labels(labels.index[in_a], labels.entity[in_a], labels.shape)
+    b_idx, b_ent = labels.index[~in_a], labels.entity[~in_a]
+    if b_idx.size < 2 or np.unique(a.entity).size == a.entity.size:
+        return None
+    stage = estimate_and_score(con, records, fields, specs=specs, blocking=blocks, max_pairs=max_pairs, settings=em,
+                               labels=a)
+    res = resolve_map(stage.scores.graph(records.n), config)
+    pred = res.labels[b_idx]
+    b3, pw = b_cubed(pred, b_ent), pairwise(pred, b_ent)
+    return {"records": int(b_idx.size), "b3_precision": b3.precision, "b3_recall": b3.recall, "b3_f1": b3.f1,
+            "pairwise_precision": pw.precision, "pairwise_recall": pw.recall, "pairwise_f1": pw.f1}
 
 
 def _write(table: pa.Table, path: Path) -> None:

@@ -1,9 +1,13 @@
-"""`pdbq dedupe INPUT --id COL --fields A,B,... [--block EXPR]... [--out FILE] [--gold FILE]`.
+"""`pdbq dedupe INPUT --id COL --fields A,B,... [--compare F=KIND[:T1,T2]]... [--train FILE] [--block EXPR]... [--out FILE] [--gold FILE]`.
 
 Reads a CSV/Parquet file (or, with --database, a table of that DuckDB file), clusters its
 records (`pdbq.linkage.dedupe`), and writes `(id, cluster)` to --out (CSV or Parquet) or stdout
-as CSV. --gold FILE (CSV with columns id, entity) prints B³ and pairwise scores to stderr.
-Exit status 0, or 2 with the error on stderr for bad input.
+as CSV. On stderr: the comparison chosen per field, the blocking rules with their estimated
+recall, the match prior, a summary line (and with --show-model, m, u and the weight of every
+level). --gold FILE (the records' id column or `id`, and an entity column; or two columns of
+matching ids) prints B³ and pairwise scores to stderr; --train FILE (same shapes) fits the model
+from those labels instead of EM and prints a holdout report. Exit status 0, or 2 with the error
+on stderr for bad input.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import sys
 
 import duckdb
 
+from pdbq.coref.layout import CorefInputError
+from pdbq.coref.levels import KINDS, FieldSpec
 from pdbq.coref.model import Blocking
 from pdbq.errors import PdbqError
 from pdbq.inference.coreference.resolve import CorefConfig
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "parse_compare"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,33 +31,75 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="a .csv/.parquet file, or a table name with --database")
     p.add_argument("--id", required=True, help="the id column")
     p.add_argument("--fields", required=True, help="comma-separated columns to compare")
+    p.add_argument("--compare", action="append", default=None, metavar="FIELD=KIND[:T1,T2]",
+                   help=f"override a field's comparison: KIND one of {', '.join(KINDS)}, optional thresholds; repeatable")
+    p.add_argument("--train", help="labels to fit the model from: (id, entity) or two columns of matching ids")
     p.add_argument("--block", action="append", default=None, metavar="EXPR",
-                   help="a blocking key (DuckDB expression); repeatable; default: per field")
-    p.add_argument("--bias", type=float, default=0.0, help="subtracted from every pair score")
-    p.add_argument("--max-pairs", type=int, default=20_000_000, help="refuse blocking above this many pairs")
+                   help="a blocking key (DuckDB expression); repeatable; default: chosen automatically")
+    p.add_argument("--max-pairs", type=int, default=20_000_000, help="at most this many candidate pairs")
     p.add_argument("--nulls", choices=("ignore", "error"), default="ignore")
     p.add_argument("--sweeps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--show-model", action="store_true", help="print m, u and the weight of every level to stderr")
     p.add_argument("--database", help="a DuckDB file holding the input table")
     p.add_argument("--out", help="write (id, cluster) here (.csv or .parquet); default stdout")
-    p.add_argument("--gold", help="CSV (id, entity): print B3 and pairwise scores to stderr")
+    p.add_argument("--gold", help="labels to score the clusters against: B3 and pairwise scores on stderr")
     return p
+
+
+def parse_compare(items: list[str] | None) -> list[FieldSpec]:
+    """`FIELD=KIND[:T1,T2,...]` → `FieldSpec`s (`CorefInputError` naming a malformed one)."""
+    out = []
+    for item in items or []:
+        field, sep, rest = item.partition("=")
+        kind, _, th = rest.partition(":")
+        if not sep or not field.strip() or kind.strip() not in KINDS:
+            raise CorefInputError(f"--compare {item!r}: expected FIELD=KIND[:T1,T2,...] with KIND one of {', '.join(KINDS)}")
+        try:
+            thresholds = tuple(float(x) for x in th.split(",") if x.strip()) if th.strip() else None
+        except ValueError as exc:
+            raise CorefInputError(f"--compare {item!r}: thresholds must be numbers") from exc
+        out.append(FieldSpec(field.strip(), kind.strip(), thresholds))
+    return out
+
+
+def _print_model(res, show_levels: bool) -> None:
+    pm = res.pair_model
+    if pm is None:
+        return
+    w = sys.stderr.write
+    w(f"pair model ({'estimated without labels' if pm.source == 'em' else 'fitted from labels'}; "
+      f"prior P(two random records match) = {pm.prior:.3g}):\n")
+    for f in pm.fields:
+        w(f"  {f.levels.describe()}{', term-frequency adjusted' if f.tf else ''}\n")
+        if show_levels:
+            for row in f.describe():
+                w(f"      {row['name']:<26} m {row['m']:.4f}  u {row['u']:.6f}  weight {row['weight_bits']:+.2f} bits\n")
+    b = res.blocking
+    if b is not None:
+        w(f"blocking ({res.diagnostics['candidate_pairs']:,} candidate pairs; estimated recall {b.recall:.4f}, "
+          f"about {b.expected_missed:.1f} of {b.expected_matches:.0f} matching pairs missed):\n")
+        for r in b.describe(pm):
+            w(f"  {r}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pdbq.linkage import DEFAULT_CONFIG, dedupe, evaluate
+    from pdbq.linkage import _FS_CONFIG, dedupe, evaluate
+    from pdbq.linkage.labels import read_labels
 
     con = duckdb.connect(args.database, read_only=True) if args.database else duckdb.connect()
     try:
-        config = CorefConfig(**{**DEFAULT_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
+        config = CorefConfig(**{**_FS_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
         res = dedupe(
             args.input, id=args.id, fields=[f.strip() for f in args.fields.split(",") if f.strip()],
-            blocking=[Blocking(b) for b in args.block] if args.block else None, bias=args.bias,
+            compare=parse_compare(args.compare), train=args.train,
+            blocking=[Blocking(b) for b in args.block] if args.block else None,
             max_pairs=args.max_pairs, nulls=args.nulls, config=config, output=args.out, con=con,
         )
         for w in res.warnings:
             sys.stderr.write(f"warning: {w}\n")
+        _print_model(res, args.show_model)
         if args.out is None:
             sys.stdout.write("id,cluster\n")
             for i, c in zip(res.clusters.column("id").to_pylist(), res.clusters.column("cluster").to_pylist()):
@@ -61,9 +109,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{d['records']} records, {d['candidate_pairs']} candidate pairs, {d['clusters']} clusters, "
             f"{d['factor_evaluations']} factor evaluations, {d['seconds']:.2f} s\n"
         )
+        if "holdout" in d:
+            h = d["holdout"]
+            sys.stderr.write(f"holdout ({h['records']} labelled records not used to fit): B3 F1 {h['b3_f1']:.4f}; "
+                             f"pairwise P {h['pairwise_precision']:.4f} R {h['pairwise_recall']:.4f} F1 {h['pairwise_f1']:.4f}\n")
         if args.gold:
-            g = con.execute("SELECT id, entity FROM read_csv(?)", [args.gold]).fetchnumpy()
-            b3, pw = evaluate(res.clusters, g["id"], g["entity"])
+            lab = read_labels(con, args.gold, res.ids, args.id, "--gold")
+            ids = res.ids[lab.index]
+            b3, pw = evaluate(res.clusters.take(lab.index), ids, lab.entity)
             sys.stderr.write(f"B3 P {b3.precision:.4f} R {b3.recall:.4f} F1 {b3.f1:.4f}; "
                              f"pairwise P {pw.precision:.4f} R {pw.recall:.4f} F1 {pw.f1:.4f}\n")
         return 0

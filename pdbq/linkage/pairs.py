@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdbq.coref.autoblock import BlockingChoice, build_candidates, choose_blocking
-from pdbq.coref.estimate import EmSettings, fit_pair_model, refine_prior
+from pdbq.coref.estimate import EmSettings, fit_from_labels, fit_pair_model, refine_prior
 from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
 from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
 from pdbq.coref.pair_model import PairModel, PairScores, score_pairs
@@ -31,8 +31,10 @@ class PairStage:
 
 def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[str, FieldSpec] | None = None,
                        blocking: tuple[Blocking, ...] | None = None, max_pairs: int = 20_000_000,
-                       settings: EmSettings = EmSettings(), model: PairModel | None = None) -> PairStage:
-    """Fit (unless `model` is given) and score (module docstring)."""
+                       settings: EmSettings = EmSettings(), model: PairModel | None = None,
+                       labels=None) -> PairStage:
+    """Fit (unless `model` is given; from `labels`, a `pdbq.linkage.labels.Labels`, when given)
+    and score (module docstring)."""
     warnings: list[str] = []
     if model is None:
         fls = sniff_fields(con, RECORDS, records.columns, fields, specs)
@@ -44,7 +46,9 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
 
             raise CorefInputError(f"the pair model compares field {missing[0]!r}, which is not a column of the records")
     prepare_values(con, RECORDS, MENTION, records.columns, fls)
-    if model is None:
+    if model is None and labels is not None:
+        model = fit_from_labels(con, fls, records.n, labels.index, labels.entity, labels.shape, settings)
+    elif model is None:
         model, w = fit_pair_model(con, fls, records.n, settings)
         warnings.extend(w)
     choice = None
@@ -56,7 +60,7 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
         n_pairs = build_candidates(con, model, choice.rules)
         recall = choice.recall
     scores = score_pairs(con, model, PAIRS)
-    if model.source == "em":
+    if model.source in ("em", "labels-pairs"):
         total = records.n * (records.n - 1) // 2
         lam, ok = refine_prior(scores.match_weight - scores.prior_bits, total, recall if recall is not None else 1.0,
                                model.prior)
