@@ -16,8 +16,8 @@ fields only (no derived columns) and no labels; labels only score the result.
   tutorial; Cora and Fodors–Zagats use the recipes of examples/bench/coref.py (Fodors–Zagats
   as link_only, its natural setting, but at threshold 0.5, with the derived digits-only phone
   column its recipe needs, since the two guides write phones differently).
-* recordlinkage 0.16 ECM: full index where all pairs are few, else blocking on each field
-  (union), binary comparisons (exact; Jaro–Winkler ≥ 0.85 for strings), `ECMClassifier`,
+* recordlinkage 0.16 ECM: full index where all pairs are few (≤ 2M), else blocking on each field
+  whose equal values give ≤ 500k pairs (union), binary comparisons (exact; Jaro–Winkler ≥ 0.85 for strings), `ECMClassifier`,
   clusters = connected components of the predicted links.
 
 Prints pairwise P/R/F1, B³ F1 and wall seconds (records loaded in DuckDB/pandas beforehand;
@@ -173,9 +173,11 @@ def run_recordlinkage(con, name, table, id_col, fields):
     idx = rl.Index()
     if n * (n - 1) // 2 <= 2_000_000:
         idx.full()
-    else:
+    else:  # block on each field whose equal values give at most 500k pairs (not on e.g. a state)
         for f in fields:
-            idx.block(f)
+            c = df[f].value_counts()
+            if int((c * (c - 1) // 2).sum()) <= 500_000:
+                idx.block(f)
     pairs = idx.index(df)
     cmp = rl.Compare()
     for f in fields:
