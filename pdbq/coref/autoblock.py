@@ -25,7 +25,6 @@ pairs; stop when nothing qualifies.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,27 +79,39 @@ def _tokens_sql(k: int, kind: str) -> str:
     return f"list_filter({src}, lambda x: length(x) >= 2)"
 
 
+def _words(con, k: int, kind: str) -> str:
+    """A TEMP table (m, w, c) of each record's distinct words of field k with the number of
+    records holding the word, built once per field for all the token rules' counts."""
+    name = f"__pdbq_words{k}"
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [name]).fetchall()[0][0]:
+        con.execute(f"CREATE TEMP TABLE {name} AS WITH tw AS (SELECT DISTINCT m, unnest({_tokens_sql(k, kind)}) AS w "
+                    f"FROM {VALUES}) SELECT m, w, count(*) OVER (PARTITION BY w) AS c FROM tw")
+    return name
+
+
+def drop_word_tables(con, K: int) -> None:
+    for k in range(K):
+        con.execute(f"DROP TABLE IF EXISTS __pdbq_words{k}")
+
+
 def _count(con, rule: BlockRule, kinds) -> int:
     if rule.kind == "equal":
         cols = ", ".join(f"v{k}" for k in rule.fields)
         nn = " AND ".join(f"v{k} IS NOT NULL" for k in rule.fields)
         q = f"SELECT count(*) AS c FROM {VALUES} WHERE {nn} GROUP BY {cols}"
         return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM ({q})").fetchall()[0][0])
-    k = rule.fields[0]
-    q = f"SELECT count(*) AS c FROM (SELECT DISTINCT m, unnest({_tokens_sql(k, kinds[k])}) AS w FROM {VALUES}) GROUP BY w"
-    return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM ({q}) WHERE c <= ?",
-                           [rule.max_key_size]).fetchall()[0][0])
+    words = _words(con, rule.fields[0], kinds[rule.fields[0]])
+    return int(con.execute(f"SELECT coalesce(sum(c * (c - 1) / 2), 0) FROM (SELECT w, any_value(c) AS c FROM {words} "
+                           f"GROUP BY w) WHERE c <= ?", [rule.max_key_size]).fetchall()[0][0])
 
 
-def _keyed_sql(rule: BlockRule, kinds) -> str:
+def _keyed_sql(con, rule: BlockRule, kinds) -> str:
     if rule.kind == "equal":
         cols = ", ".join(f"v{k}" for k in rule.fields)
         nn = " AND ".join(f"v{k} IS NOT NULL" for k in rule.fields)
         return f"SELECT m, row({cols}) AS w FROM {VALUES} WHERE {nn}"
-    k = rule.fields[0]
-    toks = f"SELECT DISTINCT m, unnest({_tokens_sql(k, kinds[k])}) AS w FROM {VALUES}"
-    return (f"SELECT m, w FROM ({toks}) WHERE w IN (SELECT w FROM ({toks}) GROUP BY w "
-            f"HAVING count(*) <= {int(rule.max_key_size)})")
+    words = _words(con, rule.fields[0], kinds[rule.fields[0]])
+    return f"SELECT m, w FROM {words} WHERE c <= {int(rule.max_key_size)}"
 
 
 def _kept_share(con, rule: BlockRule, kinds) -> float:
@@ -110,9 +121,8 @@ def _kept_share(con, rule: BlockRule, kinds) -> float:
     if rule.kind != "token":
         return 1.0
     k = rule.fields[0]
-    toks = f"SELECT DISTINCT m, unnest({_tokens_sql(k, kinds[k])}) AS w FROM {VALUES}"
-    q = (f"WITH tw AS ({toks}), wc AS (SELECT w, count(*) AS c FROM tw GROUP BY w), "
-         f"rare AS (SELECT DISTINCT tw.m FROM tw JOIN wc USING (w) WHERE wc.c <= {int(rule.max_key_size)}), "
+    words = _words(con, k, kinds[k])
+    q = (f"WITH rare AS (SELECT DISTINCT m FROM {words} WHERE c <= {int(rule.max_key_size)}), "
          f"grp AS (SELECT v{k} AS v, count(*) AS c, count(rare.m) AS r FROM {VALUES} LEFT JOIN rare USING (m) "
          f"WHERE v{k} IS NOT NULL GROUP BY v{k} HAVING count(*) > 1) "
          f"SELECT sum(c * (c - 1) / 2), sum(CASE WHEN r > 0 THEN c * (c - 1) / 2 ELSE 0 END) FROM grp")
@@ -144,26 +154,21 @@ def rules_recall(model: PairModel, rules, q: np.ndarray) -> float:
         return 0.0
     st = _states(model, q)
     involved = sorted({k for r in rules for k in r.fields})
-    total = 0.0
-    for combo in itertools.product((0, 1, 2), repeat=len(involved)):
-        s = dict(zip(involved, combo))
-        p = 1.0
-        for k, c in s.items():
-            ex, sh = st[k]
-            p *= ex if c == 0 else sh if c == 1 else max(1.0 - ex - sh, 0.0)
-            if p == 0.0:
-                break
-        if p == 0.0:
-            continue
-        missed = 1.0
-        for r in rules:
-            if r.kind == "equal":
-                fires = 1.0 if all(s[k] == 0 for k in r.fields) else 0.0
-            else:  # a shared word survives stop-word skipping with probability `kept`
-                fires = r.kept if s[r.fields[0]] <= 1 else 0.0
-            missed *= 1.0 - fires
-        total += p * (1.0 - missed)
-    return min(total, 1.0)
+    col = {k: i for i, k in enumerate(involved)}
+    # every joint state of the involved fields: 0 exact, 1 shares a word, 2 neither
+    states = np.indices((3,) * len(involved)).reshape(len(involved), -1).T
+    p = np.ones(states.shape[0])
+    for k in involved:
+        ex, sh = st[k]
+        p *= np.array([ex, sh, max(1.0 - ex - sh, 0.0)])[states[:, col[k]]]
+    missed = np.ones(states.shape[0])
+    for r in rules:
+        if r.kind == "equal":
+            fires = np.all(states[:, [col[k] for k in r.fields]] == 0, axis=1).astype(float)
+        else:  # a shared word survives stop-word skipping with probability `kept`
+            fires = r.kept * (states[:, col[r.fields[0]]] <= 1)
+        missed *= 1.0 - fires
+    return float(min((p * (1.0 - missed)).sum(), 1.0))
 
 
 def _nonnull_share(con, K: int) -> np.ndarray:
@@ -225,9 +230,10 @@ def build_candidates(con, model: PairModel, rules: tuple[BlockRule, ...]) -> int
     kinds = [f.levels.kind for f in model.fields]
     parts = []
     for i, r in enumerate(rules):
-        con.execute(f"CREATE OR REPLACE TEMP TABLE __pdbq_key{i} AS {_keyed_sql(r, kinds)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE __pdbq_key{i} AS {_keyed_sql(con, r, kinds)}")
         parts.append(f"SELECT l.m AS a, r.m AS b FROM __pdbq_key{i} l JOIN __pdbq_key{i} r ON l.w = r.w AND l.m < r.m")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {PAIRS} AS SELECT DISTINCT a, b FROM ({' UNION ALL '.join(parts)})")
     for i in range(len(rules)):
         con.execute(f"DROP TABLE IF EXISTS __pdbq_key{i}")
+    drop_word_tables(con, len(kinds))
     return int(con.execute(f"SELECT count(*) FROM {PAIRS}").fetchall()[0][0])

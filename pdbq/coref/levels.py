@@ -249,6 +249,9 @@ def prepare_values(con, records_table: str, mention: str, columns: dict[str, str
     from pdbq.coref.pair_levels import clear_token_cache
 
     clear_token_cache()
+    for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary AND "
+                               "starts_with(table_name, '__pdbq_words')").fetchall():
+        con.execute(f"DROP TABLE IF EXISTS {q(name)}")  # word tables of the previous values
     con.execute("DROP TABLE IF EXISTS __pdbq_fs_raw")
 
 
