@@ -39,7 +39,7 @@ class EmSettings:
     """u_pairs: random pairs for u. train_pairs: a training rule yielding more pairs is not used.
     min_rule_pairs: nor one yielding fewer. max_rules: single-field rules used. max_iter, tol: EM."""
 
-    u_pairs: int = 300_000
+    u_pairs: int = 200_000
     train_pairs: int = 2_000_000
     min_rule_pairs: int = 50
     max_rules: int = 3
