@@ -39,6 +39,7 @@ from pdbq.coref.layout import CorefInputError
 __all__ = ["KINDS", "FieldSpec", "FieldLevels", "sniff_fields", "prepare_values", "gamma_sql", "VALUES"]
 
 VALUES = "pdbq_fs_values"
+_GENERATION = 0  # bumped whenever `pdbq_fs_values` is rebuilt: caches of its contents key on it
 KINDS = ("string", "text", "category", "code", "date", "number", "list")
 _DEFAULTS = {
     "string": (0.92, 0.80),
@@ -246,13 +247,17 @@ def prepare_values(con, records_table: str, mention: str, columns: dict[str, str
         tf.append(f"CASE WHEN v{k} IS NOT NULL THEN count(*) OVER (PARTITION BY v{k}) / "
                   f"greatest(count(v{k}) OVER (), 1) END AS f{k}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {VALUES} AS SELECT *, {', '.join(tf)} FROM __pdbq_fs_raw ORDER BY m")
-    from pdbq.coref.pair_levels import clear_token_cache
-
-    clear_token_cache()
+    global _GENERATION
+    _GENERATION += 1
     for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary AND "
                                "starts_with(table_name, '__pdbq_words')").fetchall():
         con.execute(f"DROP TABLE IF EXISTS {q(name)}")  # word tables of the previous values
     con.execute("DROP TABLE IF EXISTS __pdbq_fs_raw")
+
+
+def values_generation() -> int:
+    """A number that changes whenever `prepare_values` rebuilds `pdbq_fs_values`."""
+    return _GENERATION
 
 
 def _jaccard(a: str, b: str) -> str:

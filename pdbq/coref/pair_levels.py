@@ -12,23 +12,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql
+from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql, values_generation
 
-__all__ = ["pair_levels", "TOKEN_KINDS", "clear_token_cache"]
+__all__ = ["pair_levels", "TOKEN_KINDS"]
 
 TOKEN_KINDS = ("text", "list")
 _CACHE: dict = {}
 
 
-def clear_token_cache() -> None:
-    """Forget the token sets read for `pdbq_fs_values` (called when it is rebuilt)."""
-    _CACHE.clear()
-
-
 def _token_csr(con, k: int, kind: str, n: int):
-    key = (id(con), k)
+    key = (id(con), k, values_generation())
     if key in _CACHE:
         return _CACHE[key]
+    for old in [x for x in _CACHE if x[2] != key[2]]:
+        del _CACHE[old]  # token sets of older values are never asked for again
     col = f"t{k}" if kind == "text" else f"v{k}"
     res = con.execute(
         f"SELECT m, dense_rank() OVER (ORDER BY w) AS t FROM (SELECT m, unnest({col}) AS w FROM {VALUES}) ORDER BY m, t"
