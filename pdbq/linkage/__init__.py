@@ -1,17 +1,19 @@
 """The practical front door to coreference: `pdbq.dedupe(source, id=..., fields=[...])` → (id, cluster).
 
-Reads a CSV/Parquet file or a DuckDB table/view, builds candidate pairs by blocking, compares
-fields in DuckDB, resolves the MAP clustering with entity moves, and returns (and optionally
-writes) a table `(id, cluster)` where `cluster` is the smallest id in the record's cluster.
-Defaults: comparisons by field type (`pdbq.coref.model.default_comparisons`); blocking on
-each string field's words of ≥ 4 letters (values shared by more than 200 records skipped) and
-on equality of non-string fields. Everything is overridable.
+Reads a CSV/Parquet file or a DuckDB table/view and, by default, estimates a Fellegi–Sunter
+pair model from the records themselves (no labels, no weights to set): comparison levels per
+field sniffed from the values, u from random pairs, m and the match prior by EM, term
+frequencies; chooses blocking under `max_pairs` with an estimate of the matches it loses; scores
+the candidate pairs (posterior log-odds); resolves the MAP clustering with entity moves; and
+returns (and optionally writes) a table `(id, cluster)` where `cluster` is the smallest id in
+the record's cluster. Labels (`train=`) replace EM; hand-set linear `comparisons` replace the
+estimated model (below: a table of three records is too small to estimate anything from).
 
 >>> import duckdb
 >>> con = duckdb.connect()
 >>> _ = con.execute("CREATE TABLE people AS SELECT * FROM (VALUES (1, 'John Smith'), "
 ...                 "(2, 'Jon Smith'), (3, 'Mary Jones')) t(id, name)")
->>> dedupe("people", id="id", fields=["name"], con=con).clusters.to_pydict()
+>>> dedupe("people", id="id", comparisons=[Comparison("name", "jaro_winkler", 8.0)], con=con).clusters.to_pydict()
 {'id': [1, 2, 3], 'cluster': [1, 1, 3]}
 """
 
