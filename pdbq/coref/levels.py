@@ -87,6 +87,15 @@ class FieldLevels:
     thresholds: tuple[float, ...]
     date_format: str | None = None
 
+    def __post_init__(self):
+        # these reach SQL text (formatted numbers, a fixed format): only known values pass
+        if self.kind not in KINDS:
+            raise CorefInputError(f"field {self.field!r}: unknown comparison kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        if self.date_format is not None and self.date_format not in _DATE_FORMATS:
+            raise CorefInputError(f"field {self.field!r}: date format must be one of {', '.join(_DATE_FORMATS)}")
+        for x in self.thresholds:
+            _num(x)
+
     @property
     def names(self) -> tuple[str, ...]:
         t = self.thresholds
