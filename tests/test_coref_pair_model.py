@@ -183,6 +183,19 @@ def test_dedupe_from_labels_with_a_holdout_report(tmp_path):
     assert res.pair_model.source == "labels"
     h = res.diagnostics["holdout"]
     assert h["records"] > 100 and h["pairwise_f1"] > 0.9
+    pairs = tmp_path / "pairs.csv"
+    rid = tbl.column("rid").to_numpy()
+    first = {}
+    rows = []
+    for r, e in zip(rid.tolist(), ent.tolist()):
+        if e in first:
+            rows.append(f"{first[e]},{r}\n")
+        else:
+            first[e] = r
+    pairs.write_text("left_id,right_id\n" + "".join(rows))
+    res = dedupe(data, id="rid", fields=["given", "surname", "dob", "postcode"], train=pairs)
+    assert res.pair_model.source == "labels-pairs" and 0 < res.pair_model.prior < 0.01
+    assert res.diagnostics["holdout"]["pairwise_f1"] > 0.9
     bad = tmp_path / "bad.csv"
     bad.write_text("rid,person\n99999,1\n")
     with pytest.raises(CorefInputError, match="not among the records.*99999"):

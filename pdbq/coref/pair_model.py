@@ -12,6 +12,11 @@ from the table are one entity.
                          = log2(m_f[0] / tf_f(value))   exact match with term frequencies:
                                                         tf = share of non-NULL records holding the value
                          = 0                            NULL on either side (level -1)
+
+Term frequencies are not stored in the model: they are those of the table being scored (column
+`f{k}` of `pdbq_fs_values`, the share of the table's non-NULL records holding the value), so a
+model fitted on one table and applied to another (`dedupe(model=...)`) weighs values by the
+frequencies of the table it clusters.
     match_weight(pair)   = log2(λ / (1 − λ)) + Σ_f contribution_f(pair)
     match_probability    = 1 / (1 + 2^(−match_weight))
 
