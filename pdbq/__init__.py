@@ -20,6 +20,7 @@ from pdbq.coref.model import Blocking, Comparison
 from pdbq.coref.levels import FieldSpec
 from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.linkage import DedupeResult, dedupe
+from pdbq.linkage.link import link
 
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "register",
     "unregister",
     "dedupe",
+    "link",
     "DedupeResult",
     "Comparison",
     "Blocking",

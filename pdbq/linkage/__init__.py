@@ -34,6 +34,7 @@ from pdbq.coref.model import (
     Comparison,
     CorefModel,
     candidate_pairs,
+    PairFeatures,
     default_comparisons,
     load_records,
     pair_features,
@@ -45,8 +46,10 @@ from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
+from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
+from pdbq.linkage.sources import cross_source
 
-__all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "evaluate"]
+__all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
 
 DEFAULT_CONFIG = CorefConfig(sweeps=20, temperature=0.5, chains=1, p_split_merge=0.2, init="components", init_threshold=2.0)
 # the estimated model's pair scores are posterior log-odds: start from the pairs above p = 0.5
@@ -59,7 +62,11 @@ class DedupeResult:
     With the estimated model (the default): `pair_model` (fitted, frozen), `scores` (every
     candidate pair's levels, per-field contributions and match weight, in bits; dense record
     indices: `ids[scores.a]`), `blocking` (chosen rules and estimated recall; None when keys
-    were given) and `ids` (dense index → id). With explicit linear `comparisons`: `model`."""
+    were given) and `ids` (dense index → id). With explicit linear `comparisons`: `model` and
+    `features` (the candidate pairs' similarities).
+    With `probabilities=`: `pairs` (id_l, id_r, match_probability, se) for every candidate pair
+    and `cluster_confidence` (cluster, size, probability, se), least certain first
+    (`pdbq.linkage.posterior`). `explain()`: per pair and field, level and contribution."""
 
     clusters: pa.Table
     model: CorefModel | None
@@ -69,6 +76,18 @@ class DedupeResult:
     scores: PairScores | None = None
     blocking: BlockingChoice | None = None
     ids: np.ndarray | None = None
+    pairs: pa.Table | None = None
+    cluster_confidence: pa.Table | None = None
+    features: PairFeatures | None = None
+
+    def explain(self, id_l=None, id_r=None) -> pa.Table:
+        """Per pair and field, the comparison level and its contribution to the match weight
+        (`pdbq.linkage.explain.explain_pairs`): every candidate pair, or the pairs given."""
+        from pdbq.linkage.explain import explain_pairs, terms_estimated, terms_linear  # noqa: PLC0415
+
+        terms = terms_estimated(self.pair_model, self.scores) if self.scores is not None else \
+            terms_linear(self.model, self.features)
+        return explain_pairs(self.ids, terms, id_l=id_l, id_r=id_r)
 
 
 def _default_blocking(records, comparisons) -> tuple[Blocking, ...]:
@@ -103,6 +122,8 @@ def dedupe(
     model: PairModel | None = None,
     em: EmSettings = EmSettings(),
     train=None,
+    probabilities: bool | CorefConfig = False,
+    link_only: str | None = None,
 ) -> DedupeResult:
     """Cluster the records of `source` (module docstring).
 
@@ -123,9 +144,15 @@ def dedupe(
     nulls: "ignore" (a NULL compares as no evidence; the result carries a warning counting them)
         or "error" (a `CorefInputError` naming the column).
     output: a .csv or .parquet path the (id, cluster) table is written to.
+    probabilities: True (or the sampler's `CorefConfig`, default `POSTERIOR_CONFIG`): also sample
+        the clustering posterior for `pairs` and `cluster_confidence` (`pdbq.linkage.posterior`).
+    link_only: a column naming each record's source: only pairs across sources are compared
+        (`pdbq.link` sets it).
     """
     if nulls not in ("ignore", "error"):
         raise CorefInputError(f"nulls must be 'ignore' or 'error', got {nulls!r}")
+    if not isinstance(probabilities, (bool, CorefConfig)):
+        raise CorefInputError(f"probabilities must be True, False or a CorefConfig, got {probabilities!r}")
     if comparisons is None and not fields:
         raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
     own = con is None
@@ -165,7 +192,10 @@ def dedupe(
                                        settings=em, model=model, labels=labels)
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
-            lin = None
+            if link_only is not None:
+                scores = cross_source(con, link_only, scores)
+                n_pairs = int(scores.a.size)
+            lin = feats = None
             graph = scores.graph(records.n)
         else:
             auto = [c for c in comparisons if c.method == "auto"]
@@ -174,6 +204,9 @@ def dedupe(
             lin = CorefModel(comps, blocks or _default_blocking(records, comps), bias=bias, max_pairs=max_pairs)
             n_pairs = candidate_pairs(con, records, lin)
             feats = pair_features(con, records, lin)
+            if link_only is not None:
+                feats = cross_source(con, link_only, feats)
+                n_pairs = int(feats.a.size)
             graph = feats.graph(records.n, lin.scores(feats.x))
             run_config = config if config is not None else DEFAULT_CONFIG
         t2 = time.perf_counter()
@@ -183,6 +216,10 @@ def dedupe(
         table = pa.table({"id": records.ids, "cluster": cluster})
         if output is not None:
             _write(table, Path(output))
+        pairs = confidence = None
+        if probabilities is not False:
+            pairs, confidence, post_diag = _posterior(graph, scores if scores is not None else feats, records.ids,
+                                                      res.labels, probabilities, warnings)
         diag = {
             "records": records.n,
             "candidate_pairs": n_pairs,
@@ -198,7 +235,10 @@ def dedupe(
             "bytes_graph": graph.nbytes(),
             **extra,
         }
-        return DedupeResult(table, lin, diag, tuple(warnings), pair_model, scores, choice, records.ids)
+        if pairs is not None:
+            diag.update(post_diag)
+        return DedupeResult(table, lin, diag, tuple(warnings), pair_model, scores, choice, records.ids, pairs,
+                            confidence, feats)
     finally:
         if own:
             con.close()
@@ -223,6 +263,16 @@ def _holdout(con, records, fields, specs, blocks, max_pairs, em, labels: Labels,
     b3, pw = b_cubed(pred, b_ent), pairwise(pred, b_ent)
     return {"records": int(b_idx.size), "b3_precision": b3.precision, "b3_recall": b3.recall, "b3_f1": b3.f1,
             "pairwise_precision": pw.precision, "pairwise_recall": pw.recall, "pairwise_f1": pw.f1}
+
+
+def _posterior(graph, candidates, ids, labels, probabilities, warnings):
+    """(pairs, cluster_confidence, diagnostics) of `probabilities=` (`pdbq.linkage.posterior`);
+    `candidates`: the scored pairs (`PairScores` or `PairFeatures`)."""
+    cfg = probabilities if isinstance(probabilities, CorefConfig) else POSTERIOR_CONFIG
+    pairs, confidence, post = match_probabilities(graph, candidates.a, candidates.b, ids, labels, cfg)
+    warnings.extend(post.warnings)
+    return pairs, confidence, {"seconds_posterior": post.seconds, "posterior_samples": post.samples,
+                               "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}
 
 
 def _write(table: pa.Table, path: Path) -> None:

@@ -6,8 +6,14 @@ as CSV. On stderr: the comparison chosen per field, the blocking rules with thei
 recall, the match prior, a summary line (and with --show-model, m, u and the weight of every
 level). --gold FILE (the records' id column or `id`, and an entity column; or two columns of
 matching ids) prints B³ and pairwise scores to stderr; --train FILE (same shapes) fits the model
-from those labels instead of EM and prints a holdout report. Exit status 0, or 2 with the error
-on stderr for bad input.
+from those labels instead of EM and prints a holdout report.
+--link FILE links INPUT to a second source (`pdbq.linkage.link`; --link-mode, --link-id) and
+writes `(source, id, cluster)`. --pairs FILE writes every candidate pair's match probability
+from the clustering posterior (`id_l, id_r, match_probability, se`), --cluster-confidence FILE
+each cluster's probability of being exactly right (least certain first), --explain FILE each
+pair's per-field levels and contributions; --calibration PNG (with --gold and --pairs) prints
+the ECE over the labelled pairs and draws the reliability diagram.
+Exit status 0, or 2 with the error on stderr for bad input.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import argparse
 import sys
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.levels import KINDS, FieldSpec
@@ -44,6 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--database", help="a DuckDB file holding the input table")
     p.add_argument("--out", help="write (id, cluster) here (.csv or .parquet); default stdout")
     p.add_argument("--gold", help="labels to score the clusters against: B3 and pairwise scores on stderr")
+    p.add_argument("--link", metavar="FILE", help="a second source: link INPUT's records to this one's")
+    p.add_argument("--link-mode", choices=("link_only", "link_and_dedupe"), default="link_only",
+                   help="with --link: compare only across sources (default) or also within each")
+    p.add_argument("--link-id", metavar="COL", help="with --link: the second source's id column (default: --id)")
+    p.add_argument("--pairs", metavar="FILE",
+                   help="write every candidate pair's posterior match probability (.csv or .parquet)")
+    p.add_argument("--cluster-confidence", metavar="FILE",
+                   help="write each cluster's probability of being exactly right, least certain first")
+    p.add_argument("--explain", metavar="FILE", help="write each pair's per-field levels and contributions")
+    p.add_argument("--calibration", metavar="PNG",
+                   help="with --gold and --pairs: print the ECE and draw the reliability diagram here")
     return p
 
 
@@ -91,19 +110,29 @@ def main(argv: list[str] | None = None) -> int:
     con = duckdb.connect(args.database, read_only=True) if args.database else duckdb.connect()
     try:
         config = CorefConfig(**{**_FS_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
-        res = dedupe(
-            args.input, id=args.id, fields=[f.strip() for f in args.fields.split(",") if f.strip()],
-            compare=parse_compare(args.compare), train=args.train,
-            blocking=[Blocking(b) for b in args.block] if args.block else None,
-            max_pairs=args.max_pairs, nulls=args.nulls, config=config, output=args.out, con=con,
-        )
+        if args.calibration and not (args.gold and args.pairs):
+            raise CorefInputError("--calibration needs --gold (the true entities) and --pairs (the probabilities)")
+        if args.link and args.train:
+            raise CorefInputError("--train is not available with --link yet (fit on one source, or without labels)")
+        kw = dict(fields=[f.strip() for f in args.fields.split(",") if f.strip()],
+                  compare=parse_compare(args.compare), train=args.train,
+                  blocking=[Blocking(b) for b in args.block] if args.block else None,
+                  max_pairs=args.max_pairs, nulls=args.nulls, config=config, output=args.out, con=con,
+                  probabilities=bool(args.pairs or args.cluster_confidence))
+        if args.link:
+            from pdbq.linkage.link import link  # noqa: PLC0415
+
+            res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode, **kw)
+        else:
+            res = dedupe(args.input, id=args.id, **kw)
+        _write_extras(res, args)
         for w in res.warnings:
             sys.stderr.write(f"warning: {w}\n")
         _print_model(res, args.show_model)
         if args.out is None:
-            sys.stdout.write("id,cluster\n")
-            for i, c in zip(res.clusters.column("id").to_pylist(), res.clusters.column("cluster").to_pylist()):
-                sys.stdout.write(f"{i},{c}\n")
+            sys.stdout.write(",".join(res.clusters.column_names) + "\n")
+            for row in zip(*[res.clusters.column(c).to_pylist() for c in res.clusters.column_names]):
+                sys.stdout.write(",".join(map(str, row)) + "\n")
         d = res.diagnostics
         sys.stderr.write(
             f"{d['records']} records, {d['candidate_pairs']} candidate pairs, {d['clusters']} clusters, "
@@ -116,12 +145,53 @@ def main(argv: list[str] | None = None) -> int:
         if args.gold:
             lab = read_labels(con, args.gold, res.ids, args.id, "--gold")
             ids = res.ids[lab.index]
-            b3, pw = evaluate(res.clusters.take(lab.index), ids, lab.entity)
+            # by `res.ids` (a link result's clusters repeat ids across sources)
+            clusters = pa.table({"id": res.ids, "cluster": res.clusters.column("cluster")})
+            b3, pw = evaluate(clusters.take(lab.index), ids, lab.entity)
             sys.stderr.write(f"B3 P {b3.precision:.4f} R {b3.recall:.4f} F1 {b3.f1:.4f}; "
                              f"pairwise P {pw.precision:.4f} R {pw.recall:.4f} F1 {pw.f1:.4f}\n")
+            if args.calibration:
+                from pdbq.linkage.calibration import calibrate  # noqa: PLC0415
+
+                pairs = res.pairs
+                if args.link:  # the gold file names records by the ids `explain` takes
+                    pairs = pa.table({"id_l": _pair_ids(res, "l"), "id_r": _pair_ids(res, "r"),
+                                      "match_probability": res.pairs.column("match_probability")})
+                labelled = np.isin(pairs.column("id_l").to_numpy(zero_copy_only=False), ids) & np.isin(
+                    pairs.column("id_r").to_numpy(zero_copy_only=False), ids)
+                cal = calibrate(pairs.filter(pa.array(labelled)), ids, lab.entity)
+                cal.plot(args.calibration)
+                sys.stderr.write(f"calibration: {cal.report.n:,} labelled pairs of {pairs.num_rows:,}, ECE {cal.ece:.4f}, "
+                                 f"reliability diagram {args.calibration}\n")
         return 0
     except PdbqError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     finally:
         con.close()
+
+
+def _pair_ids(res, side: str) -> np.ndarray:
+    """The record ids (`res.ids`: source-qualified where ids repeat) of a link result's pair
+    column; under link_only the left id is from "left", the right from "right"."""
+    c = res.clusters
+    lookup = dict(zip(zip(c.column("source").to_pylist(), c.column("id").to_pylist()), res.ids))
+    ids = res.pairs.column(f"id_{side}").to_pylist()
+    if f"source_{side}" in res.pairs.column_names:
+        sources = res.pairs.column(f"source_{side}").to_pylist()
+    else:
+        sources = ["left" if side == "l" else "right"] * len(ids)
+    return np.asarray([lookup[(s, i)] for s, i in zip(sources, ids)])
+
+
+def _write_extras(res, args) -> None:
+    from pathlib import Path
+
+    from pdbq.linkage import _write  # noqa: PLC0415
+
+    if args.pairs:
+        _write(res.pairs, Path(args.pairs))
+    if args.cluster_confidence:
+        _write(res.cluster_confidence, Path(args.cluster_confidence))
+    if args.explain:
+        _write(res.explain(), Path(args.explain))

@@ -1,0 +1,182 @@
+"""Posterior summaries of a clustering by sampling: every asked pair's probability of one entity
+and every given cluster's probability of being exactly one entity, in one run.
+
+Target π(y) ∝ exp(ψ(y)) (τ = 1) over partitions, sampled by the entity moves of
+`pdbq.inference.coreference.entity_moves` with one explicit xorshift stream per chain
+(`pdbq.inference.mcmc.rng`, streams from `config.seed`). Each chain starts at `start` (a
+clustering, e.g. the MAP one) or at `config.init`, discards `config.burn_in` passes (one pass = n
+mention-level steps) and then, after each of `config.sweeps` passes, counts
+
+* per asked pair (qa[k], qb[k]): whether both mentions share an entity;
+* per given cluster C (a CSR `cl_ptr`/`cl_mem` of mention indices): whether C is *exactly* an
+  entity of the state: all its members share one entity and that entity has |C| members.
+
+A chain's estimate is its fraction of passes; the reported value is the mean over chains and its
+standard error the standard deviation across chains / √chains (independent chains, so the
+error includes the autocorrelation within a chain).
+
+>>> from pdbq.coref.layout import pair_graph
+>>> from pdbq.inference.coreference.resolve import CorefConfig
+>>> g = pair_graph(2, np.array([0]), np.array([1]), np.array([0.0]))
+>>> post = sample_posterior(g, np.array([0]), np.array([1]), clusters_csr(np.array([0, 0])),
+...                         CorefConfig(sweeps=2000, burn_in=10, chains=4, seed=3))
+>>> bool(abs(post.pair_prob[0] - 0.5) < 4 * post.pair_stderr[0] + 0.01)
+True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from pdbq.coref.layout import PairGraph
+from pdbq.errors import InferenceError
+from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, new_scratch, state_from_labels
+from pdbq.inference.coreference.resolve import CorefConfig, _graph_for, _initial, _Mover, _scorer
+from pdbq.inference.coreference.subsample import subsample_seeds, subsample_state
+from pdbq.inference.mcmc.rng import chain_states
+
+__all__ = ["ClusteringPosterior", "sample_posterior", "clusters_csr"]
+
+
+@dataclass(frozen=True, eq=False)
+class ClusteringPosterior:
+    """Pair and cluster posteriors (means over chains) with standard errors across chains.
+
+    pair_prob[k]: P(qa[k] and qb[k] are one entity). cluster_prob[c]: P(cluster c is exactly
+    one entity). `*_stderr`: NaN with one chain (a warning says so)."""
+
+    pair_prob: np.ndarray
+    pair_stderr: np.ndarray
+    cluster_prob: np.ndarray
+    cluster_stderr: np.ndarray
+    samples: int
+    factor_evaluations: int
+    proposals: int
+    accepted: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+
+def clusters_csr(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cl_ptr int64[k+1], cl_mem int64[n]) of a labelling: the members of cluster c (clusters
+    ordered by their smallest label value) are cl_mem[cl_ptr[c]:cl_ptr[c+1]], ascending."""
+    labels = np.asarray(labels)
+    _, dense = np.unique(labels, return_inverse=True)
+    dense = dense.reshape(-1)
+    order = np.argsort(dense, kind="stable").astype(np.int64)
+    ptr = np.zeros(int(dense.max(initial=-1)) + 2, np.int64)
+    np.cumsum(np.bincount(dense, minlength=ptr.size - 1), out=ptr[1:])
+    return ptr, order
+
+
+@njit(cache=True)
+def _count(label, size, qa, qb, cl_ptr, cl_mem, pair_hits, cluster_hits):
+    for k in range(qa.shape[0]):
+        if label[qa[k]] == label[qb[k]]:
+            pair_hits[k] += 1
+    for c in range(cl_ptr.shape[0] - 1):
+        lo = cl_ptr[c]
+        hi = cl_ptr[c + 1]
+        e = label[cl_mem[lo]]
+        if size[e] != hi - lo:
+            continue
+        exact = True
+        for p in range(lo + 1, hi):
+            if label[cl_mem[p]] != e:
+                exact = False
+                break
+        if exact:
+            cluster_hits[c] += 1
+
+
+def _check(n, qa, qb, clusters, start):
+    qa = np.ascontiguousarray(qa, dtype=np.int64)
+    qb = np.ascontiguousarray(qb, dtype=np.int64)
+    if qa.shape != qb.shape or qa.ndim != 1:
+        raise InferenceError("asked pairs qa, qb must be one-dimensional and of equal length")
+    if qa.size and (min(qa.min(), qb.min()) < 0 or max(qa.max(), qb.max()) >= n):
+        raise InferenceError(f"asked pairs must be mention indices in [0, {n})")
+    cl_ptr = np.ascontiguousarray(clusters[0], dtype=np.int64)
+    cl_mem = np.ascontiguousarray(clusters[1], dtype=np.int64)
+    if (cl_ptr.ndim != 1 or cl_ptr.size < 1 or cl_ptr[0] != 0 or cl_ptr[-1] != cl_mem.size
+            or np.any(np.diff(cl_ptr) < 1)):
+        raise InferenceError("clusters must be a CSR (cl_ptr, cl_mem) of non-empty clusters")
+    if cl_mem.size and (cl_mem.min() < 0 or cl_mem.max() >= n):
+        raise InferenceError(f"cluster members must be mention indices in [0, {n})")
+    if start is not None:
+        start = np.asarray(start, dtype=np.int64)
+        if start.shape != (n,):
+            raise InferenceError(f"start must label all {n} mentions, got shape {start.shape}")
+    return qa, qb, cl_ptr, cl_mem, start
+
+
+def sample_posterior(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tuple[np.ndarray, np.ndarray],
+                     config: CorefConfig, start: np.ndarray | None = None) -> ClusteringPosterior:
+    """Pair and cluster posteriors under π(y) ∝ exp(ψ(y)) (module docstring). `config`: its
+    `sweeps`, `burn_in`, `chains`, `seed`, `p_new`, `p_split_merge`, `proposal`, `subsample`,
+    `time_limit` and (without `start`) `init`; `temperature` is not used (τ = 1)."""
+    _graph_for(g, config)
+    n = g.indptr.shape[0] - 1
+    qa, qb, cl_ptr, cl_mem, start = _check(n, qa, qb, clusters, start)
+    t0 = time.perf_counter()
+    k_clusters = cl_ptr.size - 1
+    if n == 0:
+        z = np.zeros(0)
+        return ClusteringPosterior(z, z, z, z, 0, 0, 0, 0, 0.0)
+    rngs = chain_states(config.seed, config.chains)
+    sub_seeds = subsample_seeds(config.seed, config.chains)
+    counters = np.zeros(4, np.int64)
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
+    pairs = np.zeros((config.chains, qa.size))
+    clusters_p = np.zeros((config.chains, k_clusters))
+    warnings: list[str] = []
+    if not config.subsample.is_exact:
+        warnings.append(f"subsample {config.subsample.label()}: moves are scored on a sample of their factors, so the "
+                        "chain's stationary distribution is only approximately the model's; the standard errors do "
+                        "not include that bias")
+    psi = _scorer(g, None)
+    initial = state_from_labels(start) if start is not None else _initial(g, config)
+    total = 0
+    ran = 0
+    for c in range(config.chains):
+        if c and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
+            warnings.append(f"time_limit {config.time_limit} s reached: {c} of {config.chains} chains ran")
+            break
+        st = type(initial)(*[a.copy() for a in initial])
+        move = _Mover(g, config, st)
+        log = np.array([psi(st.label)])
+        rng = rngs[c : c + 1]
+        sc.sub.rng[0] = sub_seeds[c]
+        move(sc, rng, n * config.burn_in, 1.0, counters, log)
+        pair_hits = np.zeros(qa.size, np.int64)
+        cluster_hits = np.zeros(k_clusters, np.int64)
+        done = 0
+        for _ in range(config.sweeps):
+            if config.time_limit is not None and done and time.perf_counter() - t0 > config.time_limit:
+                warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {done} of "
+                                f"{config.sweeps} samples")
+                break
+            move(sc, rng, n, 1.0, counters, log)
+            _count(st.label, st.size, qa, qb, cl_ptr, cl_mem, pair_hits, cluster_hits)
+            done += 1
+        pairs[c] = pair_hits / done
+        clusters_p[c] = cluster_hits / done
+        total += done
+        ran += 1
+    pairs, clusters_p = pairs[:ran], clusters_p[:ran]
+    if ran > 1:
+        pse = pairs.std(axis=0, ddof=1) / math.sqrt(ran)
+        cse = clusters_p.std(axis=0, ddof=1) / math.sqrt(ran)
+    else:
+        pse = np.full(qa.size, np.nan)
+        cse = np.full(k_clusters, np.nan)
+        warnings.append("one chain: no standard error (use chains >= 2)")
+    return ClusteringPosterior(pairs.mean(axis=0), pse, clusters_p.mean(axis=0), cse, total,
+                               int(counters[C_EVALS]), int(counters[C_PROPOSALS]), int(counters[C_ACCEPTED]),
+                               time.perf_counter() - t0,
+                               tuple(warnings))

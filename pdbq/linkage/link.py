@@ -1,0 +1,141 @@
+"""Linking two sources: `pdbq.link(left, right, id=..., fields=[...])`.
+
+`mode="link_only"` compares records of `left` only with records of `right` (each source is taken
+as free of duplicates, so no within-source pair is scored); `mode="link_and_dedupe"` compares
+every pair, within and across sources. Both sources need the id column (`right_id` when the
+right one names it differently) and the compared fields; ids must be unique within a source and
+may repeat across sources. The records of both are stacked (with their source) and clustered by
+the same model as `pdbq.dedupe`, so match probabilities (`probabilities=True`), explanations and
+the CLI (`pdbq dedupe LEFT --link RIGHT`) work the same; `explain` takes the original ids
+(written ``"source:id"`` when an id appears in both sources).
+
+Output: `clusters` is `(source, id, cluster)` with `source` the name given in `sources`
+(default "left", "right") and `cluster` a number shared by the records of one entity (the
+position, in (source, id) order, of its first record); `pairs`, with probabilities, is
+`(id_l, id_r, match_probability, se)` with `id_l` from the left source under link_only, and
+`(source_l, id_l, source_r, id_r, match_probability, se)` under link_and_dedupe.
+
+Blocking (and, with the estimated model, its estimation) runs over all records; the pairs
+within a source are dropped before clustering, so `max_pairs` bounds the compared pairs from
+above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from pdbq.coref.layout import CorefInputError
+from pdbq.linkage import _write, dedupe
+
+__all__ = ["MODES", "link"]
+
+MODES = ("link_only", "link_and_dedupe")
+_SOURCE = "__pdbq_source"
+_KEY = "__pdbq_key"
+
+
+def _q(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def _relation(con, source, side: str):
+    if isinstance(source, (str, Path)) and Path(str(source)).suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
+        path = Path(str(source))
+        if not path.exists():
+            raise CorefInputError(f"no such file: {path} ({side} source)")
+        return con.read_parquet(str(path)) if path.suffix.lower() in (".parquet", ".pq") else con.read_csv(str(path))
+    if isinstance(source, str):
+        try:
+            return con.table(source)
+        except Exception as exc:  # duckdb raises CatalogException
+            raise CorefInputError(f"no table or view named {source!r} ({side} source)") from exc
+    if isinstance(source, pa.Table):
+        return con.from_arrow(source)
+    return source
+
+
+def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[str]) -> exp.Select:
+    from pdbq.errors import suggest
+
+    for c in [id_col, *columns]:
+        if c not in rel.columns:
+            raise CorefInputError(f"column {c!r} is not a column of the {side} source.{suggest(c, rel.columns)}")
+    name = f"__pdbq_link_{side}"
+    con.register(name, rel)
+    dup = con.execute(exp.select(_q(id_col), "count(*)").from_(name).group_by(_q(id_col))
+                      .having("count(*) > 1").limit(1).sql(dialect="duckdb")).fetchall()
+    if dup:
+        raise CorefInputError(f"id column {id_col!r} of the {side} source is not unique: {dup[0][0]!r} appears "
+                              f"{dup[0][1]} times")
+    return exp.select(exp.alias_(exp.Literal.number(k), _SOURCE), exp.alias_(exp.column(_q(id_col)), out_id),
+                      *[exp.column(_q(c)) for c in columns if c != out_id]).from_(name)
+
+
+def link(left, right, *, id: str, right_id: str | None = None, fields: list[str] | None = None, comparisons=None,
+         mode: str = "link_only", sources: tuple[str, str] = ("left", "right"), output: str | Path | None = None,
+         con: duckdb.DuckDBPyConnection | None = None, **options):
+    """Link the records of `left` to those of `right` (module docstring). `options`: the other
+    arguments of `pdbq.dedupe` (blocking, bias, max_pairs, nulls, config, probabilities).
+    Returns a `DedupeResult` whose tables carry the source of each record."""
+    if mode not in MODES:
+        raise CorefInputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if len(sources) != 2 or sources[0] == sources[1]:
+        raise CorefInputError(f"sources must be two different names, got {sources!r}")
+    if comparisons is None and not fields:
+        raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
+    wanted = list(dict.fromkeys([c.field for c in comparisons] if comparisons else list(fields)))
+    own = con is None
+    con = duckdb.connect() if own else con
+    try:
+        lq = _side(con, _relation(con, left, "left"), "left", 0, id, id, wanted)
+        rq = _side(con, _relation(con, right, "right"), "right", 1, right_id or id, id, wanted)
+        stacked = exp.union(lq, rq, distinct=False, by_name=True)
+        keyed = exp.select(
+            exp.alias_(exp.Sub(this=exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
+                exp.Ordered(this=exp.column(_SOURCE)), exp.Ordered(this=exp.column(_q(id)))])),
+                expression=exp.Literal.number(1)), _KEY),
+            exp.Star(),
+        ).from_(stacked.subquery("s"))
+        con.execute(exp.Create(this=exp.to_table("__pdbq_link_records"), kind="TABLE", replace=True,
+                               properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+                               expression=keyed).sql(dialect="duckdb"))
+        res = dedupe("__pdbq_link_records", id=_KEY, fields=fields, comparisons=comparisons, con=con,
+                     link_only=_SOURCE if mode == "link_only" else None, **options)
+        got = con.execute(exp.select(_SOURCE, exp.column(_q(id))).from_("__pdbq_link_records")
+                          .order_by(_KEY).sql(dialect="duckdb")).fetchnumpy()
+        src = np.asarray(sources, dtype=object)[np.asarray(got[_SOURCE], dtype=np.int64)]
+        orig = np.asarray(got[id])
+        key = np.asarray(res.clusters.column("id").to_numpy(zero_copy_only=False), dtype=np.int64)
+        clusters = pa.table({"source": pa.array(src[key], pa.string()), "id": pa.array(orig[key]),
+                             "cluster": res.clusters.column("cluster")})
+        pairs = res.pairs
+        if pairs is not None:
+            kl = np.asarray(pairs.column("id_l").to_numpy(zero_copy_only=False), dtype=np.int64)
+            kr = np.asarray(pairs.column("id_r").to_numpy(zero_copy_only=False), dtype=np.int64)
+            cols = {"id_l": pa.array(orig[kl]), "id_r": pa.array(orig[kr])}
+            if mode == "link_and_dedupe":
+                cols = {"source_l": pa.array(src[kl], pa.string()), "id_l": cols["id_l"],
+                        "source_r": pa.array(src[kr], pa.string()), "id_r": cols["id_r"]}
+            pairs = pa.table({**cols, "match_probability": pairs.column("match_probability"), "se": pairs.column("se")})
+        if output is not None:
+            _write(clusters, Path(output))
+        # explain() takes record ids: the original ones when no id repeats across sources
+        ids = orig if np.unique(orig).size == orig.size else np.array([f"{s}:{i}" for s, i in zip(src, orig)], dtype=object)
+        diag = {**res.diagnostics, "mode": mode}
+        return replace(res, clusters=clusters, pairs=pairs, diagnostics=diag, ids=ids)
+    finally:
+        if own:
+            con.close()
+        else:
+            con.execute("DROP TABLE IF EXISTS __pdbq_link_records")
+            for side in ("left", "right"):
+                try:
+                    con.unregister(f"__pdbq_link_{side}")
+                except Exception:  # noqa: BLE001 - not registered when its source failed to load
+                    pass
