@@ -43,8 +43,27 @@ class Calibration:
     def plot(self, path: str | os.PathLike[str] | None = None, *, title: str | None = None):
         """The reliability diagram (PNG at `path` when given); matplotlib is the optional extra
         `pdbq[plot]` (a `PdbqError` names it when missing). Returns the Figure."""
-        return plot_calibration(self.report, path, title=title or f"pairwise match probabilities: {self.report.n:,} "
-                                f"pairs, ECE {self.ece:.4f}")
+        if path is not None:
+            try:
+                import matplotlib
+
+                matplotlib.use("Agg", force=False)
+            except ImportError:
+                pass  # plot_calibration names the missing extra
+        fig = plot_calibration(self.report, None, title=title or f"pairwise match probabilities: {self.report.n:,} "
+                               f"pairs, ECE {self.ece:.4f}")
+        ax = fig.axes[0]
+        ax.lines[-1].set_label("pairs")
+        ax.set_ylabel("observed match rate")
+        ax.legend(loc="upper left")
+        fig.axes[1].set_yscale("log")  # most pairs are certain: the middle bins would not show
+        fig.axes[1].set_ylabel("pairs")
+        if path is not None:
+            import matplotlib.pyplot as plt
+
+            fig.savefig(os.fspath(path), format="png", dpi=100)
+            plt.close(fig)
+        return fig
 
 
 def pair_outcomes(id_l, id_r, gold_ids, gold_entity) -> np.ndarray:
