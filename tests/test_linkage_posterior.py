@@ -257,7 +257,9 @@ def test_charts_name_the_missing_extra(monkeypatch):
     one = pa.table({"id_l": [1, 1], "id_r": [2, 2], "term": ["name", CONSTANT], "level": ["exact", None],
                     "contribution": [3.0, -1.0], "match_weight": [2.0, 2.0]})
     cal = calibrate(pa.table({"id_l": [1], "id_r": [2], "match_probability": [0.9]}), [1, 2], [5, 5])
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    # every matplotlib module, or one imported by an earlier test would still be found
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")] + ["matplotlib"]:
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(PdbqError, match=r"pdbq\[plot\]"):
         waterfall(one)
     with pytest.raises(PdbqError, match=r"pdbq\[plot\]"):

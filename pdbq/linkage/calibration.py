@@ -43,13 +43,6 @@ class Calibration:
     def plot(self, path: str | os.PathLike[str] | None = None, *, title: str | None = None):
         """The reliability diagram (PNG at `path` when given); matplotlib is the optional extra
         `pdbq[plot]` (a `PdbqError` names it when missing). Returns the Figure."""
-        if path is not None:
-            try:
-                import matplotlib
-
-                matplotlib.use("Agg", force=False)
-            except ImportError:
-                pass  # plot_calibration names the missing extra
         fig = plot_calibration(self.report, None, title=title or f"pairwise match probabilities: {self.report.n:,} "
                                f"pairs, ECE {self.ece:.4f}")
         ax = fig.axes[0]
@@ -58,11 +51,8 @@ class Calibration:
         ax.legend(loc="upper left")
         fig.axes[1].set_yscale("log")  # most pairs are certain: the middle bins would not show
         fig.axes[1].set_ylabel("pairs")
-        if path is not None:
-            import matplotlib.pyplot as plt
-
+        if path is not None:  # a bare Figure (no pyplot): saving needs no backend switch
             fig.savefig(os.fspath(path), format="png", dpi=100)
-            plt.close(fig)
         return fig
 
 
