@@ -37,9 +37,10 @@ import numpy as np
 
 from pdbq.coref.contract import affine_groups, dense_groups
 from pdbq.coref.layout import PairGraph, validate_pair_graph
+from pdbq.distributed.cluster import open_client, run_round
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
-from pdbq.errors import InferenceError, PdbqError
+from pdbq.errors import InferenceError
 from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, partition_score
 from pdbq.inference.coreference.hierarchy import LevelMoves, super_entities
 
@@ -86,14 +87,6 @@ class DistributedResult:
         return busy / (self.workers * span) if span > 0 else 0.0
 
 
-def _dask() -> Any:
-    try:
-        import distributed  # noqa: PLC0415 - optional, loaded only for distributed runs
-    except ModuleNotFoundError:
-        raise PdbqError("distributed inference needs Dask: pip install 'pdbq[distributed]'") from None
-    return distributed
-
-
 def deal_entities(labels: np.ndarray, workers: int, rng: np.random.Generator,
                   groups: np.ndarray | None = None) -> list[np.ndarray]:
     """Deal whole entities (whole ``groups`` of entities, when given: one group id per mention,
@@ -126,58 +119,6 @@ def check_partition(n: int, parts: list[np.ndarray], results: list[PartitionResu
             raise InferenceError(f"partition {r.partition} returned {r.labels.shape[0]} labels for {p.shape[0]} mentions")
 
 
-def _client(client: Any, scheduler: str | None, processes: bool, workers: int) -> tuple[Any, Any]:
-    """(client, cluster we own or None)."""
-    if client is not None:
-        return client, None
-    dask = _dask()
-    if scheduler is not None:
-        return dask.Client(scheduler), None
-    cluster = dask.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                dashboard_address=":0", silence_logs=50)
-    return dask.Client(cluster), cluster
-
-
-def _lost(exc: BaseException) -> bool:
-    """A failure of the cluster (a worker or its data gone), not of the task's own code."""
-    import concurrent.futures  # noqa: PLC0415
-
-    dask = _dask()
-    return isinstance(exc, (concurrent.futures.CancelledError, dask.KilledWorker, OSError, TimeoutError))
-
-
-def _run_round(client: Any, g: PairGraph, graph_future: Any, tasks: list[RoundTask], key: str,
-               retries: int) -> tuple[list[PartitionResult], Any, int]:
-    """Submit one round's tasks and gather them. Dask re-runs a task whose worker died; when the
-    round still fails because the cluster lost a worker or the scattered graph, the whole round is
-    submitted again from the same state (the tasks are pure, so the answer is unchanged), at most
-    ``retries`` times. Errors of the tasks' own code propagate unchanged."""
-    attempt = 0
-    while True:
-        # one partition per worker, round-robin: left to itself Dask may queue two partitions on
-        # one single-threaded worker and run them one after the other. allow_other_workers keeps
-        # the pin a preference, so a partition whose worker died runs elsewhere.
-        addresses = sorted(client.scheduler_info()["workers"])
-        futures = [
-            client.submit(run_partition, graph_future, task, key=f"{key}-p{task.partition}-a{attempt}",
-                          retries=retries, pure=False,
-                          workers=[addresses[task.partition % len(addresses)]] if addresses else None,
-                          allow_other_workers=True)
-            for task in tasks
-        ]
-        try:
-            return client.gather(futures), graph_future, attempt
-        except Exception as exc:
-            if not _lost(exc):
-                raise
-            if attempt == retries:
-                raise InferenceError(f"distributed round {tasks[0].round} failed {retries + 1} times "
-                                     f"(the cluster lost workers or data: {type(exc).__name__}: {exc})") from exc
-            client.cancel(futures)
-            (graph_future,) = client.scatter([g], broadcast=True, hash=False)
-            attempt += 1
-
-
 def resolve_distributed(
     g: PairGraph,
     config: DistributedConfig = DistributedConfig(),
@@ -197,7 +138,7 @@ def resolve_distributed(
     n = g.indptr.shape[0] - 1
     t0 = time.perf_counter()
     current = np.arange(n, dtype=np.int64) if labels is None else dense_groups(labels)[0]
-    client, cluster = _client(client, scheduler, processes, config.workers)
+    client, cluster = open_client(client, scheduler, processes, config.workers)
     token = uuid.uuid4().hex[:12]
     counters = np.zeros(4, np.int64)
     stats: list[RoundStats] = []
@@ -227,8 +168,9 @@ def resolve_distributed(
                           config.sub_bias, config.p_new, config.p_split_merge)
                 for p, part in enumerate(parts)
             ]
-            results, graph_future, reruns = _run_round(client, g, graph_future, tasks, f"pdbq-coref-{token}-r{r}",
-                                                       config.retries)
+            done = run_round(client, run_partition, [graph_future], lambda: client.scatter([g], broadcast=True, hash=False),
+                             tasks, f"pdbq-coref-{token}-r{r}", config.retries, f"distributed round {r}")
+            results, (graph_future,), reruns = done.results, done.shared, done.reruns
             wall = time.perf_counter() - t_round
             check_partition(n, parts, results)
             before = int(counters[C_ACCEPTED])

@@ -1,0 +1,99 @@
+"""The Dask plumbing every distributed run shares: a client (in-process cluster, a local process
+cluster, an existing scheduler, or the caller's own), and submitting one round of pure tasks with
+re-runs when the cluster loses a worker or the data scattered to it.
+
+A round's tasks are pure functions of their inputs (their random streams come from the seed and
+the task's place in the run), so a task Dask re-runs elsewhere, or a round submitted again from
+the same inputs, gives the same answer as an undisturbed one.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from pdbq.errors import InferenceError, PdbqError
+
+__all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "scheduler_address"]
+
+
+def dask_module() -> Any:
+    """The `distributed` package, or a `PdbqError` saying how to install it."""
+    try:
+        import distributed  # noqa: PLC0415 - optional, loaded only for distributed runs
+    except ModuleNotFoundError:
+        raise PdbqError("distributed inference needs Dask: pip install 'pdbq[distributed]'") from None
+    return distributed
+
+
+def open_client(client: Any, scheduler: str | None, processes: bool, workers: int) -> tuple[Any, Any]:
+    """(client, the cluster we started and must close, or None)."""
+    if client is not None:
+        return client, None
+    dask = dask_module()
+    if scheduler is not None:
+        return dask.Client(scheduler), None
+    cluster = dask.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                dashboard_address=":0", silence_logs=50)
+    return dask.Client(cluster), cluster
+
+
+def scheduler_address(client: Any) -> str:
+    """Where the client's scheduler is (``inproc://…`` for an in-process cluster)."""
+    try:
+        return str(client.scheduler.address)
+    except AttributeError:  # a client of an unusual kind: say so rather than fail
+        return "unknown"
+
+
+def lost(exc: BaseException) -> bool:
+    """A failure of the cluster (a worker or its data gone), not of the task's own code."""
+    dask = dask_module()
+    return isinstance(exc, (concurrent.futures.CancelledError, dask.KilledWorker, OSError, TimeoutError))
+
+
+class RoundRun(NamedTuple):
+    """One gathered round: the tasks' results in submission order, the scattered data's
+    futures (new ones when the round had to scatter again), how often the round was submitted
+    again, and its wall time from first submit to gather."""
+
+    results: list
+    shared: list
+    reruns: int
+    wall: float
+
+
+def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], list], tasks: list, key: str,
+              retries: int, what: str) -> RoundRun:
+    """Submit ``fn(*shared, task)`` for every task and gather them.
+
+    One task per worker, round-robin: left to itself Dask may queue two tasks on one
+    single-threaded worker and run them one after the other; ``allow_other_workers`` keeps the
+    pin a preference, so a task whose worker died runs elsewhere (Dask re-runs it, up to
+    ``retries`` times). When the round still fails because the cluster lost a worker or the
+    scattered data (``shared``), the data are scattered again (``scatter()``) and the whole round
+    is submitted again, at most ``retries`` times; errors of the tasks' own code propagate
+    unchanged. ``what`` names the round in the error.
+    """
+    t0 = time.perf_counter()
+    attempt = 0
+    while True:
+        addresses = sorted(client.scheduler_info()["workers"])
+        futures = [
+            client.submit(fn, *shared, task, key=f"{key}-t{i}-a{attempt}", retries=retries, pure=False,
+                          workers=[addresses[i % len(addresses)]] if addresses else None, allow_other_workers=True)
+            for i, task in enumerate(tasks)
+        ]
+        try:
+            return RoundRun(client.gather(futures), shared, attempt, time.perf_counter() - t0)
+        except Exception as exc:
+            if not lost(exc):
+                raise
+            if attempt == retries:
+                raise InferenceError(f"{what} failed {retries + 1} times (the cluster lost workers or data: "
+                                     f"{type(exc).__name__}: {exc})") from exc
+            client.cancel(futures)
+            shared = scatter()
+            attempt += 1
