@@ -79,6 +79,11 @@ class GibbsConfig:
     init: ``"dispersed"`` (see `chains`) or ``"random"`` (every chain uniform at random).
     trace_points: at most this many running-estimate points are kept for plotting.
     rhat_threshold: split R-hat above this adds a non-convergence warning.
+    first_chain / total_chains: when the chains of one answer run as separate groups (on Dask
+        workers, `pdbq.distributed.chains`), this run's chain c is chain ``first_chain + c`` of a
+        run of ``total_chains`` chains (None: ``chains``): its start, its random stream and the
+        round lengths are that chain's, so the groups' batches pool into exactly the estimates
+        of one run of ``total_chains`` chains.
     """
 
     steps: int | None = None
@@ -93,6 +98,8 @@ class GibbsConfig:
     default_sweeps: int = 200
     trace_points: int = 200
     rhat_threshold: float = 1.1
+    first_chain: int = 0
+    total_chains: int | None = None
 
     def check(self) -> GibbsConfig:
         _positive_int("steps", self.steps, allow_none=True)
@@ -111,7 +118,17 @@ class GibbsConfig:
             raise OptionError(f"option 'init' must be one of {', '.join(INITS)}; got {self.init!r}")
         if self.trace_points < 2:
             raise OptionError("option 'trace_points' must be at least 2")
+        _positive_int("first_chain", self.first_chain, allow_zero=True)
+        _positive_int("total_chains", self.total_chains, allow_none=True)
+        if self.first_chain + self.chains > self.all_chains:
+            raise OptionError(f"chains {self.first_chain}..{self.first_chain + self.chains - 1} are not among the "
+                              f"{self.all_chains} chains of the run")
         return self
+
+    @property
+    def all_chains(self) -> int:
+        """Chains of the whole run this one is a group of (``chains`` when it is the whole run)."""
+        return self.chains if self.total_chains is None else self.total_chains
 
 
 @dataclass(frozen=True)

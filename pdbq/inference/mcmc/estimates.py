@@ -48,14 +48,17 @@ def t_factor(nu: float) -> float:
     t += (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v * v * v)
     return t / z
 
-__all__ = ["BatchStore", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics",
+__all__ = ["BatchStore", "STORE_BYTES", "pooled_mean", "batch_stderr", "split_rhat", "effective_sample_size", "batch_statistics",
            "t_factor", "Z95"]
+
+
+STORE_BYTES = 1 << 26  # a batch store's memory cap (its slots shrink on many targets)
 
 
 class BatchStore:
     """Per-chain batch sums with pairwise merging once ``2·slots`` batches are full."""
 
-    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = 1 << 26):
+    def __init__(self, chains: int, n_targets: int, max_card: int, slots: int = 32, max_bytes: int = STORE_BYTES):
         per_slot = chains * max(n_targets, 1) * (max_card + 1) * 8
         slots = int(max(4, min(slots, max_bytes // max(2 * per_slot, 1))))
         self.slots = slots

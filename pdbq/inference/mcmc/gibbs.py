@@ -38,7 +38,7 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig
 from pdbq.inference.mcmc.feasibility import violated_table_factor
-from pdbq.inference.mcmc.estimates import BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
+from pdbq.inference.mcmc.estimates import STORE_BYTES, BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
 from pdbq.inference.mcmc.kernels import (
     MODE_ALIAS,
     MODE_SWEEP,
@@ -66,6 +66,9 @@ __all__ = [
     "MoveContext",
     "ChainMoves",
     "check_targets",
+    "ChainBatches",
+    "batch_estimates",
+    "moves_seed",
 ]
 
 _FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
@@ -116,6 +119,7 @@ class GibbsResult:
     seconds: float
     warnings: tuple[str, ...]
     trace: GibbsTrace
+    batches: ChainBatches | None = None  # what the estimates came from (pooling chain groups)
 
     @property
     def converged(self) -> bool:
@@ -125,6 +129,23 @@ class GibbsResult:
     def max_halfwidth(self) -> float:
         """Largest 95% half-width (1.96 stderr) over all targets and values."""
         return float(1.96 * np.nanmax(self.stderr)) if self.stderr.size else 0.0
+
+
+class ChainBatches(NamedTuple):
+    """The kept batches a run's estimates come from, so the chain groups of one answer run
+    apart (`pdbq.distributed.chains`) pool into exactly the estimates of one run: chains are
+    independent, the round schedule is the whole run's (`GibbsConfig.total_chains`), so the
+    groups' batches line up chain by chain."""
+
+    sums: np.ndarray  # float64[chains, batches, n_live, max_card]: Rao-Blackwellised sums
+    counts: np.ndarray  # int64[chains, batches, n_live]
+    live: np.ndarray  # int64[n_live]: the distinct non-evidence targets, sorted
+    constant: np.ndarray  # bool[n_live]: conditional independent of every sampled variable
+    kept: int  # updates per chain kept
+    burned: int  # updates per chain of explicit burn-in run
+    burn_in: int  # updates per chain of explicit burn-in planned
+    stopped_by: str  # "steps" | "time" | "tolerance" | ""
+    gibbs_warnings: tuple[str, ...]  # the warnings computed from these batches (not the moves')
 
 
 @dataclass(frozen=True)
@@ -290,31 +311,43 @@ def _check_hard(graph: FactorGraph, states) -> None:
 
 
 def initial_states(
-    graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool
+    graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool, first: int = 0
 ) -> tuple[list[ChainState], np.ndarray, np.ndarray]:
     """Per-chain states (values, group sums, rng, sweep position) and the backing 2-d arrays.
 
     Dispersed starts: chain 0 takes every variable's lowest value, chain 1 its highest, other
-    chains uniform at random; evidence is clamped in every chain.
+    chains uniform at random; evidence is clamped in every chain. ``first``: these are chains
+    ``first .. first + chains - 1`` of a larger run (each chain's start and stream depend on its
+    index only).
     """
     card = graph.cardinality
     dtype = np.uint8 if kg.max_card <= 256 else np.int32
     values = np.empty((chains, graph.n_vars), dtype=dtype)
-    gens = chain_generators(seed, chains)
+    gens = chain_generators(seed, first + chains)[first:]
     for c in range(chains):
-        if dispersed and c == 0:
+        if dispersed and first + c == 0:
             values[c] = 0
-        elif dispersed and c == 1:
+        elif dispersed and first + c == 1:
             values[c] = card - 1
         else:
             values[c] = gens[c].integers(0, card) if graph.n_vars else 0
     ev = graph.evidence >= 0
     values[:, ev] = graph.evidence[ev]
     gsums = np.zeros((chains, graph.n_groups))
-    rng = chain_states(seed, chains)
+    rng = chain_states(seed, first + chains)[first:].copy()
     pos = np.zeros(chains, dtype=np.int64)
     states = [ChainState(values[c], gsums[c], rng[c : c + 1], pos[c : c + 1]) for c in range(chains)]
     return states, values, gsums
+
+
+def moves_seed(seed: int, first_chain: int) -> int:
+    """The root of a move step's own streams (tempered copies, blocks, clusters, jumps) for the
+    chain group starting at ``first_chain``: the run's seed for the first group, so a run in one
+    group is the in-process run, and a distinct root for every other group, so no two groups
+    share a stream."""
+    if first_chain == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(first_chain), 0x6A09]).generate_state(1, dtype=np.uint32)[0])
 
 
 def _threads(requested: int | None, chains: int) -> int:
@@ -418,19 +451,22 @@ def run_gibbs(
     burned = 0
     dropped = 0
     stopped_by = ""
+    batches = None
 
     if n_sites and n_live:
         constant = _constant_targets(kg, live)
         if moves.exact is not None:
             constant = constant | moves.exact[live]
-        states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed")
+        states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed", config.first_chain)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
         rsums = np.zeros((chains, n_live, kmax_t))
         rcounts = np.zeros((chains, n_live), dtype=np.int64)
         accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
-        step = (moves.start or _single_site)(MoveContext(graph, kg, sched, states, accs, config.seed))
-        store = BatchStore(chains, n_live, kmax_t)
+        step = (moves.start or _single_site)(
+            MoveContext(graph, kg, sched, states, accs, moves_seed(config.seed, config.first_chain)))
+        # sized as the whole run's store (a group of its chains batches as the whole run does)
+        store = BatchStore(chains, n_live, kmax_t, max_bytes=STORE_BYTES * chains // config.all_chains)
         keep_trace = n_live <= TRACE_MAX_TARGETS
         trace_every = 1
         rounds_done = 0
@@ -529,25 +565,14 @@ def run_gibbs(
 
         ks, kc, dropped_rounds = store.kept(share)
         dropped = dropped_rounds * round_len
-        counts = kc.sum(axis=(0, 1))
         if done - dropped > 0:
             # only a chain that ran can be blamed for its state (no kept sample: NaN and a warning)
             _check_hard(graph, states)
-            est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
-            ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
-            # beyond a target's cardinality there is nothing to estimate
-            mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
-            se_live = np.where(mask, 0.0, se_live)
-        # Too few updates (none, or fewer than two batches per chain): no estimate at all, never
-        # a made-up number.
-        per_chain = (kc > 0).sum(axis=1).min(axis=0) if kc.shape[1] else np.zeros(n_live, dtype=np.int64)
-        unknown = (counts == 0) | (per_chain < 2) | np.isnan(se_live).any(axis=1)
-        est_live[unknown] = np.nan
-        se_live[unknown] = np.nan
-        ess_live[unknown] = np.nan
-        ess_live[np.isinf(rhat_live)] = 0.0  # a frozen chain carries no information
+        est_live, se_live, rhat_live, ess_live, unknown = batch_estimates(graph, live, ks, kc, constant, done - dropped)
         warnings += _diagnose(live, est_live, se_live, rhat_live, ess_live, unknown, done - dropped, config, stopped_by,
                               burned, burn_in)
+        batches = ChainBatches(ks, kc, live, constant, int(done - dropped), int(burned), int(burn_in), stopped_by,
+                               tuple(warnings))
 
     # assemble per requested target (duplicates and evidence included)
     T = uniq.shape[0]
@@ -586,7 +611,36 @@ def run_gibbs(
         seconds=time.perf_counter() - t0,
         warnings=tuple(warnings),
         trace=trace,
+        batches=batches,
     )
+
+
+def batch_estimates(graph: FactorGraph, live: np.ndarray, ks: np.ndarray, kc: np.ndarray, constant: np.ndarray,
+                    kept: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(estimates, standard errors, split R-hat, ESS, unknown) of the ``live`` targets from the
+    kept batches ``ks``/``kc`` (`BatchStore.kept`) of all chains; ``kept``: updates per chain
+    they hold. A target with too few updates (none, or fewer than two batches per chain) gets
+    no estimate at all (NaN, flagged unknown), never a made-up number."""
+    n_live = live.shape[0]
+    kmax_t = ks.shape[-1]
+    est_live = np.full((n_live, kmax_t), np.nan)
+    se_live = np.full((n_live, kmax_t), np.nan)
+    rhat_live = np.full(n_live, np.nan)
+    ess_live = np.zeros(n_live)
+    counts = kc.sum(axis=(0, 1))
+    if kept > 0:
+        est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
+        ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
+        # beyond a target's cardinality there is nothing to estimate
+        mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
+        se_live = np.where(mask, 0.0, se_live)
+    per_chain = (kc > 0).sum(axis=1).min(axis=0) if kc.shape[1] else np.zeros(n_live, dtype=np.int64)
+    unknown = (counts == 0) | (per_chain < 2) | np.isnan(se_live).any(axis=1)
+    est_live[unknown] = np.nan
+    se_live[unknown] = np.nan
+    ess_live[unknown] = np.nan
+    ess_live[np.isinf(rhat_live)] = 0.0  # a frozen chain carries no information
+    return est_live, se_live, rhat_live, ess_live, unknown
 
 
 def _whole(n: int, unit: int) -> int:
