@@ -29,6 +29,7 @@ import numpy as np
 
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
+from pdbq.answers.option_scope import refuse_inert
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
@@ -86,6 +87,7 @@ class EngineAnswer:
     query_share: float | None = None  # selection probability mass on the query variables
     warnings: list[str] = field(default_factory=list)
     trace: object | None = None
+    dask: dict | None = None  # where the chains ran when on Dask (`pdbq.distributed.chains.DaskRun`)
 
 
 def resolve_seed(seed: int | None) -> int:
@@ -197,6 +199,51 @@ def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np
     return module.anneal_map(graph, config, sites=sites)
 
 
+def dask_chains(options, explicit: frozenset[str]) -> int:
+    """Chains of a run on Dask: as asked, else at least one per worker."""
+    if "chains" in explicit or options.workers is None:
+        return options.chains
+    return max(options.chains, options.workers)
+
+
+def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
+    """`OptionError` unless the query's chains can run on Dask (a fixed run length, whole chains
+    per worker, moves that run in chain groups); else one line on how they will run."""
+    from pdbq.distributed.chains import DASK_FIXED_LENGTH  # noqa: PLC0415 - Dask only when asked
+
+    if method in (Method.EXACT, Method.ANNEAL):  # refuse_inert has said so already
+        raise OptionError(f"USING {method.value} does not run on Dask workers")
+    if not options.fixed_length:
+        raise OptionError(DASK_FIXED_LENGTH)
+    workers = options.workers if options.workers is not None else 1
+    chains = dask_chains(options, explicit)
+    if workers > chains:
+        raise OptionError(f"workers = {workers} needs at least as many chains, got chains = {chains}: each worker "
+                          "runs whole chains")
+    if options.cutset is not False and "cutset" in explicit:
+        raise OptionError("cutset sampling does not run on Dask workers yet: drop cutset or workers/scheduler")
+    where = f"the Dask scheduler at {options.scheduler}" if options.scheduler else "an in-process Dask cluster"
+    auto = ("; AUTO samples plain chains there (its pilot-and-moves choice runs in this process only)"
+            if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit) else "")
+    return (f"{chains} chains in {workers} group(s) on {where}, the graph shipped once per worker, estimates pooled "
+            f"over all chains as in this process{auto}")
+
+
+def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for, options, sites, sel):
+    """The chains on Dask (`pdbq.distributed.chains`): the pooled result, the run's record and
+    one line on what ran."""
+    from pdbq.distributed.chains import run_chains  # noqa: PLC0415 - Dask only when asked
+    from pdbq.inference.moves.mixing import MixingResult  # noqa: PLC0415
+
+    blocks = blocks_for(mixing) if mixing.active and mixing.uses_blocks else None
+    r, parts, run = run_chains(graph, query, config, workers=options.workers or 1, sites=sites, selection=sel,
+                               mixing=mixing if mixing.active else None, blocks=blocks, scheduler=options.scheduler)
+    why = run.describe()
+    if isinstance(parts[0], MixingResult):
+        why += "; first group: " + describe_moves(parts[0])
+    return r, run.as_dict(), why
+
+
 def answer(
     graph: FactorGraph,
     query: np.ndarray,
@@ -221,6 +268,10 @@ def answer(
     from it, so the limit bounds the whole query (default: from this call).
     """
     t0 = time.perf_counter()
+    refuse_inert(method, explicit)
+    on_dask = options.workers is not None or options.scheduler is not None
+    if on_dask:
+        dask_plan(options, method, explicit)
     query = np.asarray(query, dtype=np.int64)
     card = graph.cardinality[query].astype(np.int64)
     kmax = int(graph.cardinality.max()) if graph.n_vars else 2
@@ -265,6 +316,8 @@ def answer(
         reason = f"USING {method.value}"
 
     if chosen is Method.EXACT:
+        if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
+            reason += "; workers/scheduler unused: nothing to sample"
         marg = se = None
         if need_marginals:
             exact = _exact_marginals(graph, query, free_q, options.max_table, memo)
@@ -311,8 +364,8 @@ def answer(
     # GIBBS sweeps the sites systematically (a fixed order: no random draw per update, and the
     # sites' data are read in memory order).
     config = GibbsConfig(
-        steps=steps, burn_in=burn_in, chains=options.chains, threads=options.threads, seed=seed,
-        time_limit=None, tolerance=tol, scan="sweep",
+        steps=steps, burn_in=burn_in, chains=dask_chains(options, explicit) if on_dask else options.chains,
+        threads=options.threads, seed=seed, time_limit=None, tolerance=tol, scan="sweep",
     )
     total = steps if fixed else None
     deadline = None if limit is None else (t0 if started is None else started) + limit
@@ -333,7 +386,11 @@ def answer(
                          lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
 
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
-    if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
+    dask_run = None
+    if on_dask:
+        r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, sites, sel)
+        reason += "; " + why
+    elif options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
         cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
                        lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
@@ -361,7 +418,7 @@ def answer(
     out = done(
         r.marginals, r.stderr, mapv, method=chosen.value, reason=reason, decision=decision, steps=r.steps,
         burn_in=r.burn_in, chains=r.chains, selection=selection_name, query_share=share, warnings=list(r.warnings),
-        trace=r.trace,
+        trace=r.trace, dask=dask_run,
     )
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: no estimate

@@ -37,7 +37,7 @@ import numpy as np
 
 from pdbq.coref.contract import affine_groups, dense_groups
 from pdbq.coref.layout import PairGraph, validate_pair_graph
-from pdbq.distributed.cluster import open_client, run_round
+from pdbq.distributed.cluster import open_client, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
 from pdbq.errors import InferenceError
@@ -79,6 +79,18 @@ class DistributedResult:
     seconds: float
     workers: int
     rounds: tuple[RoundStats, ...] = field(default=())
+    scheduler: str = ""  # where the rounds ran
+    dask_workers: int = 0  # workers of the cluster (partitions are dealt over them)
+
+    def summary(self) -> dict:
+        """Where the run's time went, for diagnostics (keys as `pdbq.distributed.chains.DaskRun`):
+        compute is the slowest partition's, summed over the rounds."""
+        return {"scheduler": self.scheduler, "dask_workers": self.dask_workers, "groups": self.workers,
+                "rounds": len(self.rounds), "wall": sum(r.wall for r in self.rounds),
+                "compute_max": sum(r.compute_max for r in self.rounds),
+                "compute_sum": sum(r.compute_sum for r in self.rounds),
+                "redistribute": sum(r.redistribute for r in self.rounds),
+                "overhead": sum(r.overhead for r in self.rounds), "reruns": sum(r.reruns for r in self.rounds)}
 
     def efficiency(self) -> float:
         """Parallel efficiency: compute summed over partitions ÷ (partitions × round time)."""
@@ -142,7 +154,9 @@ def resolve_distributed(
     token = uuid.uuid4().hex[:12]
     counters = np.zeros(4, np.int64)
     stats: list[RoundStats] = []
+    address, n_workers = scheduler_address(client), 0
     try:
+        n_workers = len(client.scheduler_info()["workers"])
         (graph_future,) = client.scatter([g], broadcast=True, hash=False)
         cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.rounds - 1, 1))
         temp = config.temperature
@@ -196,5 +210,5 @@ def resolve_distributed(
             cluster.close()
     return DistributedResult(
         stable_labels(current), float(partition_score(g, current)), int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
-        int(counters[C_ACCEPTED]), time.perf_counter() - t0, config.workers, tuple(stats),
+        int(counters[C_ACCEPTED]), time.perf_counter() - t0, config.workers, tuple(stats), address, n_workers,
     )

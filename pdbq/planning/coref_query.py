@@ -79,7 +79,10 @@ def _distributed(opts: dict) -> dict | None:
 
 def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
     opts = dict(stmt.options)
-    _distributed(opts)  # checked and run by _resolve_map
+    dist = _distributed(opts)  # checked and run by _resolve_map
+    if dist and not any(e.kind is EstimateKind.MAP for e in stmt.estimates):
+        raise OptionError(f"option '{sorted(dist)[0]}' has no effect on PROB/DIST of a cluster relation: "
+                          "workers, scheduler and rounds distribute MAP(...) rounds; PROB and DIST sample in this process")
     unknown = sorted(set(opts) - _OPTIONS)
     if unknown:
         raise OptionError(f"option '{unknown[0]}' is not an option of cluster queries.{suggest(unknown[0], _OPTIONS)}")
@@ -100,10 +103,11 @@ def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
 
 def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
     """MAP in this process, or by Dask map/redistribute rounds when the query names ``workers``
-    or a ``scheduler`` (same total proposals: ``sweeps`` passes over the mentions)."""
+    or a ``scheduler`` (same total proposals: ``sweeps`` passes over the mentions); with the
+    Dask run's summary for the diagnostics (None in this process)."""
     dist = _distributed(dict(stmt.options))
     if dist is None:
-        return resolve_map(graph, config)
+        return resolve_map(graph, config), None
     if config.proposal != "neighbour":
         raise OptionError(f"option 'proposal' = {config.proposal!r} is not available with workers/scheduler "
                           "(distributed rounds run the neighbour mention moves)")
@@ -125,7 +129,7 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
     )
     res = resolve_distributed(graph, cfg, labels=initial_labels(graph, config), scheduler=dist.get("scheduler"))
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
-                          res.accepted, res.seconds)
+                          res.accepted, res.seconds), res.summary()
 
 
 def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> int:
@@ -171,7 +175,9 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
             ests = [e for e in stmt.estimates if e.alias == alias]
             cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
             if any(e.kind is EstimateKind.MAP for e in ests):
-                res = _resolve_map(graph, config, stmt)
+                res, dask = _resolve_map(graph, config, stmt)
+                if dask is not None:
+                    diag["dask"] = dask
                 warnings.extend(res.warnings)
                 diag.update({f"{alias}.factor_evaluations": res.factor_evaluations, f"{alias}.proposals": res.proposals,
                              f"{alias}.accepted": res.accepted, f"{alias}.log_score": res.log_score,

@@ -122,6 +122,7 @@ def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckd
     d["graph_cached"] = bool(plan.grounding is not None and plan.grounding.cached)
     d["grounding_seconds"] = plan.grounding_seconds
     d["inference_seconds"] = ans.seconds if ans else 0.0
+    d["dask"] = ans.dask if ans else None  # where the chains ran, when on Dask workers
     d["seconds"] = time.perf_counter() - started
     warnings = list(plan.notes)
     if ans is not None:

@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from pdbq.arrays import unique
-from pdbq.answers.engine import auto_decision, run_length_text
+from pdbq.answers.engine import auto_decision, dask_plan, run_length_text
+from pdbq.answers.option_scope import refuse_inert
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
 from pdbq.errors import InferenceError, PdbqError
 from pdbq.inference.query_aware.influence import trail_scores
@@ -64,6 +65,7 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
                                       f"{plan.grounding_seconds:.3f} s" + (" (full fallback)" if g.full_fallback else "")))
     graph = plan.graph
     opts = plan.options
+    refuse_inert(method, plan.explicit)
     if graph is None:
         rows.append(("method", "none: the query selects no variables"))
         return rows
@@ -90,6 +92,11 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         run, burn = run_length_text(opts, sites.size)
         rows.append(("run length", run))
         rows.append(("burn-in", burn))
+    if opts.workers is not None or opts.scheduler is not None:
+        rows.append(("runs on", dask_plan(opts, method, plan.explicit) if samples else
+                     "this process: nothing to sample, so workers/scheduler are unused"))
+    elif samples:
+        rows.append(("runs on", "this process (chains on threads)"))
     # an exact answer samples nothing: selection, influence and mixing would describe a run that never happens
     exact = method is Method.EXACT or (method is Method.AUTO and decision is not None and decision.method == "EXACT")
     if free_q.size and not exact:

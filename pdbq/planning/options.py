@@ -58,6 +58,8 @@ class QueryOptions:
     jumps: int = 0  # GIBBS/QAM: local modes kept for mode jumps (0: off)
     cutset: bool | int = False  # GIBBS/QAM: cutset sampling: False | True (size as needed) | max cutset variables
     cutset_table: int = 2**10  # GIBBS/QAM: largest clique table of the cutset's remainder (entries)
+    workers: int | None = None  # GIBBS/QAM/AUTO: run the chains in this many groups on Dask workers
+    scheduler: str | None = None  # GIBBS/QAM/AUTO: address of the Dask scheduler (None: an in-process cluster)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, Any]], defaults: Mapping[str, Any] | None = None) -> "QueryOptions":
@@ -106,6 +108,8 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "jumps": ("int", 0, True, "GIBBS/QAM: mode jumps between this many local modes found in burn-in (0: off; else 2–64; needs tempering >= 2)"),
     "cutset": ("cutset", None, True, "GIBBS/QAM: sample a cutset, answer the rest exactly: true | false | max cutset variables"),
     "cutset_table": ("int", 2, True, "GIBBS/QAM: largest clique table of the cutset's exact remainder (entries)"),
+    "workers": ("int", 1, True, "GIBBS/QAM/AUTO: run the chains on this many Dask workers (needs steps or sweeps)"),
+    "scheduler": ("address", None, True, "GIBBS/QAM/AUTO: Dask scheduler address, e.g. 'tcp://host:8786'"),
 }
 
 OPTION_HELP = {name: spec[3] for name, spec in _SPECS.items()}
@@ -138,6 +142,10 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()) or value < 1:
             raise OptionError(f"option 'cutset' must be true, false or a whole number of variables >= 1, got {value!r}")
         return int(value)
+    if kind == "address":
+        if not isinstance(value, str) or not value.strip():
+            raise OptionError(f"option '{name}' must be an address such as 'tcp://host:8786', got {value!r}")
+        return value.strip()
     if kind == "choice":
         if not isinstance(value, str) or value.lower() not in SELECTIONS:
             raise OptionError(

@@ -50,6 +50,11 @@ def format_diagnostics(d: dict[str, Any]) -> str:
         rows.append(("stderr", f"{_num(d['max_stderr'])} (largest)"))
     if d.get("seed") is not None:
         rows.append(("seed", str(d["seed"])))
+    if d.get("dask"):
+        k = d["dask"]
+        rows.append(("dask", f"{k.get('scheduler')}: {k.get('groups')} task(s) per round on {k.get('dask_workers')} "
+                             f"worker(s), {k.get('rounds')} round(s); compute {k.get('compute_max', 0.0):.3f} s "
+                             f"(slowest task, summed over rounds), overhead {k.get('overhead', 0.0):.3f} s"))
     if d.get("seconds") is not None:
         text = f"{d['seconds']:.3f} s"
         parts = [f"{k} {d[k + '_seconds']:.3f} s" for k in ("grounding", "inference") if d.get(k + "_seconds") is not None]

@@ -30,6 +30,7 @@ MAX_COUNT = 2**62
 _MAXIMA = {
     "chains": (MAX_CHAINS, "each chain keeps its own copy of the state and estimates"),
     "threads": (MAX_THREADS, "more threads than that only add scheduling overhead"),
+    "workers": (MAX_CHAINS, "each worker runs whole chains"),
     "jumps": (64, "every pair of kept modes is a jump, so the jump set grows with its square"),
 }
 
