@@ -5,7 +5,8 @@ Person-X-style synthetic mentions (seed 001's evaluation; `pdbq.coref.personx`),
 count, so B³ F1 differences come from the partitioning alone; plus the single-process annealer
 (`pdbq.inference.coreference.resolve.resolve_map`) at the same proposals. Prints wall time, speed-up, B³ and
 pairwise F1, the per-round split (compute on the slowest partition vs Dask/redistribution
-overhead), parallel efficiency and memory per worker.
+overhead), parallel efficiency, memory per worker and the array bytes the client sends and
+receives per round (today O(mentions) per round: every partition's mentions and labels).
 
     python examples/bench/coref_distributed.py --mentions 100000 --workers 1 2
     python examples/bench/coref_distributed.py --mentions 1000000 --workers 1 2 --rounds 6
@@ -61,8 +62,9 @@ def main() -> None:
             flat = resolve_map(g, CorefConfig(sweeps=max(1, int(args.sweeps)), chains=1, greedy_sweeps=greedy, seed=args.seed))
             print(f"single-process resolve_map ({int(args.sweeps)} sweeps): B3 F1 {b_cubed(flat.labels, data.truth).f1:.4f}, "
                   f"{time.perf_counter() - t:.1f} s")
-        print("| workers | wall s | speed-up | B3 F1 | pairwise F1 | round s (median) | slowest partition s | overhead % | efficiency | worker RSS MiB |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| workers | wall s | speed-up | B3 F1 | pairwise F1 | round s (median) | slowest partition s | overhead % | "
+              "efficiency | worker RSS MiB | client MiB/round |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         base = None
         for w in args.workers:
             cfg = DistributedConfig(workers=w, rounds=args.rounds, greedy_rounds=greedy,
@@ -91,7 +93,8 @@ def main() -> None:
             print(f"| {w} | {wall:.1f} | {base / wall:.2f}x | {b_cubed(res.labels, data.truth).f1:.4f} | "
                   f"{pairwise(res.labels, data.truth).f1:.4f} | {statistics.median(r.wall for r in rounds):.2f} | "
                   f"{statistics.median(r.compute_max for r in rounds):.2f} | {100 * over:.1f} | {res.efficiency():.2f} | "
-                  f"{max(rss.values()):.0f} |")
+                  f"{max(rss.values()):.0f} | "
+                  f"{statistics.median((r.bytes_sent + r.bytes_received) / 2**20 for r in rounds):.1f} |")
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
             f"over all chains as in this process{auto}")
 
 
-def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for, options, sites, sel):
+def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for, options, sites, sel, kernel):
     """The chains on Dask (`pdbq.distributed.chains`): the pooled result, the run's record and
     one line on what ran."""
     from pdbq.distributed.chains import run_chains  # noqa: PLC0415 - Dask only when asked
@@ -237,7 +237,8 @@ def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for
 
     blocks = blocks_for(mixing) if mixing.active and mixing.uses_blocks else None
     r, parts, run = run_chains(graph, query, config, workers=options.workers or 1, sites=sites, selection=sel,
-                               mixing=mixing if mixing.active else None, blocks=blocks, scheduler=options.scheduler)
+                               mixing=mixing if mixing.active else None, blocks=blocks, kernel=kernel,
+                               scheduler=options.scheduler)
     why = run.describe()
     if isinstance(parts[0], MixingResult):
         why += "; first group: " + describe_moves(parts[0])
@@ -388,7 +389,7 @@ def answer(
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
     dask_run = None
     if on_dask:
-        r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, sites, sel)
+        r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, sites, sel, kernel)
         reason += "; " + why
     elif options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         # every free variable of the query's graph is sampled or answered exactly: no sites, no selection

@@ -4,8 +4,8 @@ The run's chains are cut into ``workers`` groups of about equal size (`pooling.c
 each group is one Dask task that runs `run_gibbs` (or `run_mixing`, for tempering, block moves,
 cluster moves and mode jumps) on the worker with ``GibbsConfig(first_chain=…,
 total_chains=…)``, so its chains are the very chains of an in-process run: same starts, same
-random streams, same round lengths. The graph, the query, the selection table and the blocks
-are scattered to every worker once (one broadcast, before any task); a task returns its kept
+random streams, same round lengths. The graph, its kernel arrays, the query, the selection table
+and the blocks are scattered to every worker once (one broadcast, before any task); a task returns its kept
 batches, and the client pools them (`pooling.pool_groups`): the estimator, the batch-means
 standard errors, R-hat across all chains and the warnings are those of one in-process run. For
 single-site chains the answer is the in-process answer bit for bit, whatever the number of
@@ -37,6 +37,7 @@ from pdbq.errors import OptionError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.mcmc.gibbs import GibbsResult, run_gibbs
+from pdbq.inference.mcmc.kernels import KernelGraph, prepare_kernel_graph
 from pdbq.inference.mcmc.pooling import chain_groups, pool_groups
 from pdbq.inference.moves.mixing import run_mixing
 
@@ -58,6 +59,7 @@ class ChainJob(NamedTuple):
     config: GibbsConfig  # the whole run's (chains: all of them)
     mixing: MixingConfig | None  # None: single-site chains
     blocks: list | None  # the blocks of block moves, built once on the client
+    kernel: KernelGraph  # the kernel arrays, derived once on the client (cheaper to ship than to derive again)
 
 
 class GroupTask(NamedTuple):
@@ -138,7 +140,7 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
     t0 = time.perf_counter()
     cfg = dataclasses.replace(job.config, chains=task.chains, first_chain=task.first_chain,
                               total_chains=job.config.chains)
-    kw = dict(sites=job.sites, selection=job.selection)
+    kw = dict(sites=job.sites, selection=job.selection, kernel=job.kernel)
     if job.mixing is not None and job.mixing.active:
         r = run_mixing(job.graph, job.targets, cfg, job.mixing, blocks=job.blocks, **kw)
     else:
@@ -156,6 +158,7 @@ def run_chains(
     selection: tuple[np.ndarray, np.ndarray] | None = None,
     mixing: MixingConfig | None = None,
     blocks: list | None = None,
+    kernel: KernelGraph | None = None,
     scheduler: str | None = None,
     client: Any = None,
     processes: bool = False,
@@ -164,13 +167,15 @@ def run_chains(
     """Run ``config.chains`` chains in ``workers`` groups on Dask and pool them (module
     docstring). Returns the pooled answer, each group's own answer (for what its moves did) and
     the run's record. Where: ``client`` (the caller's), else ``scheduler`` (an address), else an
-    in-process cluster of ``workers`` workers (a local process cluster with ``processes``)."""
+    in-process cluster of ``workers`` workers (a local process cluster with ``processes``).
+    ``kernel``: the graph's kernel arrays when the caller has them (else derived here, once)."""
     config = config.check()
     check_fixed_length(config, None, workers)
-    validate(graph)
+    if kernel is None:
+        kernel = prepare_kernel_graph(validate(graph))
     tasks = [GroupTask(g, first, n) for g, (first, n) in enumerate(chain_groups(config.chains, workers))]
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection, config,
-                   mixing, blocks)
+                   mixing, blocks, kernel)
     t_start = time.perf_counter()
     client, cluster = open_client(client, scheduler, processes, workers)
     try:

@@ -60,6 +60,8 @@ class RoundStats:
     redistribute: float
     accepted: int
     reruns: int = 0  # times the round was submitted again after its data or a worker was lost
+    bytes_sent: int = 0  # array bytes the client sent in the round's tasks (mentions and labels)
+    bytes_received: int = 0  # array bytes of the partitions' results
 
     @property
     def overhead(self) -> float:
@@ -90,7 +92,9 @@ class DistributedResult:
                 "compute_max": sum(r.compute_max for r in self.rounds),
                 "compute_sum": sum(r.compute_sum for r in self.rounds),
                 "redistribute": sum(r.redistribute for r in self.rounds),
-                "overhead": sum(r.overhead for r in self.rounds), "reruns": sum(r.reruns for r in self.rounds)}
+                "overhead": sum(r.overhead for r in self.rounds), "reruns": sum(r.reruns for r in self.rounds),
+                "bytes_sent": sum(r.bytes_sent for r in self.rounds),
+                "bytes_received": sum(r.bytes_received for r in self.rounds)}
 
     def efficiency(self) -> float:
         """Parallel efficiency: compute summed over partitions ÷ (partitions × round time)."""
@@ -196,8 +200,10 @@ def resolve_distributed(
                 counters += res.counters
             current = new
             secs = [res.seconds for res in results]
+            sent = sum(task.mentions.nbytes + task.labels.nbytes for task in tasks)
+            received = sum(res.labels.nbytes + res.counters.nbytes for res in results)
             round_stats = RoundStats(r, t, wall, max(secs, default=0.0), float(sum(secs)), redistribute,
-                                     int(counters[C_ACCEPTED]) - before, reruns)
+                                     int(counters[C_ACCEPTED]) - before, reruns, sent, received)
             stats.append(round_stats)
             if on_round is not None:
                 on_round(round_stats, client)

@@ -1,0 +1,236 @@
+"""Chains of marginal queries in groups and on Dask workers: pooled exactly as one in-process
+run, refused where they cannot be, visible in the diagnostics, surviving a killed worker."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+from conftest import MOVIES_MODEL, MOVIES_SQL, NAMES_CLUSTER_SQL
+from exact_graphs import random_graph, within
+
+from pdbq.errors import InferenceError, OptionError
+from pdbq.graph.builder import GraphBuilder
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.mcmc.gibbs import run_gibbs
+from pdbq.inference.mcmc.pooling import chain_groups, pool_groups
+from pdbq.language.nodes import FactorFunction as F
+from pdbq.language.nodes import Semantics as S
+
+
+def _chain(n: int, weight: float = 0.8):
+    """x0 = x1 = … = x(n-1) softly, plus a field on x0: slow enough mixing for R-hat to matter."""
+    b = GraphBuilder()
+    xs = [b.add_variable() for _ in range(n)]
+    w = b.add_weight(weight)
+    for i in range(n - 1):
+        b.add_factor(F.EQUAL, [xs[i], xs[i + 1]], weight=w)
+    b.add_factor(F.ISTRUE, [xs[0]], weight=b.add_weight(0.4))
+    return b.build()
+
+
+def _groups(g, targets, cfg, cuts, **kw):
+    return [run_gibbs(g, targets, dataclasses.replace(cfg, chains=n, first_chain=f, total_chains=cfg.chains), **kw)
+            for f, n in cuts]
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True)
+               for k in ("marginals", "stderr", "rhat", "ess")) and a.warnings == b.warnings and a.steps == b.steps
+
+
+# ------------------------------------------------------------------------------- pooling (no Dask)
+
+
+@pytest.mark.parametrize("cuts", [[(0, 2), (2, 2)], [(0, 1), (1, 3)], [(0, 1), (1, 1), (2, 1), (3, 1)]])
+def test_chain_groups_pool_into_the_in_process_answer_bit_for_bit(cuts):
+    g = random_graph(np.random.default_rng(7), F.EQUAL, S.LINEAR, categorical=True, evidence=True)
+    targets = np.flatnonzero(g.evidence < 0)[:5]
+    cfg = GibbsConfig(steps=6_000, chains=4, seed=11, threads=1)
+    whole = run_gibbs(g, targets, cfg)
+    pooled = pool_groups(g, cfg, _groups(g, targets, cfg, cuts))
+    assert _same(pooled, whole)
+    assert pooled.chains == 4 and pooled.batches.sums.shape[0] == 4
+
+
+def test_groups_that_share_streams_do_not_pool_into_the_answer():
+    """The check above can fail: two groups both claiming chains 0-1 repeat the same chains."""
+    g = random_graph(np.random.default_rng(7), F.EQUAL, S.LINEAR, categorical=True, evidence=True)
+    targets = np.flatnonzero(g.evidence < 0)[:5]
+    cfg = GibbsConfig(steps=6_000, chains=4, seed=11, threads=1)
+    wrong = [run_gibbs(g, targets, dataclasses.replace(cfg, chains=2, total_chains=4)) for _ in range(2)]
+    assert not _same(pool_groups(g, cfg, wrong), run_gibbs(g, targets, cfg))
+
+
+def test_pooled_estimates_of_a_selection_run_and_of_low_mixing_warn_as_one_run():
+    g = _chain(40, weight=2.5)  # strong couplings: R-hat flags the dispersed starts
+    targets = np.array([0, 39])
+    sites = np.arange(40, dtype=np.int32)
+    prob = np.full(40, 1.0)
+    alias = np.arange(40, dtype=np.int32)
+    cfg = GibbsConfig(steps=2_000, chains=4, seed=2, threads=1)
+    whole = run_gibbs(g, targets, cfg, sites=sites, selection=(prob, alias))
+    pooled = pool_groups(g, cfg, _groups(g, targets, cfg, chain_groups(4, 2), sites=sites, selection=(prob, alias)))
+    assert _same(pooled, whole)
+    assert any("R-hat" in w for w in pooled.warnings)
+
+
+def test_chain_groups_and_bad_pools_are_refused():
+    assert chain_groups(5, 2) == [(0, 2), (2, 3)]
+    with pytest.raises(InferenceError, match="cannot be cut"):
+        chain_groups(2, 3)
+    g = _chain(5)
+    cfg = GibbsConfig(steps=2_000, chains=2, seed=1, threads=1)
+    a = run_gibbs(g, [0], dataclasses.replace(cfg, chains=1, total_chains=2))
+    b = run_gibbs(g, [0], dataclasses.replace(cfg, chains=1, first_chain=1, total_chains=2, steps=4_000))
+    with pytest.raises(InferenceError, match="different batches"):
+        pool_groups(g, cfg, [a, b])
+    with pytest.raises(OptionError):
+        GibbsConfig(chains=2, first_chain=3, total_chains=4).check()
+
+
+# ------------------------------------------------------------------------------- on Dask
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_chains_on_dask_are_the_in_process_chains(client):
+    from pdbq.distributed.chains import run_chains
+
+    g = _chain(30)
+    sites = np.arange(30, dtype=np.int32)
+    cfg = GibbsConfig(steps=20_000, chains=4, seed=5, threads=1)
+    whole = run_gibbs(g, [0, 15, 29], cfg, sites=sites)
+    pooled, parts, run = run_chains(g, np.array([0, 15, 29]), cfg, workers=2, sites=sites, client=client)
+    assert _same(pooled, whole) and len(parts) == 2
+    assert (run.groups, run.chains, run.dask_workers, run.rounds, run.reruns) == (2, 4, 2, 1, 0)
+    assert 0 < run.compute_max <= run.compute_sum and run.bytes_scattered > 0 and run.bytes_gathered > 0
+
+
+def test_tempered_chains_on_dask_match_the_exact_marginals(client):
+    from pdbq.distributed.chains import run_chains
+
+    g = random_graph(np.random.default_rng(3), F.OR, S.LINEAR, categorical=False, evidence=True)
+    exact = exact_marginals(g).marginals
+    free = np.flatnonzero(g.evidence < 0)
+    cfg = GibbsConfig(steps=20_000, chains=4, seed=8, threads=1)
+    pooled, parts, _ = run_chains(g, free, cfg, workers=2, sites=free.astype(np.int32),
+                                  mixing=MixingConfig(tempering=3).check(), client=client)
+    ok, err = within(pooled, exact[free])
+    assert ok, err
+    assert all(p.betas.shape == (3,) for p in parts)  # each group ran its own ladder
+
+
+@pytest.fixture(scope="module")
+def movies():
+    import pdbq
+
+    db = pdbq.connect()
+    db.execute(MOVIES_SQL)
+    db.execute(MOVIES_MODEL)
+    return db
+
+
+def test_sql_workers_give_the_in_process_answer_and_say_where_they_ran(movies):
+    from pdbq.shell.diag import format_diagnostics
+
+    db = movies
+    q = "SELECT movie, PROB(is_popular) AS p, STDERR(is_popular) AS se FROM is_popular ORDER BY movie USING QAM WITH ({})"
+    here = db.execute(q.format("sweeps = 2000, seed = 3")).fetchall()
+    res = db.execute(q.format("sweeps = 2000, seed = 3, workers = 2"))
+    assert res.fetchall() == here
+    d = res.diagnostics
+    assert d["dask"]["groups"] == 2 and d["dask"]["chains"] == 4 and "chains on Dask" in d["method_reason"]
+    assert "dask" in format_diagnostics(d)
+    rows = dict(db.execute("EXPLAIN " + q.format("sweeps = 2000, seed = 3, workers = 2")).fetchall())
+    assert "4 chains in 2 group(s)" in rows["runs on"]
+    assert "this process" in dict(db.execute("EXPLAIN " + q.format("sweeps = 2000")).fetchall())["runs on"]
+    auto = db.execute(q.replace("QAM", "AUTO").format("sweeps = 200, workers = 2"))
+    assert auto.diagnostics["method"] == "EXACT" and "workers/scheduler unused" in auto.diagnostics["method_reason"]
+
+
+@pytest.mark.parametrize("method, options, message", [
+    ("EXACT", "steps = 5", "'steps' has no effect with USING EXACT"),
+    ("EXACT", "workers = 2", "'workers' has no effect with USING EXACT"),
+    ("GIBBS", "temperature = 2", "'temperature' has no effect with USING GIBBS"),
+    ("QAM", "exact_budget = 3", "'exact_budget' has no effect with USING QAM"),
+    ("GIBBS", "epsilon = 0.1", "'epsilon' has no effect with USING GIBBS"),
+    ("GIBBS", "workers = 2", "fixed run length"),
+    ("QAM", "workers = 2, sweeps = 10, tolerance = 0.01", "fixed run length"),
+    ("GIBBS", "workers = 8, chains = 4, steps = 100", "at least as many chains"),
+    ("GIBBS", "workers = 2, steps = 100, cutset = true", "cutset sampling does not run on Dask"),
+    ("GIBBS", "scheduler = 3, steps = 100", "must be an address"),
+    ("GIBBS", "workers = 0, steps = 100", "'workers' must be >= 1"),
+])
+def test_options_without_effect_are_refused(movies, method, options, message):
+    db = movies
+    q = f"SELECT PROB(is_popular) FROM is_popular USING {method} WITH ({options})"
+    for text in (q, "EXPLAIN " + q):
+        with pytest.raises(OptionError, match=message):
+            db.execute(text)
+
+
+def test_cluster_prob_refuses_dask_options_and_map_reports_the_run():
+    import pdbq
+
+    db = pdbq.connect()
+    db.execute(NAMES_CLUSTER_SQL)
+    for opt in ("workers = 2", "scheduler = 'tcp://127.0.0.1:1'", "rounds = 3"):
+        with pytest.raises(OptionError, match="no effect on PROB/DIST"):
+            db.execute(f"SELECT e.id, PROB(e = 1) FROM e USING GIBBS WITH ({opt})")
+    res = db.execute("SELECT e.id, MAP(e) AS c FROM e USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4)")
+    d = res.diagnostics["dask"]
+    assert d["groups"] == 2 and d["rounds"] >= 3 and d["dask_workers"] == 2 and d["scheduler"]
+
+
+@pytest.mark.slow
+def test_process_cluster_chains_survive_a_killed_worker():
+    """A worker killed while it runs a chain group: Dask re-runs the group elsewhere and the
+    answer is the undisturbed one (here: the in-process one, bit for bit)."""
+    from pdbq.distributed.chains import run_chains
+
+    g = _chain(400)
+    sites = np.arange(400, dtype=np.int32)
+    cfg = GibbsConfig(steps=400_000, chains=2, seed=9, threads=1)
+    whole = run_gibbs(g, [0, 399], cfg, sites=sites)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    c = distributed.Client(cluster)
+    pids = c.run(os.getpid)
+    killed = []
+
+    def kill_a_busy_worker():
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not killed:
+            for worker, keys in c.processing().items():
+                if any("pdbq-chains" in str(k) for k in keys):
+                    time.sleep(0.3)  # mid-run, not before the task started
+                    killed.append(worker)
+                    os.kill(pids[worker], signal.SIGKILL)
+                    return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=kill_a_busy_worker, daemon=True)
+    t.start()
+    try:
+        pooled, _, run = run_chains(g, np.array([0, 399]), cfg, workers=2, sites=sites, client=c)
+    finally:
+        t.join(timeout=1)
+        c.close()
+        cluster.close()
+    assert killed, "no worker was running a chain group when the kill fired"
+    assert _same(pooled, whole)
