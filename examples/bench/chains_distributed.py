@@ -86,7 +86,7 @@ def main() -> None:
             run_chains(small, np.array([0]), GibbsConfig(steps=100, chains=w, threads=1), workers=w,
                        sites=np.arange(small.n_vars, dtype=np.int32), client=client)  # numba loads on every worker
             t = time.perf_counter()
-            pooled, _, run = run_chains(g, targets, cfg, workers=w, sites=sites, client=client)
+            pooled, _, run = run_chains(g, targets, cfg, workers=w, sites=sites, kernel=kg, client=client)
             wall = time.perf_counter() - t
             rss = client.run(_rss_mib)
         finally:
