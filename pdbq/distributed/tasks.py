@@ -19,7 +19,7 @@ from pdbq.coref.layout import PairGraph
 from pdbq.inference.coreference.entity_moves import new_scratch, run_moves, state_from_labels
 from pdbq.inference.coreference.hierarchy import LevelMoves, run_level
 
-__all__ = ["RoundTask", "PartitionResult", "round_stream", "run_partition"]
+__all__ = ["RoundTask", "PartitionResult", "round_stream", "run_partition", "local_round"]
 
 
 class RoundTask(NamedTuple):
@@ -57,19 +57,24 @@ def run_partition(g: PairGraph, task: RoundTask) -> PartitionResult:
     lg, reads = subgraph(g, task.mentions)
     counters = np.zeros(4, np.int64)
     counters[0] += reads
-    rng = round_stream(task.seed, task.round, task.partition)
+    labels = local_round(lg, task, counters)
+    return PartitionResult(task.partition, labels, counters, time.perf_counter() - t0)
+
+
+def local_round(lg: PairGraph, task: RoundTask, counters: np.ndarray) -> np.ndarray:
+    """One round of moves on a partition's own graph ``lg`` (mention i of ``lg`` is
+    ``task.mentions[i]``, labelled ``task.labels[i]``): its new dense local labels."""
     n = task.mentions.shape[0]
     if n == 0:
-        return PartitionResult(task.partition, np.zeros(0, np.int64), counters, time.perf_counter() - t0)
+        return np.zeros(0, np.int64)
+    rng = round_stream(task.seed, task.round, task.partition)
     if task.hierarchy:
-        labels = _hierarchical_round(lg, task, rng, counters)
-    else:
-        st = state_from_labels(task.labels)
-        log = np.zeros(1)
-        run_moves(lg, st, new_scratch(lg), rng, task.steps, task.temperature, task.p_new, task.p_split_merge,
-                  counters, log)
-        labels = st.label.astype(np.int64)
-    return PartitionResult(task.partition, labels, counters, time.perf_counter() - t0)
+        return _hierarchical_round(lg, task, rng, counters)
+    st = state_from_labels(task.labels)
+    log = np.zeros(1)
+    run_moves(lg, st, new_scratch(lg), rng, task.steps, task.temperature, task.p_new, task.p_split_merge,
+              counters, log)
+    return st.label.astype(np.int64)
 
 
 def _hierarchical_round(lg: PairGraph, task: RoundTask, rng: np.ndarray, counters: np.ndarray) -> np.ndarray:
