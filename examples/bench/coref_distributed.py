@@ -11,6 +11,7 @@ receives per round (today O(mentions) per round: every partition's mentions and 
     python examples/bench/coref_distributed.py --mentions 100000 --workers 1 2
     python examples/bench/coref_distributed.py --mentions 1000000 --workers 1 2 --rounds 6
     python examples/bench/coref_distributed.py --scheduler tcp://host:8786 --workers 4 8 16   # a bigger cluster
+    python examples/bench/coref_distributed.py --mentions 1000000 --workers 1 8 14 --sharded  # shards on workers
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
 
 import numpy as np
@@ -25,6 +27,7 @@ import numpy as np
 from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.coref.personx import person_x
 from pdbq.distributed import DistributedConfig, resolve_distributed
+from pdbq.distributed.shards import resolve_sharded, write_pairs
 from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
 
 
@@ -46,6 +49,8 @@ def main() -> None:
     ap.add_argument("--threads", action="store_true", help="in-process cluster (threads) instead of processes")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-flat", action="store_true")
+    ap.add_argument("--sharded", action="store_true",
+                    help="shards of name blocks built by the workers from Parquet files (resolve_sharded)")
     args = ap.parse_args()
     import distributed
 
@@ -56,6 +61,7 @@ def main() -> None:
         print(f"\n## {n:,} mentions, {g.n_pairs:,} candidate pairs, {np.unique(data.truth).size:,} true entities "
               f"(made in {time.perf_counter() - t:.1f} s); pair graph {g.nbytes() / n:.0f} bytes/mention")
         total = int(args.sweeps * n)
+        source = write_pairs(tempfile.mkdtemp(prefix="pdbq-shards-"), g, data.name) if args.sharded else None
         greedy = 2
         if not args.skip_flat:
             t = time.perf_counter()
@@ -80,7 +86,7 @@ def main() -> None:
                 resolve_distributed(g, DistributedConfig(workers=w, rounds=1, greedy_rounds=0, steps_per_round=10),
                                     client=client)  # warm-up: numba loads its cache on every worker
                 t = time.perf_counter()
-                res = resolve_distributed(g, cfg, client=client)
+                res = resolve_sharded(source, cfg, client=client) if args.sharded else resolve_distributed(g, cfg, client=client)
                 wall = time.perf_counter() - t
                 rss = client.run(_rss_mib)
             finally:
@@ -89,12 +95,12 @@ def main() -> None:
                     cluster.close()
             base = base or wall
             rounds = res.rounds
-            over = sum(r.overhead for r in rounds) / sum(r.wall + r.redistribute for r in rounds)
+            over = sum(r.overhead for r in rounds) / sum(r.wall + getattr(r, "redistribute", 0.0) for r in rounds)
             print(f"| {w} | {wall:.1f} | {base / wall:.2f}x | {b_cubed(res.labels, data.truth).f1:.4f} | "
                   f"{pairwise(res.labels, data.truth).f1:.4f} | {statistics.median(r.wall for r in rounds):.2f} | "
                   f"{statistics.median(r.compute_max for r in rounds):.2f} | {100 * over:.1f} | {res.efficiency():.2f} | "
                   f"{max(rss.values()):.0f} | "
-                  f"{statistics.median((r.bytes_sent + r.bytes_received) / 2**20 for r in rounds):.1f} |")
+                  f"{statistics.median((r.bytes_sent + getattr(r, 'bytes_received', 0)) / 2**20 for r in rounds):.3f} |")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ class RoundRun(NamedTuple):
 
 
 def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], list], tasks: list, key: str,
-              retries: int, what: str) -> RoundRun:
+              retries: int, what: str, placement: list[str | None] | None = None) -> RoundRun:
     """Submit ``fn(*shared, task)`` for every task and gather them.
 
     One task per worker, round-robin: left to itself Dask may queue two tasks on one
@@ -75,15 +75,23 @@ def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], lis
     ``retries`` times). When the round still fails because the cluster lost a worker or the
     scattered data (``shared``), the data are scattered again (``scatter()``) and the whole round
     is submitted again, at most ``retries`` times; errors of the tasks' own code propagate
-    unchanged. ``what`` names the round in the error.
+    unchanged. ``what`` names the round in the error. ``placement[i]``: the worker task i
+    prefers instead (one that holds its data), when it is still in the cluster.
     """
     t0 = time.perf_counter()
     attempt = 0
     while True:
         addresses = sorted(client.scheduler_info()["workers"])
+        alive = set(addresses)
+
+        def where(i: int) -> list[str] | None:
+            if placement is not None and placement[i] in alive:
+                return [placement[i]]
+            return [addresses[i % len(addresses)]] if addresses else None
+
         futures = [
             client.submit(fn, *shared, task, key=f"{key}-t{i}-a{attempt}", retries=retries, pure=False,
-                          workers=[addresses[i % len(addresses)]] if addresses else None, allow_other_workers=True)
+                          workers=where(i), allow_other_workers=True)
             for i, task in enumerate(tasks)
         ]
         try:

@@ -1,0 +1,370 @@
+"""Sharded coreference MAP on Dask: shards that live on the workers, rounds that move nothing.
+
+`resolve_distributed` ships the whole pair graph to every worker and deals the entities again
+every round, so memory per worker and the client's work per round grow with all the pairs. When
+the candidate pairs come from blocking (every pair inside one block: a name, a postcode…), no
+entity can gain from spanning two blocks, so a partition of the *blocks* never has to change:
+
+1. **plan** (client, once): the blocks' mention and pair counts (one DuckDB aggregate over the
+   Parquet files, O(blocks) rows back), dealt to ``workers`` shards greedily by pair count,
+   largest first — balanced, and the same for the same data and ``workers``;
+2. **build** (each worker, once): the worker reads its own blocks' mentions and pairs from the
+   Parquet files with DuckDB and keeps its shard's pair graph and labels in its memory —
+   nothing is scattered from the client, and a worker holds only its shard;
+3. **rounds**: every round the client sends each shard a few numbers (round, temperature,
+   steps) and gets a few back (mentions held, accepted moves, seconds); the annealing schedule,
+   the greedy rounds and their stop are those of `resolve_distributed`;
+4. **labels** (once, at the end): each shard returns its mentions and labels.
+
+Checks: a worker refuses a pair whose second mention lies outside its shard (`InferenceError`
+naming it: the pairs cross blocks, so shards by block would lose factors); every round each
+shard reports the mentions it holds and the client checks they add up to the plan's; at the
+end every mention comes back exactly once.
+
+Determinism and faults: a shard's round is a pure function of (data, plan, seed, round), its
+stream from `tasks.round_stream(seed, round, shard)`. A round task that finds no state for its
+shard on its worker (the worker died, Dask moved the task) rebuilds the shard from the Parquet
+files and replays the rounds before it, so the answer is that of an undisturbed run, at the cost
+of the replay (no checkpoint is kept).
+
+Where the data must be: every worker reads the Parquet files itself, so they must be reachable
+at the same paths from every worker (a local cluster, or shared storage).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from pdbq.coref.layout import PairGraph, pair_graph
+from pdbq.distributed.cluster import open_client, run_round, scheduler_address
+from pdbq.distributed.config import DistributedConfig
+from pdbq.distributed.tasks import RoundTask, local_round
+from pdbq.errors import InferenceError, OptionError
+
+__all__ = ["ShardSource", "ShardPlan", "ShardedResult", "plan_shards", "resolve_sharded", "write_pairs"]
+
+
+class ShardSource(NamedTuple):
+    """Parquet files every worker can read: ``mentions`` with columns (mention BIGINT, block
+    BIGINT), mentions numbered 0..n-1; ``pairs`` (a file or a glob) with columns (a BIGINT,
+    b BIGINT, score DOUBLE), each candidate pair once, both mentions in one block."""
+
+    mentions: str
+    pairs: str
+
+
+class ShardPlan(NamedTuple):
+    blocks: list[np.ndarray]  # int64 block ids of each shard
+    mentions: np.ndarray  # int64[shards]: mentions of each shard
+    pairs: np.ndarray  # int64[shards]: pairs of each shard
+
+
+def write_pairs(directory: str, g: PairGraph, block: np.ndarray) -> ShardSource:
+    """Write a pair graph and its blocking key as a `ShardSource` under ``directory`` (for
+    tests and benchmarks; a real source is written by whatever made the pairs)."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = g.indptr.shape[0] - 1
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(g.indptr))
+    keep = src < g.nbr
+    os.makedirs(directory, exist_ok=True)
+    m_path, p_path = os.path.join(directory, "mentions.parquet"), os.path.join(directory, "pairs.parquet")
+    pq.write_table(pa.table({"mention": np.arange(n, dtype=np.int64), "block": np.asarray(block, np.int64)}), m_path)
+    pq.write_table(pa.table({"a": src[keep], "b": g.nbr[keep].astype(np.int64), "score": g.score[keep]}), p_path)
+    return ShardSource(m_path, p_path)
+
+
+def _duckdb() -> Any:
+    import duckdb  # noqa: PLC0415 - a worker imports it when it builds a shard
+
+    return duckdb.connect()
+
+
+def plan_shards(source: ShardSource, workers: int) -> ShardPlan:
+    """Deal the blocks to ``workers`` shards, largest pair count first, each to the shard with
+    the fewest pairs so far (ties: fewer mentions, then the lower shard). Only per-block counts
+    reach the client."""
+    con = _duckdb()
+    try:
+        rows = con.execute(
+            "WITH m AS (SELECT mention, block FROM read_parquet(?)), "
+            "c AS (SELECT block, count(*) AS n FROM m GROUP BY block), "
+            "p AS (SELECT m.block, count(*) AS k FROM read_parquet(?) q JOIN m ON q.a = m.mention GROUP BY m.block) "
+            "SELECT c.block, c.n, coalesce(p.k, 0) FROM c LEFT JOIN p USING (block) ORDER BY 3 DESC, 2 DESC, 1",
+            [source.mentions, source.pairs]).fetchnumpy()
+    finally:
+        con.close()
+    block, n, k = (np.asarray(rows[c], np.int64) for c in rows)
+    pairs = np.zeros(workers, np.int64)
+    mentions = np.zeros(workers, np.int64)
+    owned: list[list[int]] = [[] for _ in range(workers)]
+    for b, nb, kb in zip(block.tolist(), n.tolist(), k.tolist()):
+        s = min(range(workers), key=lambda i: (pairs[i], mentions[i], i))
+        owned[s].append(b)
+        pairs[s] += kb
+        mentions[s] += nb
+    return ShardPlan([np.sort(np.array(o, np.int64)) for o in owned], mentions, pairs)
+
+
+# ---------------------------------------------------------------------------------------------
+# on the workers
+
+
+class ShardRound(NamedTuple):
+    token: str  # the run
+    shard: int
+    blocks: np.ndarray  # the shard's block ids (to rebuild it)
+    round: int
+    temperatures: tuple[float, ...]  # of rounds 0..round (replayed after a rebuild)
+    steps: int  # proposals per round of this shard
+    config: DistributedConfig
+
+
+class ShardReport(NamedTuple):
+    shard: int
+    mentions: int  # held after the round
+    accepted: int
+    seconds: float
+    replayed: int  # rounds replayed before this one (0 when the shard's state was here)
+    worker: str  # the worker that now holds the shard
+
+
+@dataclass
+class _Shard:
+    graph: PairGraph
+    mentions: np.ndarray  # global ids, sorted
+    labels: np.ndarray  # local dense labels
+    done: int  # rounds run
+
+
+_HELD: dict[tuple[str, int], _Shard] = {}  # per worker process: the shards it holds
+_LOCK = threading.Lock()
+
+
+def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.ndarray]:
+    """The shard's pair graph over its own mentions (local indices: rank among the sorted global
+    ids) and those ids, read from the Parquet files by this process."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    con = _duckdb()
+    try:
+        con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
+        mentions = con.execute("SELECT mention FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
+                               "ORDER BY mention", [source.mentions]).fetchnumpy()["mention"]
+        mentions = np.asarray(mentions, np.int64)
+        con.register("shard_mentions", pa.table({"mention": mentions}))
+        p = con.execute("SELECT a, b, score FROM read_parquet(?) WHERE a IN (SELECT mention FROM shard_mentions)",
+                        [source.pairs]).fetchnumpy()
+    finally:
+        con.close()
+    a, b, w = (np.asarray(p[c]) for c in ("a", "b", "score"))
+    ia = np.searchsorted(mentions, a)
+    ib = np.searchsorted(mentions, b)
+    if b.size:
+        outside = mentions[np.minimum(ib, mentions.size - 1)] != b
+        if outside.any():
+            k = int(np.flatnonzero(outside)[0])
+            raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) crosses blocks: sharded rounds need every "
+                                 "candidate pair inside one block (use resolve_distributed)")
+    return pair_graph(mentions.size, ia, ib, np.asarray(w, np.float64)), mentions
+
+
+def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
+    """Round ``task.round`` of one shard, on the worker that holds it (module docstring)."""
+    t0 = time.perf_counter()
+    key = (task.token, task.shard)
+    with _LOCK:
+        held = _HELD.pop(key, None)
+    replayed = 0
+    if held is None or held.done != task.round:
+        g, mentions = build_shard(source, task.blocks)
+        held = _Shard(g, mentions, np.arange(mentions.size, dtype=np.int64), 0)
+        replayed = task.round
+    cfg = task.config
+    counters = np.zeros(4, np.int64)
+    local = np.arange(held.mentions.size, dtype=np.int64)
+    while held.done <= task.round:
+        r = held.done
+        before = int(counters[2])
+        rt = RoundTask(r, task.shard, local, held.labels, task.steps, task.temperatures[r], cfg.seed, cfg.hierarchy,
+                       cfg.sub_bias, cfg.p_new, cfg.p_split_merge)
+        labels = local_round(held.graph, rt, counters)
+        if labels.shape[0] != held.mentions.size:
+            raise InferenceError(f"shard {task.shard} returned {labels.shape[0]} labels for {held.mentions.size} mentions")
+        held.labels = labels
+        held.done += 1
+        accepted = int(counters[2]) - before
+    with _LOCK:
+        _HELD[key] = held
+    return ShardReport(task.shard, int(held.mentions.size), accepted, time.perf_counter() - t0, replayed, _worker())
+
+
+def _worker() -> str:
+    from distributed import get_worker  # noqa: PLC0415 - runs on a worker
+
+    try:
+        return str(get_worker().address)
+    except ValueError:  # called outside a worker (tests calling the task directly)
+        return ""
+
+
+def shard_labels(token: str, shard: int) -> tuple[np.ndarray, np.ndarray]:
+    """(global mention ids, local labels) of a shard this worker holds (then dropped)."""
+    with _LOCK:
+        held = _HELD.pop((token, shard), None)
+    if held is None:
+        raise InferenceError(f"shard {shard} is no longer held by its worker")
+    return held.mentions, held.labels
+
+
+def release(token: str) -> int:
+    """Drop every shard of run ``token`` this process holds; returns how many."""
+    with _LOCK:
+        keys = [k for k in _HELD if k[0] == token]
+        for k in keys:
+            del _HELD[k]
+    return len(keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# the client
+
+
+@dataclass(frozen=True)
+class ShardedRound:
+    round: int
+    temperature: float
+    wall: float
+    compute_max: float
+    compute_sum: float
+    accepted: int
+    replayed: int  # shards rebuilt and replayed in this round
+    reruns: int
+    bytes_sent: int = 0  # array bytes of the round's tasks (each shard's block ids)
+
+    @property
+    def overhead(self) -> float:
+        """Seconds of the round not spent computing on the slowest shard."""
+        return max(0.0, self.wall - self.compute_max)
+
+
+@dataclass(frozen=True, eq=False)
+class ShardedResult:
+    """The MAP clustering (``labels[m]``: smallest mention index of m's entity) and the run."""
+
+    labels: np.ndarray
+    plan: ShardPlan
+    rounds: tuple[ShardedRound, ...]
+    seconds: float
+    scheduler: str
+
+    def efficiency(self) -> float:
+        """Compute summed over shards ÷ (shards × round time)."""
+        busy = sum(r.compute_sum for r in self.rounds)
+        span = sum(r.wall for r in self.rounds)
+        return busy / (len(self.plan.blocks) * span) if span > 0 else 0.0
+
+
+def _temperatures(config: DistributedConfig) -> list[float]:
+    """Annealed rounds then greedy ones (temperature 0), as `resolve_distributed` runs them."""
+    cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.rounds - 1, 1))
+    out, temp = [], config.temperature
+    for _ in range(config.rounds):
+        out.append(temp)
+        temp = max(temp * cooling, config.min_temperature)
+    return out + [0.0] * config.greedy_rounds
+
+
+def resolve_sharded(source: ShardSource, config: DistributedConfig = DistributedConfig(), *, client: Any = None,
+                    scheduler: str | None = None, processes: bool = False, on_round=None) -> ShardedResult:
+    """Annealed MAP clustering from singletons by rounds over shards of blocks that live on the
+    workers (module docstring). ``config.steps_per_round`` proposals per shard and round on
+    average (each shard gets its share of ``workers`` × that, by mentions); ``redistribution``
+    does not apply (shards never change). ``on_round(stats, client)`` after each round."""
+    config.check()
+    if config.redistribution != "super":
+        raise OptionError("sharded rounds keep each shard's blocks for the whole run: option 'redistribution' "
+                          "does not apply (leave it at its default)")
+    t0 = time.perf_counter()
+    plan = plan_shards(source, config.workers)
+    n = int(plan.mentions.sum())
+    temps = _temperatures(config)
+    budget = config.steps_per_round * config.workers
+    steps = [max(1, int(budget * m // max(n, 1))) for m in plan.mentions.tolist()]
+    client, cluster = open_client(client, scheduler, processes, config.workers)
+    token = uuid.uuid4().hex[:12]
+    stats: list[ShardedRound] = []
+    where: list[str | None] = [None] * config.workers  # the worker holding each shard
+    try:
+        for r, t in enumerate(temps):
+            tasks = [ShardRound(token, s, plan.blocks[s], r, tuple(temps[: r + 1]), steps[s], config)
+                     for s in range(config.workers)]
+            done = run_round(client, shard_round, [source], lambda: [source], tasks, f"pdbq-shard-{token}-r{r}",
+                             config.retries, f"sharded round {r}", placement=where)
+            reports = sorted(done.results, key=lambda x: x.shard)
+            where = [x.worker or None for x in reports]
+            held = np.array([x.mentions for x in reports], np.int64)
+            if not np.array_equal(held, plan.mentions):
+                bad = int(np.flatnonzero(held != plan.mentions)[0])
+                raise InferenceError(f"sharded round {r}: shard {bad} holds {held[bad]} mentions, the plan gave it "
+                                     f"{plan.mentions[bad]}")
+            secs = [x.seconds for x in reports]
+            st = ShardedRound(r, t, done.wall, max(secs), float(sum(secs)), sum(x.accepted for x in reports),
+                              sum(1 for x in reports if x.replayed), done.reruns,
+                              sum(task.blocks.nbytes + 8 * len(task.temperatures) for task in tasks))
+            stats.append(st)
+            if on_round is not None:
+                on_round(st, client)
+            if r >= config.rounds and st.accepted == 0:
+                break
+        labels = _gather_labels(client, token, plan, n, len(stats) - 1, temps, steps, config, source, where)
+        address = scheduler_address(client)
+    finally:
+        try:
+            client.run(release, token)
+        except Exception:  # noqa: BLE001 - a worker lost at the very end holds nothing to release
+            pass
+        if cluster is not None:
+            client.close()
+            cluster.close()
+    from pdbq.inference.coreference.resolve import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
+
+    return ShardedResult(stable_labels(labels), plan, tuple(stats), time.perf_counter() - t0, address)
+
+
+def _gather_labels(client, token, plan: ShardPlan, n: int, last: int, temps, steps, config, source,
+                   where: list[str | None]) -> np.ndarray:
+    """Every shard's labels from the worker holding it (a shard whose worker died since the last
+    round is rebuilt and replayed first), checked: every mention exactly once."""
+    out = np.full(n, -1, np.int64)
+    base = 0
+    alive = set(client.scheduler_info()["workers"])
+
+    def read(s: int, worker: str | None):
+        pin = dict(workers=[worker], allow_other_workers=False) if worker in alive else {}
+        return client.submit(shard_labels, token, s, pure=False, **pin).result()
+
+    for s in range(config.workers):
+        try:
+            mentions, labels = read(s, where[s])
+        except InferenceError:  # not held any more: replay it where it lands, then read it there
+            task = ShardRound(token, s, plan.blocks[s], last, tuple(temps[: last + 1]), steps[s], config)
+            report = client.submit(shard_round, source, task, pure=False).result()
+            alive = set(client.scheduler_info()["workers"])
+            mentions, labels = read(s, report.worker or None)
+        if mentions.size and (out[mentions] >= 0).any():
+            raise InferenceError(f"shard {s} returned mention {int(mentions[out[mentions] >= 0][0])} twice")
+        out[mentions] = base + labels
+        base += mentions.size
+    if (out < 0).any():
+        raise InferenceError(f"mention {int(np.flatnonzero(out < 0)[0])} came back from no shard")
+    return out
