@@ -88,3 +88,42 @@ def movies_model(movies_db):
     """``movies_db`` with MOVIES_MODEL defined."""
     movies_db.execute(MOVIES_MODEL)
     return movies_db
+
+
+@pytest.fixture(scope="session")
+def process_client():
+    """A Dask client of a local cluster of 2 worker processes, shared by the tests that kill a
+    worker (its nanny starts a new one): one cluster start for all of them."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def kill_busy_worker(client, key_part: str, delay: float = 0.3, within: float = 60.0):
+    """Start a thread that kills (SIGKILL) the first worker process seen running a task whose key
+    contains ``key_part``, ``delay`` seconds after it is seen; returns (thread, killed list)."""
+    import signal
+    import threading
+    import time
+
+    client.wait_for_workers(2)
+    pids = client.run(os.getpid)
+    killed: list[str] = []
+
+    def run() -> None:
+        end = time.monotonic() + within
+        while time.monotonic() < end:
+            for worker, keys in client.processing().items():
+                if worker in pids and any(key_part in str(k) for k in keys):
+                    time.sleep(delay)  # mid-task, not before it started
+                    killed.append(worker)
+                    os.kill(pids[worker], signal.SIGKILL)
+                    return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, killed

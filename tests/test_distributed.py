@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 
 import numpy as np
 import pytest
-from conftest import NAMES_CLUSTER_SQL
+from conftest import NAMES_CLUSTER_SQL, kill_busy_worker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -134,35 +131,15 @@ def test_bad_options_are_option_errors():
 
 
 @pytest.mark.slow
-def test_process_cluster_same_answer_and_survives_a_killed_worker(inprocess_client):
+def test_process_cluster_same_answer_and_survives_a_killed_worker(inprocess_client, process_client):
     """A worker killed mid-round: the round's task is re-run elsewhere and the answer is the one
     of an undisturbed run (and of the in-process cluster) for the same seed and partitions."""
     data = person_x(4_000, per_name=80, noise=0.5, seed=5)
     cfg = _cfg(rounds=2, greedy_rounds=0, steps_per_round=400_000)
     reference = resolve_distributed(data.graph, cfg, client=inprocess_client)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    client = distributed.Client(cluster)
-    pids = client.run(os.getpid)  # worker address -> process id
-    killed = []
-
-    def kill_one_mid_round(stats, client):
-        if stats.round != 0:
-            return
-
-        def kill():
-            for worker, keys in client.processing().items():
-                if any("pdbq-coref" in str(k) for k in keys):
-                    killed.append(worker)
-                    os.kill(pids[worker], signal.SIGKILL)
-                    return
-
-        threading.Timer(0.2, kill).start()
-
-    try:
-        res = resolve_distributed(data.graph, cfg, client=client, on_round=kill_one_mid_round)
-    finally:
-        client.close()
-        cluster.close()
+    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.2)  # a round-1 partition
+    res = resolve_distributed(data.graph, cfg, client=process_client)
+    t.join(timeout=1)
     assert killed, "no worker was busy with a round when the kill fired"
     assert np.array_equal(res.labels, reference.labels)
 

@@ -4,14 +4,10 @@ run, refused where they cannot be, visible in the diagnostics, surviving a kille
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
-import threading
-import time
 
 import numpy as np
 import pytest
-from conftest import MOVIES_MODEL, MOVIES_SQL, NAMES_CLUSTER_SQL
+from conftest import MOVIES_MODEL, MOVIES_SQL, NAMES_CLUSTER_SQL, kill_busy_worker
 from exact_graphs import random_graph, within
 
 from pdbq.errors import InferenceError, OptionError
@@ -199,7 +195,7 @@ def test_cluster_prob_refuses_dask_options_and_map_reports_the_run():
 
 
 @pytest.mark.slow
-def test_process_cluster_chains_survive_a_killed_worker():
+def test_process_cluster_chains_survive_a_killed_worker(process_client):
     """A worker killed while it runs a chain group: Dask re-runs the group elsewhere and the
     answer is the undisturbed one (here: the in-process one, bit for bit)."""
     from pdbq.distributed.chains import run_chains
@@ -208,30 +204,9 @@ def test_process_cluster_chains_survive_a_killed_worker():
     sites = np.arange(400, dtype=np.int32)
     cfg = GibbsConfig(steps=400_000, chains=2, seed=9, threads=1)
     whole = run_gibbs(g, [0, 399], cfg, sites=sites)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    c = distributed.Client(cluster)
-    pids = c.run(os.getpid)
-    killed = []
-
-    def kill_a_busy_worker():
-        end = time.monotonic() + 60
-        while time.monotonic() < end and not killed:
-            for worker, keys in c.processing().items():
-                if any("pdbq-chains" in str(k) for k in keys):
-                    time.sleep(0.3)  # mid-run, not before the task started
-                    killed.append(worker)
-                    os.kill(pids[worker], signal.SIGKILL)
-                    return
-            time.sleep(0.05)
-
-    t = threading.Thread(target=kill_a_busy_worker, daemon=True)
-    t.start()
-    try:
-        pooled, _, run = run_chains(g, np.array([0, 399]), cfg, workers=2, sites=sites, client=c)
-    finally:
-        t.join(timeout=1)
-        c.close()
-        cluster.close()
+    t, killed = kill_busy_worker(process_client, "pdbq-chains")
+    pooled, _, run = run_chains(g, np.array([0, 399]), cfg, workers=2, sites=sites, client=process_client)
+    t.join(timeout=1)
     assert killed, "no worker was running a chain group when the kill fired"
     assert _same(pooled, whole)
 
@@ -289,3 +264,21 @@ def test_sharded_rounds_refuse_pairs_across_blocks(tmp_path, client):
     src = write_pairs(str(tmp_path), g, np.array([0, 0, 1, 1]))
     with pytest.raises(InferenceError, match=r"pair \(1, 2\) crosses blocks"):
         resolve_sharded(src, DistributedConfig(workers=2, rounds=1, steps_per_round=10), client=client)
+
+
+@pytest.mark.slow
+def test_process_cluster_shards_survive_a_killed_worker(blocked, client, process_client):
+    """A worker killed mid-round: its shard is rebuilt from the files and replayed on the other
+    worker, and the clustering is the undisturbed one (here: the in-process cluster's)."""
+    from pdbq.distributed import DistributedConfig
+    from pdbq.distributed.shards import resolve_sharded
+
+    _, src = blocked
+    cfg = DistributedConfig(workers=2, rounds=3, steps_per_round=150_000, greedy_rounds=0, seed=5)
+    reference = resolve_sharded(src, cfg, client=client)
+    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.1)  # in round 1: a replay is needed
+    res = resolve_sharded(src, cfg, client=process_client)
+    t.join(timeout=1)
+    assert killed, "no worker was running a shard round when the kill fired"
+    assert np.array_equal(res.labels, reference.labels)
+    assert res.rounds[1].replayed == 1
