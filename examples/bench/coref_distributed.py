@@ -69,8 +69,8 @@ def main() -> None:
             print(f"single-process resolve_map ({int(args.sweeps)} sweeps): B3 F1 {b_cubed(flat.labels, data.truth).f1:.4f}, "
                   f"{time.perf_counter() - t:.1f} s")
         print("| workers | wall s | speed-up | B3 F1 | pairwise F1 | round s (median) | slowest partition s | overhead % | "
-              "efficiency | worker RSS MiB | client MiB/round |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "efficiency | worker RSS MiB | graph MiB per worker | client MiB/round |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         base = None
         for w in args.workers:
             cfg = DistributedConfig(workers=w, rounds=args.rounds, greedy_rounds=greedy,
@@ -83,8 +83,10 @@ def main() -> None:
                                                    dashboard_address=":0", silence_logs=50)
                 client = distributed.Client(cluster)
             try:
-                resolve_distributed(g, DistributedConfig(workers=w, rounds=1, greedy_rounds=0, steps_per_round=10),
-                                    client=client)  # warm-up: numba loads its cache on every worker
+                # warm-up on a small graph: numba loads its cache on every worker (the data's own
+                # graph would stay in the workers' memory and in their RSS below)
+                resolve_distributed(person_x(600, seed=1).graph,
+                                    DistributedConfig(workers=w, rounds=1, greedy_rounds=0, steps_per_round=10), client=client)
                 t = time.perf_counter()
                 res = resolve_sharded(source, cfg, client=client) if args.sharded else resolve_distributed(g, cfg, client=client)
                 wall = time.perf_counter() - t
@@ -93,13 +95,15 @@ def main() -> None:
                 client.close()
                 if cluster is not None:
                     cluster.close()
+            # what a worker holds: the whole pair graph (dealt rounds), or its largest shard's
+            held = (int((24 * res.plan.pairs + 8 * res.plan.mentions).max()) if args.sharded else g.nbytes())
             base = base or wall
             rounds = res.rounds
             over = sum(r.overhead for r in rounds) / sum(r.wall + getattr(r, "redistribute", 0.0) for r in rounds)
             print(f"| {w} | {wall:.1f} | {base / wall:.2f}x | {b_cubed(res.labels, data.truth).f1:.4f} | "
                   f"{pairwise(res.labels, data.truth).f1:.4f} | {statistics.median(r.wall for r in rounds):.2f} | "
                   f"{statistics.median(r.compute_max for r in rounds):.2f} | {100 * over:.1f} | {res.efficiency():.2f} | "
-                  f"{max(rss.values()):.0f} | "
+                  f"{max(rss.values()):.0f} | {held / 2**20:.0f} | "
                   f"{statistics.median((r.bytes_sent + getattr(r, 'bytes_received', 0)) / 2**20 for r in rounds):.3f} |")
 
 

@@ -2,12 +2,14 @@
 # The Dask scaling runs, on a 16-core machine, from the project's root (docs/distributed.md,
 # docs/benchmarks.md). Where the machine lacks duckdb, sqlglot or Dask and reaches no package
 # index, bring their wheels in .whl/ (they are installed into /tmp/site first). Tables go to
-# $OUT (default /tmp/scaling). About 8 minutes in all; each step has its own time limit.
+# $OUT (default /tmp/scaling). About 14 minutes in all (each step has its own time limit: lower
+# them, or drop steps, to fit one device session); the 10M run only with TS10M set.
 #
 #   chains: a 1M-variable Ising grid's chains at 1, 8 and 14 workers, equal total updates
 #           (target: >= 5x the one-process rate at 8 workers; the pooled answer = in-process)
-#   coref:  the map/redistribute rounds at 100k and 1M mentions (efficiency, worker memory,
-#           client MiB per round)
+#   coref:  the dealt map/redistribute rounds and the sharded rounds (--sharded) at 100k and 1M
+#           mentions (efficiency, worker memory, client MiB per round); 10M sharded last, if time
+#           is left (worker memory target: <= 2 x (data / workers) + 200 MiB)
 set -u
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -18,4 +20,9 @@ export PYTHONPATH=/tmp/site:$PWD NUMBA_CACHE_DIR=/tmp/nb PYTHONUNBUFFERED=1
 timeout ${TCH:-150} python3 examples/bench/chains_distributed.py --side 1000 --sweeps 16 --workers 1 8 14 --no-check 2>&1 | tee "$OUT/chains1m.txt"
 timeout ${TCHK:-60} python3 examples/bench/chains_distributed.py --side 300 --sweeps 40 --workers 8 2>&1 | tee "$OUT/chains_check.txt"
 timeout ${T100K:-120} python3 examples/bench/coref_distributed.py --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d100k.txt"
+timeout ${TS100K:-90} python3 examples/bench/coref_distributed.py --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s100k.txt"
 timeout ${T1M:-150} python3 examples/bench/coref_distributed.py --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d1m.txt"
+timeout ${TS1M:-150} python3 examples/bench/coref_distributed.py --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s1m.txt"
+if [ -n "${TS10M:-}" ]; then  # e.g. TS10M=600
+  timeout "$TS10M" python3 examples/bench/coref_distributed.py --mentions 10000000 --rounds 4 --sweeps 4 --workers 14 --skip-flat --sharded 2>&1 | tee "$OUT/s10m.txt"
+fi
