@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pdbq.coref.layout import PairGraph, pair_graph
-from pdbq.distributed.cluster import open_client, run_round, scheduler_address
+from pdbq.distributed.cluster import lost, open_client, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import RoundTask, local_round
 from pdbq.errors import InferenceError, OptionError
@@ -356,7 +356,9 @@ def _gather_labels(client, token, plan: ShardPlan, n: int, last: int, temps, ste
     for s in range(config.workers):
         try:
             mentions, labels = read(s, where[s])
-        except InferenceError:  # not held any more: replay it where it lands, then read it there
+        except Exception as exc:  # not held any more (or its worker died): replay it, then read it there
+            if not (isinstance(exc, InferenceError) or lost(exc)):
+                raise
             task = ShardRound(token, s, plan.blocks[s], last, tuple(temps[: last + 1]), steps[s], config)
             report = client.submit(shard_round, source, task, pure=False).result()
             alive = set(client.scheduler_info()["workers"])
