@@ -4,6 +4,7 @@ run, refused where they cannot be, visible in the diagnostics, surviving a kille
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 
 import numpy as np
 import pytest
@@ -93,11 +94,13 @@ def test_chain_groups_and_bad_pools_are_refused():
 
 # ------------------------------------------------------------------------------- on Dask
 
-distributed = pytest.importorskip("distributed")
+needs_dask = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                                reason="needs Dask: pip install 'pdbq[distributed]'")
 
 
 @pytest.fixture(scope="module")
 def client():
+    distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
@@ -142,6 +145,7 @@ def movies():
     return db
 
 
+@needs_dask
 def test_sql_workers_give_the_in_process_answer_and_say_where_they_ran(movies):
     from pdbq.shell.diag import format_diagnostics
 
@@ -181,6 +185,7 @@ def test_options_without_effect_are_refused(movies, method, options, message):
             db.execute(text)
 
 
+@needs_dask
 def test_cluster_prob_refuses_dask_options_and_map_reports_the_run():
     import pdbq
 
@@ -223,6 +228,7 @@ def blocked(tmp_path_factory):
     return data, write_pairs(str(tmp_path_factory.mktemp("shards")), data.graph, data.name)
 
 
+@needs_dask
 def test_shard_plan_covers_every_block_once_and_balances_pairs(blocked):
     from pdbq.distributed.shards import plan_shards
 
@@ -234,6 +240,7 @@ def test_shard_plan_covers_every_block_once_and_balances_pairs(blocked):
     assert plan.pairs.max() - plan.pairs.min() <= np.bincount(data.name).max() ** 2  # within one block's pairs
 
 
+@needs_dask
 def test_sharded_rounds_are_deterministic_accurate_and_survive_lost_shards(blocked, client):
     import pdbq.distributed.shards as shards
     from pdbq.coref.metrics import b_cubed
@@ -255,6 +262,7 @@ def test_sharded_rounds_are_deterministic_accurate_and_survive_lost_shards(block
     assert again.rounds[2].replayed == 2
 
 
+@needs_dask
 def test_sharded_rounds_refuse_pairs_across_blocks(tmp_path, client):
     from pdbq.coref.layout import pair_graph
     from pdbq.distributed import DistributedConfig

@@ -206,6 +206,12 @@ def dask_chains(options, explicit: frozenset[str]) -> int:
     return max(options.chains, options.workers)
 
 
+def dask_groups(options, chains: int) -> int:
+    """Chain groups (Dask tasks) of a run on Dask: ``workers``, else (a ``scheduler`` alone) one
+    per chain, so the cluster's workers share them whatever their number."""
+    return options.workers if options.workers is not None else chains
+
+
 def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
     """`OptionError` unless the query's chains can run on Dask (a fixed run length, whole chains
     per worker, moves that run in chain groups); else one line on how they will run."""
@@ -215,8 +221,8 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
         raise OptionError(f"USING {method.value} does not run on Dask workers")
     if not options.fixed_length:
         raise OptionError(DASK_FIXED_LENGTH)
-    workers = options.workers if options.workers is not None else 1
     chains = dask_chains(options, explicit)
+    workers = dask_groups(options, chains)
     if workers > chains:
         raise OptionError(f"workers = {workers} needs at least as many chains, got chains = {chains}: each worker "
                           "runs whole chains")
@@ -236,8 +242,8 @@ def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for
     from pdbq.inference.moves.mixing import MixingResult  # noqa: PLC0415
 
     blocks = blocks_for(mixing) if mixing.active and mixing.uses_blocks else None
-    r, parts, run = run_chains(graph, query, config, workers=options.workers or 1, sites=sites, selection=sel,
-                               mixing=mixing if mixing.active else None, blocks=blocks, kernel=kernel,
+    r, parts, run = run_chains(graph, query, config, workers=dask_groups(options, config.chains), sites=sites,
+                               selection=sel, mixing=mixing if mixing.active else None, blocks=blocks, kernel=kernel,
                                scheduler=options.scheduler)
     why = run.describe()
     if isinstance(parts[0], MixingResult):
