@@ -164,6 +164,15 @@ def test_sql_workers_give_the_in_process_answer_and_say_where_they_ran(movies):
     assert auto.diagnostics["method"] == "EXACT" and "workers/scheduler unused" in auto.diagnostics["method_reason"]
 
 
+def test_sql_scheduler_alone_runs_one_group_per_chain_on_that_cluster(movies, client):
+    q = "SELECT movie, PROB(is_popular) AS p FROM is_popular ORDER BY movie USING GIBBS WITH ({})"
+    here = movies.execute(q.format("sweeps = 1000, seed = 5")).fetchall()
+    res = movies.execute(q.format(f"sweeps = 1000, seed = 5, scheduler = '{client.scheduler.address}'"))
+    assert res.fetchall() == here
+    d = res.diagnostics["dask"]
+    assert (d["scheduler"], d["groups"], d["chains"], d["dask_workers"]) == (client.scheduler.address, 4, 4, 2)
+
+
 @pytest.mark.parametrize("method, options, message", [
     ("EXACT", "steps = 5", "'steps' has no effect with USING EXACT"),
     ("EXACT", "workers = 2", "'workers' has no effect with USING EXACT"),

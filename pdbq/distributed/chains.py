@@ -177,7 +177,7 @@ def run_chains(
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection, config,
                    mixing, blocks, kernel)
     t_start = time.perf_counter()
-    client, cluster = open_client(client, scheduler, processes, workers)
+    client, close = open_client(client, scheduler, processes, workers)
     try:
         t0 = time.perf_counter()
         start = t0 - t_start
@@ -188,9 +188,7 @@ def run_chains(
                          tasks, f"pdbq-chains-{uuid.uuid4().hex[:12]}", retries, "chains on Dask")
         address = scheduler_address(client)
     finally:
-        if cluster is not None:
-            client.close()
-            cluster.close()
+        close()
     results = sorted(done.results, key=lambda g: g.group)
     parts = [g.result for g in results]
     pooled = pool_groups(graph, config, parts)

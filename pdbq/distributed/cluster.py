@@ -28,16 +28,24 @@ def dask_module() -> Any:
     return distributed
 
 
-def open_client(client: Any, scheduler: str | None, processes: bool, workers: int) -> tuple[Any, Any]:
-    """(client, the cluster we started and must close, or None)."""
+def open_client(client: Any, scheduler: str | None, processes: bool, workers: int) -> tuple[Any, Callable[[], None]]:
+    """(client, close): the caller's ``client`` (close does nothing), a client of the cluster at
+    ``scheduler`` (close disconnects it), or one of a local cluster we start (close stops both)."""
     if client is not None:
-        return client, None
+        return client, lambda: None
     dask = dask_module()
     if scheduler is not None:
-        return dask.Client(scheduler), None
+        own = dask.Client(scheduler)
+        return own, own.close
     cluster = dask.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                 dashboard_address=":0", silence_logs=50)
-    return dask.Client(cluster), cluster
+    own = dask.Client(cluster)
+
+    def close() -> None:
+        own.close()
+        cluster.close()
+
+    return own, close
 
 
 def scheduler_address(client: Any) -> str:

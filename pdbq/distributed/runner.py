@@ -154,7 +154,7 @@ def resolve_distributed(
     n = g.indptr.shape[0] - 1
     t0 = time.perf_counter()
     current = np.arange(n, dtype=np.int64) if labels is None else dense_groups(labels)[0]
-    client, cluster = open_client(client, scheduler, processes, config.workers)
+    client, close = open_client(client, scheduler, processes, config.workers)
     token = uuid.uuid4().hex[:12]
     counters = np.zeros(4, np.int64)
     stats: list[RoundStats] = []
@@ -211,9 +211,7 @@ def resolve_distributed(
                 break
             temp = max(temp * cooling, config.min_temperature)
     finally:
-        if cluster is not None:
-            client.close()
-            cluster.close()
+        close()
     return DistributedResult(
         stable_labels(current), float(partition_score(g, current)), int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
         int(counters[C_ACCEPTED]), time.perf_counter() - t0, config.workers, tuple(stats), address, n_workers,

@@ -300,7 +300,7 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     temps = _temperatures(config)
     budget = config.steps_per_round * config.workers
     steps = [max(1, int(budget * m // max(n, 1))) for m in plan.mentions.tolist()]
-    client, cluster = open_client(client, scheduler, processes, config.workers)
+    client, close = open_client(client, scheduler, processes, config.workers)
     token = uuid.uuid4().hex[:12]
     stats: list[ShardedRound] = []
     where: list[str | None] = [None] * config.workers  # the worker holding each shard
@@ -333,9 +333,7 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
             client.run(release, token)
         except Exception:  # noqa: BLE001 - a worker lost at the very end holds nothing to release
             pass
-        if cluster is not None:
-            client.close()
-            cluster.close()
+        close()
     from pdbq.inference.coreference.resolve import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
 
     return ShardedResult(stable_labels(labels), plan, tuple(stats), time.perf_counter() - t0, address)
