@@ -19,7 +19,7 @@ kernels share one interpreter), a local process cluster with ``processes=True``,
 cluster with ``scheduler="tcp://host:8786"``, or the caller's own ``client``.
 
 >>> from pdbq.coref.personx import person_x
->>> data = person_x(600, names=6, seed=2)
+>>> data = person_x(600, per_name=100, seed=2)
 >>> res = resolve_distributed(data.graph, DistributedConfig(workers=2, rounds=4, steps_per_round=20_000))
 >>> res.labels.shape[0], len(res.rounds) >= 4
 (600, True)

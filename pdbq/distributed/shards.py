@@ -348,7 +348,9 @@ def _gather_labels(client, token, plan: ShardPlan, n: int, last: int, temps, ste
     alive = set(client.scheduler_info()["workers"])
 
     def read(s: int, worker: str | None):
-        pin = dict(workers=[worker], allow_other_workers=False) if worker in alive else {}
+        # a preference, not a restriction: pinned to a worker that dies meanwhile, the task would
+        # wait for it forever; run elsewhere it finds no shard and the shard is replayed
+        pin = dict(workers=[worker], allow_other_workers=True) if worker in alive else {}
         return client.submit(shard_labels, token, s, pure=False, **pin).result()
 
     for s in range(config.workers):
