@@ -46,6 +46,7 @@ from pdbq.distributed.cluster import lost, open_client, run_round, scheduler_add
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import RoundTask, local_round
 from pdbq.errors import InferenceError, OptionError
+from pdbq.inference.coreference.entity_moves import C_ACCEPTED
 
 __all__ = ["ShardSource", "ShardPlan", "ShardedResult", "plan_shards", "resolve_sharded", "write_pairs"]
 
@@ -194,7 +195,7 @@ def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
     local = np.arange(held.mentions.size, dtype=np.int64)
     while held.done <= task.round:
         r = held.done
-        before = int(counters[2])
+        before = int(counters[C_ACCEPTED])
         rt = RoundTask(r, task.shard, local, held.labels, task.steps, task.temperatures[r], cfg.seed, cfg.hierarchy,
                        cfg.sub_bias, cfg.p_new, cfg.p_split_merge)
         labels = local_round(held.graph, rt, counters)
@@ -202,7 +203,7 @@ def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
             raise InferenceError(f"shard {task.shard} returned {labels.shape[0]} labels for {held.mentions.size} mentions")
         held.labels = labels
         held.done += 1
-        accepted = int(counters[2]) - before
+        accepted = int(counters[C_ACCEPTED]) - before
     with _LOCK:
         _HELD[key] = held
     return ShardReport(task.shard, int(held.mentions.size), accepted, time.perf_counter() - t0, replayed, _worker())
