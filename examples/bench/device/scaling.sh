@@ -2,16 +2,15 @@
 # The Dask scaling runs, on a 16-core machine, from the project's root (docs/distributed.md,
 # docs/benchmarks.md). Where the machine lacks duckdb, sqlglot or Dask and reaches no package
 # index, bring their wheels in .whl/ (they are installed into /tmp/site first). Tables go to
-# $OUT (default /tmp/scaling). About 14 minutes in all (each step has its own time limit: lower
-# them, or drop steps, to fit one device session); the 10M run only with TS10M set.
+# $OUT (default /tmp/scaling). Each run has its own time limit; STEPS (below) picks the runs.
 #
 #   chains: a 1M-variable Ising grid's chains at 1, 8 and 14 workers, equal total updates (200
 #           sweeps: the graph is shipped once per worker, so the run must be long enough for the
 #           chains to dominate; target: >= 5x the one-process rate at 8 workers), then a check that
 #           the pooled answer is the in-process one at 8 workers
 #   coref:  the dealt map/redistribute rounds and the sharded rounds (--sharded) at 100k and 1M
-#           mentions (efficiency, worker memory, client MiB per round); 10M sharded last, if time
-#           is left (worker memory target: <= 2 x (data / workers) + 200 MiB)
+#           mentions (efficiency, worker memory, client MiB per round); 10M sharded (s10m) on its
+#           own (worker memory target: <= 2 x (data / workers) + 200 MiB)
 set -u
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -19,12 +18,15 @@ fi
 OUT=${OUT:-/tmp/scaling}; mkdir -p "$OUT"
 export PYTHONPATH=/tmp/site:$PWD NUMBA_CACHE_DIR=/tmp/nb PYTHONUNBUFFERED=1
 { nproc; python3 -c "import numba, numpy, duckdb, dask, pdbq; print(numba.__version__, numpy.__version__, duckdb.__version__, dask.__version__)"; } 2>&1 | tee "$OUT/env.txt"
-timeout ${TCH:-200} python3 examples/bench/chains_distributed.py --side 1000 --sweeps 200 --workers 1 8 14 --no-check 2>&1 | tee "$OUT/chains1m.txt"
-timeout ${TCHK:-60} python3 examples/bench/chains_distributed.py --side 300 --sweeps 40 --workers 8 2>&1 | tee "$OUT/chains_check.txt"
-timeout ${T100K:-120} python3 examples/bench/coref_distributed.py --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d100k.txt"
-timeout ${TS100K:-90} python3 examples/bench/coref_distributed.py --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s100k.txt"
-timeout ${T1M:-150} python3 examples/bench/coref_distributed.py --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d1m.txt"
-timeout ${TS1M:-150} python3 examples/bench/coref_distributed.py --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s1m.txt"
-if [ -n "${TS10M:-}" ]; then  # e.g. TS10M=600
-  timeout "$TS10M" python3 examples/bench/coref_distributed.py --mentions 10000000 --rounds 4 --sweeps 4 --workers 14 --skip-flat --sharded 2>&1 | tee "$OUT/s10m.txt"
-fi
+# STEPS picks the runs (default: what fits one device session of about 8 minutes)
+STEPS=${STEPS:-"chains check s1m d1m"}
+has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+D=examples/bench/coref_distributed.py
+has chains && timeout "${TCH:-200}" python3 examples/bench/chains_distributed.py --side 1000 --sweeps 200 --workers 1 8 14 --no-check 2>&1 | tee "$OUT/chains1m.txt"
+has check && timeout "${TCHK:-60}" python3 examples/bench/chains_distributed.py --side 300 --sweeps 40 --workers 8 2>&1 | tee "$OUT/chains_check.txt"
+has d100k && timeout "${T100K:-120}" python3 $D --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d100k.txt"
+has s100k && timeout "${TS100K:-90}" python3 $D --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s100k.txt"
+has s1m && timeout "${TS1M:-150}" python3 $D --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s1m.txt"
+has d1m && timeout "${T1M:-150}" python3 $D --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d1m.txt"
+has s10m && timeout "${TS10M:-600}" python3 $D --mentions 10000000 --rounds 4 --sweeps 4 --workers 14 --skip-flat --sharded 2>&1 | tee "$OUT/s10m.txt"
+true
