@@ -152,8 +152,10 @@ def test_sql_workers_give_the_in_process_answer_and_say_where_they_ran(movies):
     db = movies
     q = "SELECT movie, PROB(is_popular) AS p, STDERR(is_popular) AS se FROM is_popular ORDER BY movie USING QAM WITH ({})"
     here = db.execute(q.format("sweeps = 2000, seed = 3")).fetchall()
-    res = db.execute(q.format("sweeps = 2000, seed = 3, workers = 2"))
+    reports = []
+    res = db.execute(q.format("sweeps = 2000, seed = 3, workers = 2"), progress=reports.append)
     assert res.fetchall() == here
+    assert [p for p in reports if p.phase == "sampling"], "no progress report from the Dask run"
     d = res.diagnostics
     assert d["dask"]["groups"] == 2 and d["dask"]["chains"] == 4 and "chains on Dask" in d["method_reason"]
     assert "dask" in format_diagnostics(d)

@@ -397,6 +397,9 @@ def answer(
     if on_dask:
         r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, sites, sel, kernel)
         reason += "; " + why
+        se = r.stderr[np.isfinite(r.stderr)]
+        round_cb(RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"),
+                           time.perf_counter() - t_sample))  # the run's one report: progress, and a pending cancel
     elif options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
         cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
