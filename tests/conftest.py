@@ -90,16 +90,45 @@ def movies_model(movies_db):
     return movies_db
 
 
+class _ProcessCluster:
+    """A local cluster of 2 worker processes, started again whenever a killed worker has not
+    come back (a nanny does not always restart it)."""
+
+    def __init__(self) -> None:
+        self.cluster = self.client = None
+
+    def get(self):
+        distributed = pytest.importorskip("distributed")
+        if self.client is not None:
+            try:
+                self.client.wait_for_workers(2, timeout=20)
+                return self.client
+            except Exception:  # noqa: BLE001 - a worker stayed dead: start afresh
+                self.close()
+        self.cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        self.client = distributed.Client(self.cluster)
+        self.client.wait_for_workers(2, timeout=60)
+        return self.client
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.cluster.close()
+        self.cluster = self.client = None
+
+
 @pytest.fixture(scope="session")
-def process_client():
+def _process_cluster():
+    holder = _ProcessCluster()
+    yield holder
+    holder.close()
+
+
+@pytest.fixture
+def process_client(_process_cluster):
     """A Dask client of a local cluster of 2 worker processes, shared by the tests that kill a
-    worker (its nanny starts a new one): one cluster start for all of them."""
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
+    worker: one cluster start for all of them unless a killed worker does not come back."""
+    return _process_cluster.get()
 
 
 def kill_busy_worker(client, key_part: str, delay: float = 0.3, within: float = 60.0):
@@ -109,7 +138,6 @@ def kill_busy_worker(client, key_part: str, delay: float = 0.3, within: float = 
     import threading
     import time
 
-    client.wait_for_workers(2)
     pids = client.run(os.getpid)
     killed: list[str] = []
 
