@@ -135,9 +135,9 @@ def test_process_cluster_same_answer_and_survives_a_killed_worker(inprocess_clie
     """A worker killed mid-round: the round's task is re-run elsewhere and the answer is the one
     of an undisturbed run (and of the in-process cluster) for the same seed and partitions."""
     data = person_x(4_000, per_name=80, noise=0.5, seed=5)
-    cfg = _cfg(rounds=2, greedy_rounds=0, steps_per_round=400_000)
+    cfg = _cfg(rounds=2, greedy_rounds=0, steps_per_round=150_000)
     reference = resolve_distributed(data.graph, cfg, client=inprocess_client)
-    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.2)  # a round-1 partition
+    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.05)  # a round-1 partition
     res = resolve_distributed(data.graph, cfg, client=process_client)
     t.join(timeout=1)
     assert killed, "no worker was busy with a round when the kill fired"
