@@ -134,6 +134,7 @@ def process_client(_process_cluster):
 def kill_busy_worker(client, key_part: str, delay: float = 0.3, within: float = 60.0):
     """Start a thread that kills (SIGKILL) the first worker process seen running a task whose key
     contains ``key_part``, ``delay`` seconds after it is seen; returns (thread, killed list)."""
+    import os
     import signal
     import threading
     import time
