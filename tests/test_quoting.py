@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import pdbq
@@ -38,6 +38,7 @@ def _model(names: dict[str, str], weight: float = 0.4) -> pdbq.Database:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_NAME, min_size=8, max_size=8, unique=True))
+@example([";", "=", "\\", '""', ";;;", ";;;;", ";;;;;", ";;"])  # a relation named "" once lost its quotes
 def test_any_quoted_name_in_every_identifier_position(raw):
     keys = ["table", "col", "tiecol", "var", "key", "rule", "tied", "sym"]
     names = dict(zip(keys, raw))

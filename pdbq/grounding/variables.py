@@ -379,7 +379,8 @@ def vids_to_keys(con: duckdb.DuckDBPyConnection, vids: np.ndarray | Sequence[int
         tbl = {"pos": pos, "vid": vids[mask]}
         arrow = pa.table(tbl)
         rel = con.from_arrow(arrow)
-        m = con.table(var_table(name))
+        # a quoted identifier: con.table() parses its argument, and a relation named '""' loses its quotes
+        m = con.sql(f"SELECT * FROM {table_sql(var_table(name))}")
         out[name] = rel.join(m.set_alias("m"), "vid").order("pos")
     return out
 
