@@ -1,8 +1,8 @@
 """Versioned learned weights and calibration tables in the catalog (sql/catalog.sql).
 
 LEARN WEIGHTS records one version per successful run (`record_version`); SHOW WEIGHTS lists the
-latest learned value of every weight whose rule is unchanged since (`show_weights`), SHOW
-CALIBRATION the latest run's calibration buckets (`show_calibration`). The factor store reads
+latest learned value of every weight whose rule is unchanged since, and the stored pair models
+(`show_weights`), SHOW CALIBRATION the latest run's calibration buckets (`show_calibration`). The factor store reads
 ``pdbq_learned_weights`` when it (re)creates weight rows, so queries use the latest values even after
 the store was rebuilt.
 """
@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from pdbq.catalog.names import fetch_one
+from pdbq.catalog.pair_models import pair_model_weight_rows
 from pdbq.catalog.store import schema_sql
 
 __all__ = [
@@ -111,7 +112,12 @@ def _table(fields, rows) -> pa.Table:
 def show_weights(con: duckdb.DuckDBPyConnection, current: dict[str, str]) -> pa.Table:
     """The latest learned value of every weight of a rule whose definition is unchanged since it
     was learned (``current``: rule -> definition hash now), with the rule's weight text and the
-    tying value (NULL for ``?``)."""
+    tying value (NULL for ``?``); then the latest version of every stored entity-resolution pair
+    model (`pdbq.catalog.pair_models.pair_model_weight_rows`)."""
+    return pa.concat_tables([_rule_weights(con, current), pair_model_weight_rows(con, _WEIGHT_FIELDS)])
+
+
+def _rule_weights(con: duckdb.DuckDBPyConnection, current: dict[str, str]) -> pa.Table:
     if not has_learning_schema(con) or not current:
         return _table(_WEIGHT_FIELDS, [])
     con.register("pdbq_tmp_current", pa.table({"rule": list(current), "rule_hash": list(current.values())}))

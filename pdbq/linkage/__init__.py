@@ -48,6 +48,7 @@ from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
 from pdbq.linkage.sources import cross_source
+from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
 
@@ -119,7 +120,8 @@ def dedupe(
     config: CorefConfig | None = None,
     output: str | Path | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
-    model: PairModel | None = None,
+    model: PairModel | str | None = None,
+    model_name: str | None = None,
     em: EmSettings = EmSettings(),
     train=None,
     probabilities: bool | CorefConfig = False,
@@ -131,7 +133,14 @@ def dedupe(
         values and the match model (m, u, prior) is estimated from the records without labels
         (`pdbq.coref.pair_model`); blocking is chosen automatically under `max_pairs`.
     compare: `FieldSpec`s overriding the kind / thresholds of some fields.
-    model: an already fitted `PairModel` to score with instead of estimating one.
+    model: an already fitted `PairModel` to score with instead of estimating one, or the name of
+        one stored in the database `con` ("name" for the latest version, "name@2" for version 2):
+        the records are scored with its levels, m, u and prior as stored, nothing re-estimated;
+        `fields` may be omitted and must otherwise be the model's (`CorefInputError`).
+    model_name: store the fitted pair model in the database `con` (a DuckDB connection or a
+        `pdbq.connect` database, writable: checked before any work) as a new version of this
+        name, once the clustering succeeded; SHOW WEIGHTS lists it and `model=` re-uses it.
+        `diagnostics["stored_model"]` gives the name and version.
     em: settings of the estimation (`pdbq.coref.estimate.EmSettings`).
     train: labels to fit m and u from instead of EM (`pdbq.linkage.labels`: a file or table of
         (id, entity) clusters or of matching id pairs). Half of the labelled entities are held
@@ -153,6 +162,11 @@ def dedupe(
         raise CorefInputError(f"nulls must be 'ignore' or 'error', got {nulls!r}")
     if not isinstance(probabilities, (bool, CorefConfig)):
         raise CorefInputError(f"probabilities must be True, False or a CorefConfig, got {probabilities!r}")
+    con = connection_of(con)
+    stored = _stored_model_args(con, model, model_name, fields, comparisons, compare)
+    if isinstance(model, str):
+        model = stored["used_model"]["model"]
+        fields = list(fields) if fields else [f.field for f in model.fields]
     if comparisons is None and not fields:
         raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
     own = con is None
@@ -189,7 +203,7 @@ def dedupe(
                 if holdout is not None:
                     extra["holdout"] = holdout
             stage = estimate_and_score(con, records, list(fields), specs=specs, blocking=blocks, max_pairs=max_pairs,
-                                       settings=em, model=model, labels=labels)
+                                       settings=em, model=model, labels=labels, refine=stored.get("used_model") is None)
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
             if link_only is not None:
@@ -213,6 +227,11 @@ def dedupe(
         res = resolve_map(graph, run_config)
         warnings.extend(res.warnings)
         cluster = records.ids[res.labels]
+        if model_name is not None:
+            version = store_model(con, stored["stored_name"], pair_model, records=records.n, candidate_pairs=n_pairs)
+            extra["stored_model"] = {"name": stored["stored_name"], "version": version}
+        if "used_model" in stored:
+            extra["used_model"] = {k: v for k, v in stored["used_model"].items() if k != "model"}
         table = pa.table({"id": records.ids, "cluster": cluster})
         if output is not None:
             _write(table, Path(output))
@@ -244,6 +263,23 @@ def dedupe(
             con.close()
         else:
             con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+
+
+def _stored_model_args(con, model, model_name, fields, comparisons, compare) -> dict:
+    """Check `model=` (a stored model's name) and `model_name=` before any work: {"used_model":
+    {"model", "name", "version"}} for a stored model, {"stored_name"} when storing."""
+    out: dict = {}
+    if model_name is not None:
+        if comparisons is not None:
+            raise CorefInputError("model_name stores the estimated pair model; explicit comparisons have none to store")
+        out["stored_name"] = check_can_store(con, model_name, own=con is None)
+    if isinstance(model, str):
+        if comparisons is not None or compare:
+            raise CorefInputError(f"model={model!r} scores with the stored model's comparisons: "
+                                  "leave out comparisons= and compare=")
+        pm, name, version = stored_model(con, model, fields)
+        out["used_model"] = {"model": pm, "name": name, "version": version}
+    return out
 
 
 def _holdout(con, records, fields, specs, blocks, max_pairs, em, labels: Labels, config) -> dict | None:

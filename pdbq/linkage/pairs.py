@@ -32,9 +32,10 @@ class PairStage:
 def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[str, FieldSpec] | None = None,
                        blocking: tuple[Blocking, ...] | None = None, max_pairs: int = 20_000_000,
                        settings: EmSettings = EmSettings(), model: PairModel | None = None,
-                       labels=None) -> PairStage:
+                       labels=None, refine: bool = True) -> PairStage:
     """Fit (unless `model` is given; from `labels`, a `pdbq.linkage.labels.Labels`, when given)
-    and score (module docstring)."""
+    and score (module docstring). `refine=False` keeps the model's prior as it is (a stored
+    model re-used: scored exactly as stored)."""
     warnings: list[str] = []
     if model is None:
         fls = sniff_fields(con, RECORDS, records.columns, fields, specs)
@@ -56,11 +57,14 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
         n_pairs = candidate_pairs(con, records, CorefModel((), tuple(blocking), max_pairs=max_pairs))
         recall = None
     else:
-        choice = choose_blocking(con, model, records.n, max_pairs)
+        # a stored model's prior was refined over the candidates its blocking chose with the
+        # training rules' prior: block with that one again, so the same data gets the same pairs
+        base = model.diagnostics.get("prior_training_rules") if not refine else None
+        choice = choose_blocking(con, model if base is None else model.with_prior(base), records.n, max_pairs)
         n_pairs = build_candidates(con, model, choice.rules)
         recall = choice.recall
     scores = score_pairs(con, model, PAIRS)
-    if model.source in ("em", "labels-pairs"):
+    if refine and model.source in ("em", "labels-pairs"):
         total = records.n * (records.n - 1) // 2
         lam, ok = refine_prior(scores.match_weight - scores.prior_bits, total, recall if recall is not None else 1.0,
                                model.prior)
