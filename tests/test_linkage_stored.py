@@ -12,6 +12,7 @@ import pdbq
 from pdbq.coref.layout import CorefInputError
 from pdbq.errors import CatalogError, PdbqError
 from pdbq.linkage import dedupe
+from pdbq.linkage.cli import main as cli_main
 
 PEOPLE = [
     (1, "John Smith", "12 Oak Street", "1980"),
@@ -113,3 +114,21 @@ def test_read_only_and_bad_references_are_clear_errors(people_csv, tmp_path):
         dedupe(people_csv, id="pid", fields=FIELDS, model_name="people")
     with pytest.raises(CatalogError, match="stores no pair models"):
         dedupe(people_csv, id="pid", con=duckdb.connect(), model="people")
+
+
+def test_cli_stores_and_reuses(people_csv, tmp_path, capsys):
+    path = tmp_path / "plain.duckdb"
+    duckdb.connect(str(path)).close()  # a plain DuckDB file, no pdbq catalog
+    out1, out2 = tmp_path / "a.csv", tmp_path / "b.csv"
+    base = [str(people_csv), "--id", "pid", "--database", str(path)]
+    assert cli_main([*base, "--fields", ",".join(FIELDS), "--model", "people", "--out", str(out1)]) == 0
+    assert "stored pair model 'people' version 1" in capsys.readouterr().err
+    assert cli_main([*base, "--use-model", "people@1", "--out", str(out2)]) == 0
+    assert "scored with stored pair model 'people' version 1" in capsys.readouterr().err
+    assert out1.read_text() == out2.read_text()
+    with pdbq.connect(path) as db:
+        assert {r[0] for r in _stored(db)} == {"people"}
+    assert cli_main([str(people_csv), "--id", "pid", "--fields", "name", "--model", "people"]) == 2
+    assert "--model needs --database" in capsys.readouterr().err
+    assert cli_main([*base, "--fields", "name", "--use-model", "people"]) == 2
+    assert "compares fields" in capsys.readouterr().err

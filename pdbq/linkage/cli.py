@@ -1,4 +1,4 @@
-"""`pdbq dedupe INPUT --id COL --fields A,B,... [--compare F=KIND[:T1,T2]]... [--train FILE] [--block EXPR]... [--out FILE] [--gold FILE]`.
+"""`pdbq dedupe INPUT --id COL --fields A,B,... [--compare F=KIND[:T1,T2]]... [--train FILE] [--block EXPR]... [--out FILE] [--gold FILE] [--database FILE [--model NAME] [--use-model NAME[@V]]]`.
 
 Reads a CSV/Parquet file (or, with --database, a table of that DuckDB file), clusters its
 records (`pdbq.linkage.dedupe`), and writes `(id, cluster)` to --out (CSV or Parquet) or stdout
@@ -13,6 +13,9 @@ from the clustering posterior (`id_l, id_r, match_probability, se`), --cluster-c
 each cluster's probability of being exactly right (least certain first), --explain FILE each
 pair's per-field levels and contributions; --calibration PNG (with --gold and --pairs) prints
 the ECE over the labelled pairs and draws the reliability diagram.
+With --database FILE, --model NAME stores the fitted pair model there as a new version of NAME
+(SHOW WEIGHTS lists it), and --use-model NAME[@VERSION] scores with a stored one instead of
+estimating (INPUT may still be a CSV/Parquet file).
 Exit status 0, or 2 with the error on stderr for bad input.
 """
 
@@ -38,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbq dedupe", description="Cluster the records of a table that refer to one entity.")
     p.add_argument("input", help="a .csv/.parquet file, or a table name with --database")
     p.add_argument("--id", required=True, help="the id column")
-    p.add_argument("--fields", required=True, help="comma-separated columns to compare")
+    p.add_argument("--fields", help="comma-separated columns to compare (with --use-model: default the model's)")
     p.add_argument("--compare", action="append", default=None, metavar="FIELD=KIND[:T1,T2]",
                    help=f"override a field's comparison: KIND one of {', '.join(KINDS)}, optional thresholds; repeatable")
     p.add_argument("--train", help="labels to fit the model from: (id, entity) or two columns of matching ids")
@@ -49,7 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sweeps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--show-model", action="store_true", help="print m, u and the weight of every level to stderr")
-    p.add_argument("--database", help="a DuckDB file holding the input table")
+    p.add_argument("--database", help="a DuckDB file holding the input table (and the stored pair models)")
+    p.add_argument("--model", metavar="NAME",
+                   help="store the fitted pair model in --database as a new version of NAME (SHOW WEIGHTS lists it)")
+    p.add_argument("--use-model", metavar="NAME[@VERSION]",
+                   help="score with a pair model stored in --database instead of estimating one (default: latest version)")
     p.add_argument("--out", help="write (id, cluster) here (.csv or .parquet); default stdout")
     p.add_argument("--gold", help="labels to score the clusters against: B3 and pairwise scores on stderr")
     p.add_argument("--link", metavar="FILE", help="a second source: link INPUT's records to this one's")
@@ -107,14 +114,20 @@ def main(argv: list[str] | None = None) -> int:
     from pdbq.linkage import _FS_CONFIG, dedupe, evaluate
     from pdbq.linkage.labels import read_labels
 
-    con = duckdb.connect(args.database, read_only=True) if args.database else duckdb.connect()
+    try:
+        _check_model_args(args)
+    except PdbqError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    # storing a model writes to the database file; everything else only reads it
+    con = duckdb.connect(args.database, read_only=not args.model) if args.database else duckdb.connect()
     try:
         config = CorefConfig(**{**_FS_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
         if args.calibration and not (args.gold and args.pairs):
             raise CorefInputError("--calibration needs --gold (the true entities) and --pairs (the probabilities)")
         if args.link and args.train:
             raise CorefInputError("--train is not available with --link yet (fit on one source, or without labels)")
-        kw = dict(fields=[f.strip() for f in args.fields.split(",") if f.strip()],
+        kw = dict(fields=[f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None,
                   compare=parse_compare(args.compare), train=args.train,
                   blocking=[Blocking(b) for b in args.block] if args.block else None,
                   max_pairs=args.max_pairs, nulls=args.nulls, config=config, output=args.out, con=con,
@@ -124,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
             res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode, **kw)
         else:
-            res = dedupe(args.input, id=args.id, **kw)
+            res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
         _write_extras(res, args)
         for w in res.warnings:
             sys.stderr.write(f"warning: {w}\n")
@@ -134,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             for row in zip(*[res.clusters.column(c).to_pylist() for c in res.clusters.column_names]):
                 sys.stdout.write(",".join(map(str, row)) + "\n")
         d = res.diagnostics
+        for key, what in (("used_model", "scored with stored"), ("stored_model", "stored")):
+            if key in d:
+                sys.stderr.write(f"{what} pair model {d[key]['name']!r} version {d[key]['version']}\n")
         sys.stderr.write(
             f"{d['records']} records, {d['candidate_pairs']} candidate pairs, {d['clusters']} clusters, "
             f"{d['factor_evaluations']} factor evaluations, {d['seconds']:.2f} s\n"
@@ -169,6 +185,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         con.close()
+
+
+def _check_model_args(args) -> None:
+    if not args.fields and not args.use_model:
+        raise CorefInputError("give the fields to compare (--fields A,B,...) or a stored model (--use-model NAME)")
+    for flag, value in (("--model", args.model), ("--use-model", args.use_model)):
+        if value and not args.database:
+            raise CorefInputError(f"{flag} needs --database FILE: the DuckDB file the pair models are stored in")
+        if value and args.link:
+            raise CorefInputError(f"{flag} is not available with --link yet")
 
 
 def _pair_ids(res, side: str) -> np.ndarray:
