@@ -132,3 +132,15 @@ def test_cli_stores_and_reuses(people_csv, tmp_path, capsys):
     assert "--model needs --database" in capsys.readouterr().err
     assert cli_main([*base, "--fields", "name", "--use-model", "people"]) == 2
     assert "compares fields" in capsys.readouterr().err
+
+
+def test_unconverged_em_keeps_the_stored_version(people_csv, tmp_path):
+    from pdbq.coref.estimate import EmSettings
+
+    with pdbq.connect(tmp_path / "m.duckdb") as db:
+        dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people")
+        before = _stored(db)
+        res = dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people", em=EmSettings(max_iter=1))
+        assert "stored_model" not in res.diagnostics
+        assert any("pair model 'people' was not stored" in w for w in res.warnings)
+        assert _stored(db) == before

@@ -245,6 +245,7 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
     m_sum = [np.zeros(fl.n_levels) for fl in fields]
     m_n = np.zeros(K)
     results, unconverged = [], []
+    converged = True
     for rule in rules:
         pats, counts = u_counts if (not rule.forced and n * (n - 1) // 2 <= settings.u_pairs) else \
             level_counts(con, fields, rule_pairs_sql(rule))
@@ -257,6 +258,7 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
             raise CorefInputError("no training rule: no model estimated")
         # nothing better to keep: the last iterate, said loudly (one field alone is barely identifiable)
         results = [max(unconverged, key=lambda x: x[0].pairs)]
+        converged = False
         warnings.append(f"EM did not converge in {settings.max_iter} iterations on any training rule; the last estimates "
                         f"of {results[0][0].describe(fields)} are used: check them (pdbq.dedupe(...).pair_model.table()) "
                         "or give labels")
@@ -289,6 +291,7 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
         "training_rules": [{"rule": r.describe(fields), "pairs": r.pairs, "iterations": res.iterations,
                             "rule_match_share": res.prior} for r, res in results],
         "u_pairs": int(u_counts[1].sum()),
+        "converged": converged,  # False: no training rule converged, the last iterate is used
     }
     return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag), warnings
 

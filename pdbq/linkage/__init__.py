@@ -133,14 +133,12 @@ def dedupe(
         values and the match model (m, u, prior) is estimated from the records without labels
         (`pdbq.coref.pair_model`); blocking is chosen automatically under `max_pairs`.
     compare: `FieldSpec`s overriding the kind / thresholds of some fields.
-    model: an already fitted `PairModel` to score with instead of estimating one, or the name of
-        one stored in the database `con` ("name" for the latest version, "name@2" for version 2):
-        the records are scored with its levels, m, u and prior as stored, nothing re-estimated;
-        `fields` may be omitted and must otherwise be the model's (`CorefInputError`).
-    model_name: store the fitted pair model in the database `con` (a DuckDB connection or a
-        `pdbq.connect` database, writable: checked before any work) as a new version of this
-        name, once the clustering succeeded; SHOW WEIGHTS lists it and `model=` re-uses it.
-        `diagnostics["stored_model"]` gives the name and version.
+    model: a fitted `PairModel` to score with instead of estimating one, or the name of one
+        stored in the database `con` ("name": latest version, "name@2"), scored as stored
+        (`pdbq.linkage.stored`); `fields` may be omitted, else must be the model's.
+    model_name: store the fitted model in the database `con` (writable: checked before any work)
+        as a new version of this name once the clustering succeeded, unless EM did not converge
+        (a warning); `diagnostics["stored_model"]` gives name and version.
     em: settings of the estimation (`pdbq.coref.estimate.EmSettings`).
     train: labels to fit m and u from instead of EM (`pdbq.linkage.labels`: a file or table of
         (id, entity) clusters or of matching id pairs). Half of the labelled entities are held
@@ -163,10 +161,7 @@ def dedupe(
     if not isinstance(probabilities, (bool, CorefConfig)):
         raise CorefInputError(f"probabilities must be True, False or a CorefConfig, got {probabilities!r}")
     con = connection_of(con)
-    stored = _stored_model_args(con, model, model_name, fields, comparisons, compare)
-    if isinstance(model, str):
-        model = stored["used_model"]["model"]
-        fields = list(fields) if fields else [f.field for f in model.fields]
+    stored, model, fields = _stored_model_args(con, model, model_name, fields, comparisons, compare)
     if comparisons is None and not fields:
         raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
     own = con is None
@@ -227,11 +222,7 @@ def dedupe(
         res = resolve_map(graph, run_config)
         warnings.extend(res.warnings)
         cluster = records.ids[res.labels]
-        if model_name is not None:
-            version = store_model(con, stored["stored_name"], pair_model, records=records.n, candidate_pairs=n_pairs)
-            extra["stored_model"] = {"name": stored["stored_name"], "version": version}
-        if "used_model" in stored:
-            extra["used_model"] = {k: v for k, v in stored["used_model"].items() if k != "model"}
+        extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
         table = pa.table({"id": records.ids, "cluster": cluster})
         if output is not None:
             _write(table, Path(output))
@@ -265,9 +256,10 @@ def dedupe(
             con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
 
 
-def _stored_model_args(con, model, model_name, fields, comparisons, compare) -> dict:
-    """Check `model=` (a stored model's name) and `model_name=` before any work: {"used_model":
-    {"model", "name", "version"}} for a stored model, {"stored_name"} when storing."""
+def _stored_model_args(con, model, model_name, fields, comparisons, compare):
+    """Check `model=` (a stored model's name) and `model_name=` before any work: (what to record:
+    {"used_model": {"name", "version"}} for a stored model, {"stored_name"} when storing; the
+    model to score with; the fields, the stored model's when none were given)."""
     out: dict = {}
     if model_name is not None:
         if comparisons is not None:
@@ -277,9 +269,24 @@ def _stored_model_args(con, model, model_name, fields, comparisons, compare) -> 
         if comparisons is not None or compare:
             raise CorefInputError(f"model={model!r} scores with the stored model's comparisons: "
                                   "leave out comparisons= and compare=")
-        pm, name, version = stored_model(con, model, fields)
-        out["used_model"] = {"model": pm, "name": name, "version": version}
-    return out
+        model, name, version = stored_model(con, model, fields)
+        out["used_model"] = {"name": name, "version": version}
+        fields = list(fields) if fields else [f.field for f in model.fields]
+    return out, model, fields
+
+
+def _store(con, stored: dict, pair_model, n_records: int, n_pairs: int, warnings: list[str]) -> dict:
+    """After a successful clustering: store the fitted model when asked (not an unconverged fit:
+    the previous version stays the latest); the diagnostics to add."""
+    out = {k: v for k, v in stored.items() if k == "used_model"}
+    name = stored.get("stored_name")
+    if name is None:
+        return out
+    if pair_model.diagnostics.get("converged") is False:
+        warnings.append(f"EM did not converge: pair model {name!r} was not stored")
+        return out
+    version = store_model(con, name, pair_model, records=n_records, candidate_pairs=n_pairs)
+    return {**out, "stored_model": {"name": name, "version": version}}
 
 
 def _holdout(con, records, fields, specs, blocks, max_pairs, em, labels: Labels, config) -> dict | None:
