@@ -375,6 +375,268 @@ class _Pool:
 # the driver
 
 
+class RunPlan(NamedTuple):
+    """A run's length, fixed before the first update (docs/inference.md "Run length and
+    reproducibility"): ``steps`` kept updates per chain (None: the budget ends the run),
+    ``burn_in`` explicit burn-in updates, ``share`` of the run dropped as burn-in at the end,
+    ``fixed`` (exactly ``steps``), ``stop_at`` the `time.perf_counter()` deadline (or None)."""
+
+    steps: int | None
+    burn_in: int
+    share: float
+    fixed: bool
+    stop_at: float | None
+
+
+def plan_run(config: GibbsConfig, moves: Moves, n_sites: int, n_live: int, t0: float,
+             deadline: float | None) -> RunPlan:
+    """The `RunPlan` of a run of ``config`` over ``n_sites`` sites and ``n_live`` sampled targets."""
+    unit = max(int(moves.unit), 1)
+    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
+    steps_target = config.steps
+    if steps_target is None and config.tolerance is None and config.time_limit is None and deadline is None:
+        steps_target = max(config.default_sweeps * max(n_sites, unit), 10_000)
+        fixed = True
+    # Burn-in: an explicit count, steps/10 of a fixed run, or else (a run the budget ends) the
+    # leading `BURN_IN_SHARE` of whatever was run, dropped at the end in whole batches.
+    share = 0.0
+    if config.burn_in is not None:
+        burn_in = config.burn_in
+    elif fixed:
+        burn_in = steps_target // 10
+    else:
+        burn_in, share = int(moves.burn_in), BURN_IN_SHARE
+    if n_sites == 0 or n_live == 0:
+        steps_target, burn_in, fixed, share = 0, 0, True, 0.0
+    stop_at = None
+    if config.time_limit is not None:
+        stop_at = t0 + config.time_limit
+    if deadline is not None:
+        stop_at = deadline if stop_at is None else min(stop_at, deadline)
+    return RunPlan(steps_target, burn_in, share, fixed, stop_at)
+
+
+class LiveEstimates(NamedTuple):
+    """Per sampled target (rows of ``live``): estimate, stderr, R-hat, ESS (NaN where unknown)."""
+
+    est: np.ndarray
+    se: np.ndarray
+    rhat: np.ndarray
+    ess: np.ndarray
+
+
+def _no_estimates(n_live: int, kmax: int) -> LiveEstimates:
+    return LiveEstimates(np.full((n_live, kmax), np.nan), np.full((n_live, kmax), np.nan), np.full(n_live, np.nan),
+                         np.zeros(n_live))
+
+
+class _Chains:
+    """The chains of one `run_gibbs` call and its steps: `burn_in`, `sample` (the kept rounds
+    with the stopping rule), `estimates`. Built by `run_gibbs` after the input checks."""
+
+    def __init__(self, graph: FactorGraph, kg: KernelGraph, sched: Schedule, live: np.ndarray, kmax: int,
+                 config: GibbsConfig, plan: RunPlan, moves: Moves, t0: float,
+                 on_round: Callable[[RoundInfo], None] | None):
+        self.graph, self.kg, self.config, self.plan, self.t0, self.on_round = graph, kg, config, plan, t0, on_round
+        self.live, self.kmax = live, kmax
+        chains = config.chains
+        n_live = live.shape[0]
+        unit = max(int(moves.unit), 1)
+        self.unit = unit
+        self.constant = _constant_targets(kg, live)
+        if moves.exact is not None:
+            self.constant = self.constant | moves.exact[live]
+        self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed",
+                                                    config.first_chain)
+        tix = np.full(graph.n_vars, -1, dtype=np.int32)
+        tix[live] = np.arange(n_live, dtype=np.int32)
+        self.rsums = np.zeros((chains, n_live, kmax))
+        self.rcounts = np.zeros((chains, n_live), dtype=np.int64)
+        self.accs = [Accum(tix, self.rsums[c], self.rcounts[c]) for c in range(chains)]
+        self.step = (moves.start or _single_site)(
+            MoveContext(graph, kg, sched, self.states, self.accs, moves_seed(config.seed, config.first_chain)))
+        # sized as the whole run's store (a group of its chains batches as the whole run does)
+        self.store = BatchStore(chains, n_live, kmax, max_bytes=STORE_BYTES * chains // config.all_chains)
+        self.keep_trace = n_live <= TRACE_MAX_TARGETS
+        self.trace_every = 1
+        self.trace_steps: list[int] = []
+        self.trace_est: list[np.ndarray] = []
+        self.trace_se: list[np.ndarray] = []
+        self.rounds_done = 0
+        self.next_check = _MIN_ROUNDS_FOR_TOLERANCE
+        self.pool = _Pool(_threads(config.threads, chains))
+        # The round schedule depends on the graph and the options alone, never on the clock, so
+        # the sample sequence is a function of the seed; the clock only decides after which
+        # round a run stops (a round cut short by the deadline is discarded).
+        self.round_len = _whole(_round_length(plan.fixed, plan.steps, sched.sites.shape[0], n_live,
+                                              2 * self.store.slots), unit)
+        self.chunk = (_whole(min(self.round_len, _FIRST_CHUNK), unit) if plan.stop_at is not None
+                      else self.round_len)
+        self.max_se = float("nan")
+        self.done = 0  # updates per chain after an explicit burn-in (share burn-in included)
+        self.burned = 0
+        self.stopped_by = ""
+
+    def _past_deadline(self) -> bool:
+        return self.plan.stop_at is not None and time.perf_counter() >= self.plan.stop_at
+
+    def run_round(self, n: int, collect: bool) -> bool:
+        """n updates of every chain; False when the deadline came first (round incomplete)."""
+        graph, chains = self.graph, self.config.chains
+        stop_at = self.plan.stop_at
+        if graph.n_groups:  # re-derived each round: no drift from incremental updates
+            for c in range(chains):
+                group_sums_into(graph, self.kg.tables, self.states[c].values, self.gsums[c])
+        if collect:
+            self.rsums[:] = 0.0
+            self.rcounts[:] = 0
+        left = n
+        while left > 0:
+            m = min(left, self.chunk)
+            tr = time.perf_counter()
+            self.pool.map(self.step.advance, [(c, m, collect) for c in range(chains)])
+            now = time.perf_counter()
+            left -= m
+            if stop_at is not None:
+                dt = now - tr
+                # chunks (not rounds) follow the clock, to check the deadline every ~50 ms
+                self.chunk = min(_whole(int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), self.round_len)),
+                                        self.unit), self.round_len)
+                if now >= stop_at and left > 0:
+                    return False
+        return True
+
+    def burn_in(self) -> None:
+        """The explicit burn-in rounds (none when burn-in is a share of the run)."""
+        while self.burned < self.plan.burn_in:
+            n = _whole(min(self.round_len, self.plan.burn_in - self.burned), self.unit)
+            if self._past_deadline():
+                self.stopped_by = "time"
+                return
+            if not self.run_round(n, False):
+                _end_round(self.step, "cut")
+                self.stopped_by = "time"
+                return
+            _end_round(self.step, "burn_in")
+            self.burned += n
+            if self.on_round is not None:
+                self.on_round(RoundInfo(steps=self.burned, burn_in=True, max_stderr=float("nan"),
+                                        elapsed=time.perf_counter() - self.t0))
+            if self._past_deadline():
+                self.stopped_by = "time"
+                return
+
+    def sample(self) -> None:
+        """Kept rounds until the step count, the deadline or the tolerance ends the run."""
+        steps_target = self.plan.steps
+        while not self.stopped_by:
+            n = self.round_len if steps_target is None else _whole(min(self.round_len, steps_target - self.done),
+                                                                   self.unit)
+            if n <= 0:
+                self.stopped_by = "steps"
+                return
+            if self._past_deadline():
+                self.stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
+                return
+            if not self.run_round(n, True):
+                _end_round(self.step, "cut")
+                self.stopped_by = "time"
+                return
+            _end_round(self.step, "kept")
+            self.done += n
+            self.rounds_done += 1
+            self.store.add_round(self.rsums, self.rcounts)
+            self._record_trace()
+            reached = self.tolerance_reached()
+            if self.on_round is not None:
+                self.on_round(RoundInfo(steps=self.burned + self.done, burn_in=False, max_stderr=self.max_se,
+                                        elapsed=time.perf_counter() - self.t0))
+            if reached:
+                self.stopped_by = "tolerance"
+            elif self._past_deadline():
+                self.stopped_by = "time"
+
+    def _record_trace(self) -> None:
+        if not (self.keep_trace and self.rounds_done % self.trace_every == 0):
+            return
+        ks, kc, kd = self.store.kept(self.plan.share)
+        self.trace_steps.append(self.done - kd * self.round_len)
+        self.trace_est.append(pooled_mean(ks, kc))
+        self.trace_se.append(batch_stderr(ks, kc))
+        if len(self.trace_steps) > self.config.trace_points:
+            self.trace_steps, self.trace_est, self.trace_se = (self.trace_steps[1::2], self.trace_est[1::2],
+                                                               self.trace_se[1::2])
+            self.trace_every *= 2
+
+    def tolerance_reached(self) -> bool:
+        """The stopping rule, after a kept round: every target's 95% half-width within the
+        tolerance and its split R-hat within the threshold (also sets ``max_se``)."""
+        config = self.config
+        if config.tolerance is None or self.rounds_done < self.next_check:
+            return False
+        # checked on a fixed schedule of rounds (every round at first, then about every
+        # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
+        self.next_check = max(self.rounds_done + 1, int(self.rounds_done * 1.125))
+        ks, kc, _ = self.store.kept(self.plan.share)
+        _, se, rh = batch_statistics(ks, kc, self.constant)
+        self.max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
+        if ks.shape[1] >= _MIN_ROUNDS_FOR_TOLERANCE // 2 and 1.96 * self.max_se <= config.tolerance:
+            return bool(np.all(rh <= config.rhat_threshold))
+        return False
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def estimates(self) -> tuple[LiveEstimates, int, list[str], ChainBatches]:
+        """Estimates from the kept batches, the updates per chain dropped as burn-in, warnings, and
+        the batches themselves (`ChainBatches`: chain groups of one run pool them)."""
+        graph, live, config = self.graph, self.live, self.config
+        ks, kc, dropped_rounds = self.store.kept(self.plan.share)
+        dropped = dropped_rounds * self.round_len
+        kept = self.done - dropped
+        if kept > 0:
+            # only a chain that ran can be blamed for its state (no kept sample: NaN and a warning)
+            _check_hard(graph, self.states)
+        est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, self.constant, kept)
+        warnings = _diagnose(live, est, se, rhat, ess, unknown, kept, config, self.stopped_by, self.burned,
+                             self.plan.burn_in)
+        batches = ChainBatches(ks, kc, live, self.constant, int(kept), int(self.burned), int(self.plan.burn_in),
+                               self.stopped_by, tuple(warnings))
+        return LiveEstimates(est, se, rhat, ess), dropped, warnings, batches
+
+
+def _assemble(graph: FactorGraph, checked: CheckedTargets, kmax: int, live_est: LiveEstimates,
+              trace: tuple[list[int], list[np.ndarray], list[np.ndarray]]) -> tuple[np.ndarray, ...]:
+    """Rows per requested target (duplicates and evidence included) and the trace over them:
+    (marginals, stderr, rhat, ess, `GibbsTrace`)."""
+    uniq, inverse, is_ev, live = checked.uniq, checked.inverse, checked.is_ev, checked.live
+    trace_steps, trace_est, trace_se = trace
+    T = uniq.shape[0]
+    marg = np.zeros((T, kmax))
+    se = np.zeros((T, kmax))
+    rhat = np.ones(T)
+    ess = np.full(T, np.inf)
+    ev_rows = np.flatnonzero(is_ev)
+    marg[ev_rows, graph.evidence[uniq[ev_rows]]] = 1.0
+    live_rows = np.flatnonzero(~is_ev)
+    marg[live_rows] = live_est.est
+    se[live_rows] = live_est.se
+    rhat[live_rows] = live_est.rhat
+    ess[live_rows] = live_est.ess
+    if trace_steps:
+        tr_live = np.stack(trace_est)
+        tr = np.broadcast_to(marg, (len(trace_steps), T, kmax)).copy()
+        tr[:, live_rows] = tr_live
+        tse = np.zeros_like(tr)
+        beyond = np.arange(kmax)[None, :] >= graph.cardinality[live][:, None]
+        tse[:, live_rows] = np.where(beyond[None], 0.0, np.stack(trace_se))
+    else:
+        tr = np.zeros((0, T, kmax))
+        tse = np.zeros_like(tr)
+    trace_out = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), tr[:, inverse], tse[:, inverse])
+    return marg[inverse], se[inverse], rhat[inverse], ess[inverse], trace_out
+
+
 def run_gibbs(
     graph: FactorGraph,
     targets: Sequence[int] | np.ndarray,
@@ -405,212 +667,43 @@ def run_gibbs(
     if kernel is None:
         validate(graph)
     t0 = time.perf_counter()
-    tg, sites_arr, uniq, inverse, is_ev, live = check_targets(graph, targets, sites)
+    checked = check_targets(graph, targets, sites)
+    tg, sites_arr, uniq, live = checked.targets, checked.sites, checked.uniq, checked.live
     sched = make_schedule(sites_arr, config.scan, selection)
-    unit = max(int(moves.unit), 1)
-
-    card_u = graph.cardinality[uniq].astype(np.int64)
-    kmax_t = int(card_u.max()) if uniq.size else 2
+    kmax_t = int(graph.cardinality[uniq].max()) if uniq.size else 2
     n_live = live.shape[0]
     n_sites = sites_arr.shape[0]
-
-    # step plan (docs/inference.md "Run length and reproducibility")
-    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
-    steps_target = config.steps
-    if steps_target is None and config.tolerance is None and config.time_limit is None and deadline is None:
-        steps_target = max(config.default_sweeps * max(n_sites, unit), 10_000)
-        fixed = True
-    # Burn-in: an explicit count, steps/10 of a fixed run, or else (a run the budget ends) the
-    # leading `BURN_IN_SHARE` of whatever was run, dropped at the end in whole batches.
-    share = 0.0
-    if config.burn_in is not None:
-        burn_in = config.burn_in
-    elif fixed:
-        burn_in = steps_target // 10
-    else:
-        burn_in, share = int(moves.burn_in), BURN_IN_SHARE
-    if n_sites == 0 or n_live == 0:
-        steps_target, burn_in, fixed, share = 0, 0, True, 0.0
-    stop_at = None
-    if config.time_limit is not None:
-        stop_at = t0 + config.time_limit
-    if deadline is not None:
-        stop_at = deadline if stop_at is None else min(stop_at, deadline)
-
-    chains = config.chains
+    plan = plan_run(config, moves, n_sites, n_live, t0, deadline)
     kg = (kernel if kernel is not None else prepare_kernel_graph(graph)) if n_sites else None
     warnings: list[str] = []
-    est_live = np.full((n_live, kmax_t), np.nan)
-    se_live = np.full((n_live, kmax_t), np.nan)
-    rhat_live = np.full(n_live, np.nan)
-    ess_live = np.zeros(n_live)
-    trace_steps: list[int] = []
-    trace_est: list[np.ndarray] = []
-    trace_se: list[np.ndarray] = []
-    done = 0  # updates per chain after an explicit burn-in (share burn-in included)
-    burned = 0
-    dropped = 0
-    stopped_by = ""
+    live_est = _no_estimates(n_live, kmax_t)
+    trace: tuple[list, list, list] = ([], [], [])
+    done = burned = dropped = 0
     batches = None
-
     if n_sites and n_live:
-        constant = _constant_targets(kg, live)
-        if moves.exact is not None:
-            constant = constant | moves.exact[live]
-        states, _, gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed", config.first_chain)
-        tix = np.full(graph.n_vars, -1, dtype=np.int32)
-        tix[live] = np.arange(n_live, dtype=np.int32)
-        rsums = np.zeros((chains, n_live, kmax_t))
-        rcounts = np.zeros((chains, n_live), dtype=np.int64)
-        accs = [Accum(tix, rsums[c], rcounts[c]) for c in range(chains)]
-        step = (moves.start or _single_site)(
-            MoveContext(graph, kg, sched, states, accs, moves_seed(config.seed, config.first_chain)))
-        # sized as the whole run's store (a group of its chains batches as the whole run does)
-        store = BatchStore(chains, n_live, kmax_t, max_bytes=STORE_BYTES * chains // config.all_chains)
-        keep_trace = n_live <= TRACE_MAX_TARGETS
-        trace_every = 1
-        rounds_done = 0
-        next_check = _MIN_ROUNDS_FOR_TOLERANCE
-        pool = _Pool(_threads(config.threads, chains))
-        # The round schedule depends on the graph and the options alone, never on the clock, so
-        # the sample sequence is a function of the seed; the clock only decides after which
-        # round a run stops (a round cut short by the deadline is discarded).
-        round_len = _whole(_round_length(fixed, steps_target, n_sites, n_live, 2 * store.slots), unit)
-        chunk = _whole(min(round_len, _FIRST_CHUNK), unit) if stop_at is not None else round_len
-        max_se = float("nan")
-
-        def run_round(n: int, collect: bool) -> bool:
-            """n updates of every chain; False when the deadline came first (round incomplete)."""
-            nonlocal chunk
-            if graph.n_groups:  # re-derived each round: no drift from incremental updates
-                for c in range(chains):
-                    group_sums_into(graph, kg.tables, states[c].values, gsums[c])
-            if collect:
-                rsums[:] = 0.0
-                rcounts[:] = 0
-            left = n
-            while left > 0:
-                m = min(left, chunk)
-                tr = time.perf_counter()
-                pool.map(step.advance, [(c, m, collect) for c in range(chains)])
-                now = time.perf_counter()
-                left -= m
-                if stop_at is not None:
-                    dt = now - tr
-                    # chunks (not rounds) follow the clock, to check the deadline every ~50 ms
-                    chunk = min(_whole(int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), round_len)), unit), round_len)
-                    if now >= stop_at and left > 0:
-                        return False
-            return True
-
+        run = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round)
         try:
-            while burned < burn_in:
-                n = _whole(min(round_len, burn_in - burned), unit)
-                if stop_at is not None and time.perf_counter() >= stop_at:
-                    stopped_by = "time"
-                    break
-                if not run_round(n, False):
-                    _end_round(step, "cut")
-                    stopped_by = "time"
-                    break
-                _end_round(step, "burn_in")
-                burned += n
-                if on_round is not None:
-                    on_round(RoundInfo(steps=burned, burn_in=True, max_stderr=float("nan"), elapsed=time.perf_counter() - t0))
-                if stop_at is not None and time.perf_counter() >= stop_at:
-                    stopped_by = "time"
-                    break
-            while not stopped_by:
-                n = round_len if steps_target is None else _whole(min(round_len, steps_target - done), unit)
-                if n <= 0:
-                    stopped_by = "steps"
-                    break
-                if stop_at is not None and time.perf_counter() >= stop_at:
-                    stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
-                    break
-                if not run_round(n, True):
-                    _end_round(step, "cut")
-                    stopped_by = "time"
-                    break
-                _end_round(step, "kept")
-                done += n
-                rounds_done += 1
-                store.add_round(rsums, rcounts)
-                if keep_trace and rounds_done % trace_every == 0:
-                    ks, kc, kd = store.kept(share)
-                    trace_steps.append(done - kd * round_len)
-                    trace_est.append(pooled_mean(ks, kc))
-                    trace_se.append(batch_stderr(ks, kc))
-                    if len(trace_steps) > config.trace_points:
-                        trace_steps, trace_est, trace_se = trace_steps[1::2], trace_est[1::2], trace_se[1::2]
-                        trace_every *= 2
-                reached = False
-                if config.tolerance is not None and rounds_done >= next_check:
-                    # checked on a fixed schedule of rounds (every round at first, then about every
-                    # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
-                    next_check = max(rounds_done + 1, int(rounds_done * 1.125))
-                    ks, kc, _ = store.kept(share)
-                    _, se, rh = batch_statistics(ks, kc, constant)
-                    max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
-                    if ks.shape[1] >= _MIN_ROUNDS_FOR_TOLERANCE // 2 and 1.96 * max_se <= config.tolerance:
-                        reached = bool(np.all(rh <= config.rhat_threshold))
-                if on_round is not None:
-                    on_round(RoundInfo(steps=burned + done, burn_in=False, max_stderr=max_se, elapsed=time.perf_counter() - t0))
-                if reached:
-                    stopped_by = "tolerance"
-                elif stop_at is not None and time.perf_counter() >= stop_at:
-                    stopped_by = "time"
+            run.burn_in()
+            run.sample()
         finally:
-            pool.close()
-
-        ks, kc, dropped_rounds = store.kept(share)
-        dropped = dropped_rounds * round_len
-        if done - dropped > 0:
-            # only a chain that ran can be blamed for its state (no kept sample: NaN and a warning)
-            _check_hard(graph, states)
-        est_live, se_live, rhat_live, ess_live, unknown = batch_estimates(graph, live, ks, kc, constant, done - dropped)
-        warnings += _diagnose(live, est_live, se_live, rhat_live, ess_live, unknown, done - dropped, config, stopped_by,
-                              burned, burn_in)
-        batches = ChainBatches(ks, kc, live, constant, int(done - dropped), int(burned), int(burn_in), stopped_by,
-                               tuple(warnings))
-
-    # assemble per requested target (duplicates and evidence included)
-    T = uniq.shape[0]
-    marg = np.zeros((T, kmax_t))
-    se = np.zeros((T, kmax_t))
-    rhat = np.ones(T)
-    ess = np.full(T, np.inf)
-    ev_rows = np.flatnonzero(is_ev)
-    marg[ev_rows, graph.evidence[uniq[ev_rows]]] = 1.0
-    live_rows = np.flatnonzero(~is_ev)
-    marg[live_rows] = est_live
-    se[live_rows] = se_live
-    rhat[live_rows] = rhat_live
-    ess[live_rows] = ess_live
-    if trace_steps:
-        tr_live = np.stack(trace_est)
-        tr = np.broadcast_to(marg, (len(trace_steps), T, kmax_t)).copy()
-        tr[:, live_rows] = tr_live
-        tse = np.zeros_like(tr)
-        beyond = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
-        tse[:, live_rows] = np.where(beyond[None], 0.0, np.stack(trace_se))
-    else:
-        tr = np.zeros((0, T, kmax_t))
-        tse = np.zeros_like(tr)
-    trace = GibbsTrace(np.asarray(trace_steps, dtype=np.int64), tr[:, inverse], tse[:, inverse])
+            run.close()
+        live_est, dropped, warnings, batches = run.estimates()
+        done, burned = run.done, run.burned
+        trace = (run.trace_steps, run.trace_est, run.trace_se)
+    marg, se, rhat, ess, gtrace = _assemble(graph, checked, kmax_t, live_est, trace)
     return GibbsResult(
         targets=tg,
         cardinality=graph.cardinality[tg].astype(np.int64),
-        marginals=marg[inverse],
-        stderr=se[inverse],
-        rhat=rhat[inverse],
-        ess=ess[inverse],
+        marginals=marg,
+        stderr=se,
+        rhat=rhat,
+        ess=ess,
         steps=int(done - dropped),
         burn_in=int(burned + dropped),
-        chains=chains,
+        chains=config.chains,
         seconds=time.perf_counter() - t0,
         warnings=tuple(warnings),
-        trace=trace,
+        trace=gtrace,
         batches=batches,
     )
 
