@@ -251,6 +251,110 @@ def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for
     return r, run.as_dict(), why
 
 
+def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | None) -> tuple[Method, Decision | None, str]:
+    """(the method to run, AUTO's decision or None, the reason shown to the user)."""
+    if method is Method.AUTO:
+        budget = options.exact_budget
+        decision = _memoised(memo, ("auto", options.max_table, budget),
+                             lambda: auto_decision(graph, options.max_table, max_seconds=budget))
+        chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
+        return chosen, decision, "AUTO: " + decision.reason
+    if method is Method.EXACT:
+        return method, None, "USING EXACT"
+    if method is Method.ANNEAL:
+        return method, None, "USING ANNEAL"
+    return method, None, f"USING {method.value}"
+
+
+def _exact_answer(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, options, memo: Memo | None,
+                  need_marginals: bool, need_map: bool, kmax: int):
+    """(marginals, stderr, MAP values) by exact elimination."""
+    marg = se = None
+    if need_marginals:
+        exact = _exact_marginals(graph, query, free_q, options.max_table, memo)
+        marg = exact.marginals[query]
+        se = np.zeros_like(marg)
+    mapv = None
+    if need_map:
+        best = _memoised(memo, ("exact_map", options.max_table), lambda: exact_map(graph, max_table=options.max_table))
+        mapv = best.values[query].astype(np.int64)
+    if marg is None:
+        marg = np.zeros((query.size, kmax))
+        se = np.zeros_like(marg)
+    return marg, se, mapv
+
+
+def _qam_selection(graph: FactorGraph, free_q: np.ndarray, sites: np.ndarray, options, memo: Memo | None):
+    """QAM's site-selection alias table ``(prob, alias)`` and its probability mass on the query."""
+    sel_config = SelectionConfig(selection=options.selection, epsilon=options.epsilon, power=options.power)
+
+    def make_selection():
+        influence = None
+        if memo is not None and sel_config.selection in ("trail", "distance"):
+            # the edge influences depend on the graph only: every query variable shares them
+            influence = memo.get_or_make(("edge_influence", sel_config.max_table),
+                                         lambda: edge_influence(graph, max_table=sel_config.max_table))
+        return selection_distribution(graph, free_q, sites, sel_config, influence=influence)
+
+    s = _memoised(memo, ("selection", free_q.tobytes(), sel_config), make_selection, keep=_KEEP_SELECTIONS)
+    is_q = np.isin(sites, free_q)
+    return (s.prob, s.alias), float(s.p[is_q].sum())
+
+
+def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: Method, options, config: GibbsConfig,
+            explicit: frozenset[str], memo: Memo | None, deadline: float | None, run_kw: dict,
+            on_dask: bool = False) -> tuple[object, str, dict | None]:
+    """The sampling run the options and AUTO ask for: chains on Dask, cutset conditioning, AUTO's
+    moves, the mixing moves written in the query, or plain chains. Returns the result, what it
+    did and the Dask run's record (None in this process)."""
+    t_sample = time.perf_counter()
+    graph_kernel = run_kw["kernel"]
+    mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
+                          clusters=options.clusters, jumps=options.jumps).check()
+
+    def blocks_for(m: MixingConfig):
+        return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
+                         lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
+
+    if on_dask:
+        r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, run_kw["sites"],
+                                    run_kw["selection"], graph_kernel)
+        se = r.stderr[np.isfinite(r.stderr)]
+        run_kw["on_round"](RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"),
+                                     time.perf_counter() - t_sample))  # the run's one report: progress, and a pending cancel
+        return r, why, dask_run
+    if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
+        # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
+        cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
+                       lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
+        r = run_cutset(graph, query, config, cutset=cs, on_round=run_kw["on_round"], kernel=graph_kernel,
+                       deadline=deadline)
+        return r, describe_cutset(r), None
+    if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
+        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
+            moves = moves.without_cutset()
+        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
+        return r, why, None
+    if mixing.active:
+        r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None,
+                       deadline=deadline, **run_kw)
+        return r, describe_moves(r), None
+    return run_gibbs(graph, query, config, deadline=deadline, **run_kw), "", None
+
+
+def _sampled_answer(out: EngineAnswer, r, live: np.ndarray) -> EngineAnswer:
+    """Fill in the convergence summary (largest R-hat, smallest ESS, largest stderr) of a sampled answer."""
+    rhat = r.rhat[live]
+    ess = r.ess[live]
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: no estimate
+        out.rhat_max = float(np.nanmax(rhat)) if rhat.size and not np.all(np.isnan(rhat)) else None
+        out.ess_min = float(np.nanmin(ess)) if ess.size and not np.all(np.isnan(ess)) else None
+        out.max_stderr = float(np.nanmax(r.stderr[live])) if live.any() else 0.0
+    return out
+
+
 def answer(
     graph: FactorGraph,
     query: np.ndarray,
@@ -306,37 +410,11 @@ def answer(
         return done(marg, np.zeros_like(marg), mapv, method="EVIDENCE",
                     reason="every query variable is evidence: point masses, nothing sampled")
 
-    decision = None
-    chosen = method
-    reason = ""
-    if method is Method.AUTO:
-        budget = options.exact_budget
-        decision = _memoised(memo, ("auto", options.max_table, budget),
-                             lambda: auto_decision(graph, options.max_table, max_seconds=budget))
-        chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
-        reason = "AUTO: " + decision.reason
-    elif method is Method.EXACT:
-        reason = "USING EXACT"
-    elif method is Method.ANNEAL:
-        reason = "USING ANNEAL"
-    else:
-        reason = f"USING {method.value}"
-
+    chosen, decision, reason = _method_choice(graph, method, options, memo)
     if chosen is Method.EXACT:
         if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
             reason += "; workers/scheduler unused: nothing to sample"
-        marg = se = None
-        if need_marginals:
-            exact = _exact_marginals(graph, query, free_q, options.max_table, memo)
-            marg = exact.marginals[query]
-            se = np.zeros_like(marg)
-        mapv = None
-        if need_map:
-            best = _memoised(memo, ("exact_map", options.max_table), lambda: exact_map(graph, max_table=options.max_table))
-            mapv = best.values[query].astype(np.int64)
-        if marg is None:
-            marg = np.zeros((query.size, kmax))
-            se = np.zeros_like(marg)
+        marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax)
         return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
 
     if chosen is Method.ANNEAL:
@@ -353,20 +431,7 @@ def answer(
     selection_name = "uniform"
     if chosen is Method.QAM:
         selection_name = options.selection
-        sel_config = SelectionConfig(selection=options.selection, epsilon=options.epsilon, power=options.power)
-
-        def make_selection():
-            influence = None
-            if memo is not None and sel_config.selection in ("trail", "distance"):
-                # the edge influences depend on the graph only: every query variable shares them
-                influence = memo.get_or_make(("edge_influence", sel_config.max_table),
-                                             lambda: edge_influence(graph, max_table=sel_config.max_table))
-            return selection_distribution(graph, free_q, sites, sel_config, influence=influence)
-
-        s = _memoised(memo, ("selection", free_q.tobytes(), sel_config), make_selection, keep=_KEEP_SELECTIONS)
-        sel = (s.prob, s.alias)
-        is_q = np.isin(sites, free_q)
-        share = float(s.p[is_q].sum())
+        sel, share = _qam_selection(graph, free_q, sites, options, memo)
     # A budget-governed run (time limit / tolerance) drops a share of itself as burn-in (gibbs.py);
     # GIBBS sweeps the sites systematically (a fixed order: no random draw per update, and the
     # sites' data are read in memory order).
@@ -385,42 +450,12 @@ def answer(
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
     t_sample = time.perf_counter()
-    mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
-                          clusters=options.clusters, jumps=options.jumps).check()
-
-    def blocks_for(m: MixingConfig):
-        return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
-                         lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
-
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
-    dask_run = None
-    if on_dask:
-        r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, sites, sel, kernel)
-        reason += "; " + why
-        se = r.stderr[np.isfinite(r.stderr)]
-        round_cb(RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"),
-                           time.perf_counter() - t_sample))  # the run's one report: progress, and a pending cancel
-    elif options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
-        # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
-        cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
-                       lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
-        r = run_cutset(graph, query, config, cutset=cs, on_round=round_cb, kernel=kernel, deadline=deadline)
-        reason += "; " + describe_cutset(r)
-    elif method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
-        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
-        if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
-            moves = moves.without_cutset()
-        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
-        reason += "; " + why
-    elif mixing.active:
-        r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None,
-                       deadline=deadline, **run_kw)
-        reason += "; " + describe_moves(r)
-    else:
-        r = run_gibbs(graph, query, config, deadline=deadline, **run_kw)
+    r, what, dask_run = _sample(graph, query, free_q, method, options, config, explicit, memo, deadline, run_kw,
+                                on_dask)
+    if what:
+        reason += "; " + what
     live = graph.evidence[query] < 0
-    rhat = r.rhat[live]
-    ess = r.ess[live]
     mapv = None
     if need_map:
         unknown = np.isnan(r.marginals).any(axis=1)
@@ -430,11 +465,7 @@ def answer(
         burn_in=r.burn_in, chains=r.chains, selection=selection_name, query_share=share, warnings=list(r.warnings),
         trace=r.trace, dask=dask_run,
     )
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: no estimate
-        out.rhat_max = float(np.nanmax(rhat)) if rhat.size and not np.all(np.isnan(rhat)) else None
-        out.ess_min = float(np.nanmin(ess)) if ess.size and not np.all(np.isnan(ess)) else None
-        out.max_stderr = float(np.nanmax(r.stderr[live])) if live.any() else 0.0
+    _sampled_answer(out, r, live)
     if deadline is not None and r.steps == 0 and live.any():
         before = t_sample - (t0 if started is None else started)
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "

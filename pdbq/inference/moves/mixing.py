@@ -139,16 +139,9 @@ class _Cycle:
         self.gens = chain_generators(ctx.seed, chains, stream=2)
         self.cycle_no = np.zeros(chains, dtype=np.int64)  # per chain: each chain on its own thread
         if packed is not None:
-            self.psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
-            widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
-            self.coords = np.zeros((chains, widest), dtype=np.int64)
-            self.probs = np.zeros((chains, int(g.cardinality.max())))
-            self.block_rng = chain_states(ctx.seed + 2_000_029, chains)
+            self._block_scratch(chains, packed, g)
         if cg is not None:
-            self.cl_scratch = [make_scratch(cg) for _ in range(chains)]
-            self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
-            self.cl_rng = chain_states(ctx.seed + 3_000_017, chains)
-            check_cluster_inputs(cg, states[0].values, states[0].group_sums, self.cl_rng[0:1], 1.0)
+            self._cluster_scratch(chains, cg, states)
         if K > 1:  # scratch of `energy_gap`, per chain
             self.work = np.empty((chains, g.n_vars), dtype=dtype)
             self.work_gs = np.zeros((chains, g.n_groups))
@@ -158,13 +151,29 @@ class _Cycle:
         self.r_att = np.zeros((chains, max(K - 1, 0)))
         self.swap_acc = np.zeros(max(K - 1, 0))
         self.swap_att = np.zeros(max(K - 1, 0))
+        self._jump_state(chains, g, sites, movable)
+
+    def _block_scratch(self, chains: int, packed, g: FactorGraph) -> None:
+        self.psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
+        widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
+        self.coords = np.zeros((chains, widest), dtype=np.int64)
+        self.probs = np.zeros((chains, int(g.cardinality.max())))
+        self.block_rng = chain_states(self.ctx.seed + 2_000_029, chains)
+
+    def _cluster_scratch(self, chains: int, cg: ClusterGraph, states: list) -> None:
+        self.cl_scratch = [make_scratch(cg) for _ in range(chains)]
+        self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
+        self.cl_rng = chain_states(self.ctx.seed + 3_000_017, chains)
+        check_cluster_inputs(cg, states[0].values, states[0].group_sums, self.cl_rng[0:1], 1.0)
+
+    def _jump_state(self, chains: int, g: FactorGraph, sites, movable) -> None:
         # mode jumps: the pool fills in burn-in (per chain candidates, merged between rounds)
-        self.pool = ModePool(mixing.jumps) if mixing.jumps else None
+        self.pool = ModePool(self.mixing.jumps) if self.mixing.jumps else None
         self.js: JumpSet = empty_jumps(g.n_vars)
         self.sites, self.movable = sites, movable
         self.candidates: list[list[tuple[np.ndarray, float]]] = [[] for _ in range(chains)]
         if self.pool is not None:
-            self.jump_rng = chain_states(ctx.seed + 4_000_037, chains * K)
+            self.jump_rng = chain_states(self.ctx.seed + 4_000_037, chains * self.K)
         self.r_jacc = np.zeros(chains)
         self.r_jatt = np.zeros(chains)
         self.jump_acc = 0.0
