@@ -317,8 +317,8 @@ def test_tolerance_time_limit_and_progress():
     assert r.max_halfwidth() <= 0.02 and not any("tolerance" in w for w in r.warnings)
     assert infos and infos[-1].steps == r.steps + r.burn_in
     r = run_gibbs(g, [0], GibbsConfig(tolerance=1e-9, time_limit=0.3, seed=1, threads=1))
-    assert r.seconds < 3.0
-    assert any("tolerance" in w for w in r.warnings)
+    # what load cannot change: the clock, not the tolerance or a step count, ended the run
+    assert any("tolerance" in w and "stopped by the time limit" in w for w in r.warnings)
 
 
 def test_keyboard_interrupt_between_rounds_is_reraised():

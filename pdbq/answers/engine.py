@@ -8,9 +8,9 @@ No DuckDB here.
 Run lengths (docs/queries.md): with ``steps``/``sweeps`` and neither ``tolerance`` nor
 ``time_limit`` the chains do exactly that many updates after a burn-in of steps/10; otherwise
 they stop at the first of ``tolerance`` (default `DEFAULT_TOLERANCE`), ``time_limit`` (default
-`DEFAULT_TIME_LIMIT`, counted from the start of the query, planning included) and the step cap
-(``steps``/``sweeps`` when given, else `DEFAULT_SWEEP_CAP` passes over the sites, at least
-`DEFAULT_MIN_STEPS`), and the leading quarter of what ran is dropped as burn-in (unless
+`DEFAULT_TIME_LIMIT`, counted from the start of the query, planning included) and
+``steps``/``sweeps`` when given (no other cap: a tolerance not yet met while time remains keeps
+the chains going), and the leading quarter of what ran is dropped as burn-in (unless
 ``burn_in`` is given).
 """
 
@@ -53,14 +53,10 @@ __all__ = [
     "run_length_text",
     "DEFAULT_TOLERANCE",
     "DEFAULT_TIME_LIMIT",
-    "DEFAULT_SWEEP_CAP",
-    "DEFAULT_MIN_STEPS",
 ]
 
 DEFAULT_TOLERANCE = 0.01  # 95% half-width of every query estimate
 DEFAULT_TIME_LIMIT = 5.0  # seconds of sampling
-DEFAULT_SWEEP_CAP = 2000  # passes over x_q ∪ x_l at most
-DEFAULT_MIN_STEPS = 1_000_000  # per chain: the cap is never below this
 # Selection tables kept per cached graph (one per query-variable set and selection config; about
 # 32 bytes per site each): the most recently made ones, so many different questions on one large
 # model do not evict the model's graph.
@@ -136,8 +132,8 @@ def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float |
         return steps, burn_in, None, None, True
     tol = options.tolerance if options.tolerance is not None else DEFAULT_TOLERANCE
     limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
-    if steps is None:
-        steps = max(DEFAULT_MIN_STEPS, DEFAULT_SWEEP_CAP * n_sites)
+    # No step cap of our own: while time remains and the tolerance is unmet, the chains go on
+    # (an explicit steps/sweeps still caps the run, and the answer then says so)
     return steps, burn_in, tol, limit, False
 
 
@@ -151,8 +147,9 @@ def run_length_text(options, n_sites: int) -> tuple[str, str]:
         return (f"exactly {steps:,} updates per chain after burn-in, {options.chains} chain(s) (reproducible: same seed, "
                 "same answer)",
                 f"{b:,} updates per chain" + (" (steps/10)" if burn_in is None else " (burn_in)"))
+    cap = f", {steps:,} updates per chain" if steps is not None else ""
     run = (f"stops at the first of: tolerance {tol:g} (95% half-width, with R-hat ≤ 1.1), time_limit {limit:g} s "
-           f"(whole query, planning included), {steps:,} updates per chain; {options.chains} chain(s)")
+           f"(whole query, planning included){cap}; {options.chains} chain(s)")
     if burn_in is None:
         b = (f"the first {BURN_IN_SHARE:.0%} of the updates the run makes (a share of the budget, dropped in whole "
              "batches)")

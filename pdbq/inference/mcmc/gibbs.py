@@ -468,7 +468,7 @@ class _Chains:
         # The round schedule depends on the graph and the options alone, never on the clock, so
         # the sample sequence is a function of the seed; the clock only decides after which
         # round a run stops (a round cut short by the deadline is discarded).
-        self.round_len = _whole(_round_length(plan.fixed, plan.steps, sched.sites.shape[0], n_live,
+        self.round_len = _whole(_round_length(plan.fixed, plan.steps, _sweep_equivalent(sched, live), n_live,
                                               2 * self.store.slots), unit)
         self.chunk = (_whole(min(self.round_len, _FIRST_CHUNK), unit) if plan.stop_at is not None
                       else self.round_len)
@@ -578,11 +578,16 @@ class _Chains:
         # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
         self.next_check = max(self.rounds_done + 1, int(self.rounds_done * 1.125))
         ks, kc, _ = self.store.kept(self.plan.share)
-        _, se, rh = batch_statistics(ks, kc, self.constant)
+        est, se, rh = batch_statistics(ks, kc, self.constant)
         self.max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
-        if ks.shape[1] >= _MIN_ROUNDS_FOR_TOLERANCE // 2 and 1.96 * self.max_se <= config.tolerance:
-            return bool(np.all(rh <= config.rhat_threshold))
-        return False
+        if ks.shape[1] < _MIN_ROUNDS_FOR_TOLERANCE // 2 or not 1.96 * self.max_se <= config.tolerance:
+            return False
+        if not np.all(rh <= config.rhat_threshold):
+            return False
+        # the convergence checks the answer would warn about must pass too: an answer the
+        # tolerance ends is an unwarned one (or the run goes on)
+        ess = effective_sample_size(est, se, kc.sum(axis=(0, 1)), self.graph.cardinality[self.live], self.constant)
+        return bool(np.all(ess >= MIN_ESS * config.chains))
 
     def close(self) -> None:
         self.pool.close()
@@ -746,15 +751,38 @@ def _end_round(step: ChainMoves, phase: str) -> None:
         step.end_round(phase)
 
 
-def _round_length(fixed: bool, steps: int | None, n_sites: int, n_live: int, batches: int) -> int:
+def _round_length(fixed: bool, steps: int | None, per_target: int, n_live: int, batches: int) -> int:
     """Updates per chain per round: a function of the run's shape only (never of the clock).
     A fixed run has as many rounds as the batch store holds batches (at most `_FIXED_ROUNDS`), so
-    it never merges batches."""
+    it never merges batches. A run a budget ends: about one update of every target per round
+    (``per_target``, `_sweep_equivalent`), so the batches, and with them the stopping rule's
+    error and R-hat, come as fast as the targets are updated, whatever the number of sites."""
     if fixed:
         return int(min(max(math.ceil(steps / min(_FIXED_ROUNDS, batches)), 1), _MAX_ROUND))
-    # about a sweep, and enough updates per round that the per-round bookkeeping over the
-    # targets stays small next to the sampling
-    return int(min(max(n_sites, 8 * n_live, _MIN_ROUND), _MAX_ROUND))
+    # enough updates per round that the per-round bookkeeping over the targets and the kernel
+    # call's start-up stay small next to the sampling
+    return int(min(max(per_target, 8 * n_live, _MIN_ROUND), _MAX_ROUND))
+
+
+def _sweep_equivalent(sched: Schedule, live: np.ndarray) -> int:
+    """Updates per chain in which the least often chosen target is chosen once on average: the
+    number of sites for a sweep or uniform scan; 1 / (smallest target selection probability)
+    with a selection table (query-aware: far fewer than the sites when the targets hold most of
+    the selection mass)."""
+    n = sched.sites.shape[0]
+    if sched.mode != MODE_ALIAS or n == 0 or live.size == 0:
+        return n
+    # probability of each site under the alias table: its own column's kept share plus the
+    # columns that alias to it
+    p = sched.prob.copy()
+    np.add.at(p, sched.alias, 1.0 - sched.prob)
+    pos = np.full(int(max(sched.sites.max(), live.max())) + 1, -1, dtype=np.int64)
+    pos[sched.sites] = np.arange(n)
+    at = pos[live]
+    pt = p[at[at >= 0]] / n
+    if pt.size == 0 or not pt.min() > 0:
+        return n
+    return int(min(math.ceil(1.0 / float(pt.min())), n))
 
 
 def _constant_targets(kg: KernelGraph, live: np.ndarray) -> np.ndarray:
@@ -803,6 +831,9 @@ def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stop
     if config.tolerance is not None and ok.any():
         hw = 1.96 * float(np.nanmax(se[ok])) if not np.all(np.isnan(se[ok])) else float("nan")
         if not hw <= config.tolerance:
+            why = {"time": " (stopped by the time limit)",
+                   "steps": " (stopped at the run's step count: steps/sweeps, or the share of them AUTO gave this "
+                            "part of the run)"}.get(stopped_by, "")
             out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {kept:,} "
-                       "updates per chain" + (" (stopped by the time limit)" if stopped_by == "time" else ""))
+                       "updates per chain" + why)
     return out

@@ -1,0 +1,114 @@
+"""The tolerance stopping rule in both directions: a query-aware run on an easy target (one
+variable of a long, weakly coupled chain) stops at the first check, after rounds sized by how
+often the target is updated rather than by the number of sites; a hard target (a strongly
+coupled ring that flips as one) runs many times longer, and its answer is within the tolerance.
+A rule that ignores autocorrelation stops the hard run just as early and misses (teeth).
+
+Counts of updates, not seconds: without a time limit the round schedule and the checks are a
+function of the seed alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pdbq.graph.builder import GraphBuilder
+from pdbq.inference.exact.elimination import exact_marginals
+from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.estimates import pooled_mean
+from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
+from pdbq.language.nodes import FactorFunction as F
+
+CAP = 50_000_000  # never reached: the tolerance ends every run here
+
+
+def _chain(n: int, w: float):
+    b = GraphBuilder()
+    xs = b.add_variables(n)
+    rng = np.random.default_rng(1)
+    for i in range(n - 1):
+        b.add_factor(F.EQUAL, [xs[i], xs[i + 1]], weight=b.add_weight(w))
+    for i in range(n):
+        b.add_factor(F.ISTRUE, [xs[i]], weight=b.add_weight(float(rng.normal(0.0, 0.3))))
+    return b.build()
+
+
+def _ring(n: int, w: float):
+    b = GraphBuilder()
+    xs = b.add_variables(n)
+    for i in range(n):
+        b.add_factor(F.EQUAL, [xs[i], xs[(i + 1) % n]], weight=b.add_weight(w))
+        b.add_factor(F.ISTRUE, [xs[i]], weight=b.add_weight(0.1 if i % 3 else -0.05))
+    return b.build()
+
+
+def _run(g, q: int, tol: float, seed: int):
+    sites = np.flatnonzero(g.evidence < 0).astype(np.int32)
+    s = selection_distribution(g, [q], sites, SelectionConfig())
+    cfg = GibbsConfig(steps=CAP, tolerance=tol, seed=seed, threads=1)
+    return gibbs_mod.run_gibbs(g, [q], cfg, sites=sites, selection=(s.prob, s.alias))
+
+
+def _naive(sums, counts, constant=None, **_):
+    """Broken: the error of independent draws, and R-hat 1 always."""
+    mean = pooled_mean(sums, counts)
+    n = counts.sum(axis=(0, 1)).astype(np.float64)
+    return mean, np.sqrt(mean * (1.0 - mean) / n[:, None]), np.ones(mean.shape[0])
+
+
+@pytest.fixture(scope="module")
+def easy():
+    g = _chain(2001, 0.4)
+    return g, 1000, exact_marginals(g).marginals[1000, 1]
+
+
+@pytest.fixture(scope="module")
+def hard():
+    g = _ring(12, 1.6)
+    return g, 0, exact_marginals(g).marginals[0, 1]
+
+
+def test_round_length_follows_the_targets_update_rate_not_the_sites(easy):
+    g, q, _ = easy
+    sites = np.flatnonzero(g.evidence < 0).astype(np.int32)
+    s = selection_distribution(g, [q], sites, SelectionConfig())
+    sched = gibbs_mod.make_schedule(sites, "sweep", (s.prob, s.alias))
+    per_target = gibbs_mod._sweep_equivalent(sched, np.array([q]))
+    share = float(s.p[np.searchsorted(s.sites, q)])
+    assert per_target == int(np.ceil(1.0 / share))  # the target is chosen about once per round
+    plain = gibbs_mod.make_schedule(sites, "sweep", None)
+    assert gibbs_mod._sweep_equivalent(plain, np.array([q])) == sites.size  # a sweep, as before
+
+
+def test_easy_target_stops_at_the_first_check(easy):
+    g, q, exact = easy
+    first = gibbs_mod._MIN_ROUNDS_FOR_TOLERANCE * gibbs_mod._MIN_ROUND
+    for seed in range(2):
+        r = _run(g, q, 0.02, seed)
+        assert r.warnings == ()
+        assert r.steps + r.burn_in == first  # 16 rounds of the smallest round length
+        assert abs(r.marginals[0, 1] - exact) <= 4 * r.stderr[0, 1]
+        assert 1.96 * r.stderr[0, 1] <= 0.02
+
+
+def test_hard_target_runs_until_its_error_allows(hard, easy):
+    g, q, exact = hard
+    easy_steps = _run(easy[0], easy[1], 0.05, 0).steps
+    errs = []
+    for seed in range(2):
+        r = _run(g, q, 0.05, seed)
+        assert r.warnings == ()
+        assert r.steps >= 4 * easy_steps, (r.steps, easy_steps)
+        errs.append(abs(r.marginals[0, 1] - exact))
+    assert max(errs) <= 0.05
+
+
+def test_a_rule_ignoring_autocorrelation_stops_the_hard_target_early_and_misses(hard, monkeypatch):
+    g, q, exact = hard
+    monkeypatch.setattr(gibbs_mod, "batch_statistics", _naive)
+    rs = [_run(g, q, 0.05, seed) for seed in range(3)]
+    first = gibbs_mod._MIN_ROUNDS_FOR_TOLERANCE * gibbs_mod._MIN_ROUND
+    assert all(r.steps + r.burn_in == first for r in rs)
+    # its intervals claim ±0.002 and miss the exact answer by far more
+    assert max(abs(r.marginals[0, 1] - exact) / r.stderr[0, 1] for r in rs) > 4.0
