@@ -30,6 +30,7 @@ import numpy as np
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.option_scope import refuse_inert
+from pdbq.answers.warmup import compile_notice, warm_up
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
@@ -248,13 +249,20 @@ def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for
     return r, run.as_dict(), why
 
 
-def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | None) -> tuple[Method, Decision | None, str]:
-    """(the method to run, AUTO's decision or None, the reason shown to the user)."""
+def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | None,
+                   time_left: float | None = None) -> tuple[Method, Decision | None, str]:
+    """(the method to run, AUTO's decision or None, the reason shown to the user). AUTO samples
+    instead of an exact elimination estimated to take longer than the ``time_left`` (seconds)
+    of the query's time limit: compiled elimination cannot stop at a deadline, sampling can."""
     if method is Method.AUTO:
         budget = options.exact_budget
         decision = _memoised(memo, ("auto", options.max_table, budget),
                              lambda: auto_decision(graph, options.max_table, max_seconds=budget))
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
+        est = decision.estimated_seconds
+        if chosen is Method.EXACT and time_left is not None and est is not None and est > time_left:
+            return Method.QAM, decision, (f"AUTO: {decision.reason}; but only {max(time_left, 0.0):.2g} s of "
+                                          "time_limit are left, so MCMC, which stops at the deadline")
         return chosen, decision, "AUTO: " + decision.reason
     if method is Method.EXACT:
         return method, None, "USING EXACT"
@@ -407,7 +415,9 @@ def answer(
         return done(marg, np.zeros_like(marg), mapv, method="EVIDENCE",
                     reason="every query variable is evidence: point masses, nothing sampled")
 
-    chosen, decision, reason = _method_choice(graph, method, options, memo)
+    limit_now = options.time_limit
+    time_left = None if limit_now is None else (t0 if started is None else started) + limit_now - time.perf_counter()
+    chosen, decision, reason = _method_choice(graph, method, options, memo, time_left)
     if chosen is Method.EXACT:
         if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
             reason += "; workers/scheduler unused: nothing to sample"
@@ -437,7 +447,12 @@ def answer(
         threads=options.threads, seed=seed, time_limit=None, tolerance=tol, scan="sweep",
     )
     total = steps if fixed else None
+    # AUTO's and the options' mixing moves have kernels of their own: compiled (first use on a
+    # machine) or loaded now, and the time that takes is added to the deadline
+    warmed = warm_up("moves") if _uses_moves(method, options) else None
     deadline = None if limit is None else (t0 if started is None else started) + limit
+    if deadline is not None and warmed is not None:
+        deadline += warmed.seconds
 
     def round_cb(info: RoundInfo) -> None:
         if on_round is not None:
@@ -469,4 +484,13 @@ def answer(
                             f"{before:.2f} s of it): raise time_limit")
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
         out.warnings.append(exact_hint(decision, options.exact_budget))
+    notice = compile_notice(warmed)
+    if notice:
+        out.warnings.insert(0, notice)
     return out
+
+
+def _uses_moves(method: Method, options) -> bool:
+    """Whether a sampling run may use the mixing moves' kernels (AUTO may pick them)."""
+    return (method is Method.AUTO or options.cutset is not False or options.tempering > 1 or options.blocks != "off"
+            or bool(options.clusters) or options.jumps > 0)

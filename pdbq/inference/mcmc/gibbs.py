@@ -78,6 +78,9 @@ _CHUNK_SECONDS = 0.05  # with a deadline, kernel calls are cut into chunks of ab
 _FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
 _MIN_ROUNDS_FOR_TOLERANCE = 16
 BURN_IN_SHARE = 0.25  # of a run the budget ends (no explicit burn_in), dropped as burn-in
+# With a deadline, explicit burn-in ends after this share of the run's time at most, so that the
+# rest of it samples: a run the clock cuts answers from what it kept, with a warning, not NULL.
+BURN_IN_TIME_SHARE = 0.5
 TRACE_MAX_TARGETS = 1000  # more targets than this: no running-estimate trace (time and memory)
 # An estimate from fewer effective draws than MIN_ESS per chain carries a warning: below ~100 per
 # chain the ESS and R-hat estimates themselves are unreliable (Vehtari et al. 2021), and the
@@ -476,14 +479,22 @@ class _Chains:
         self.done = 0  # updates per chain after an explicit burn-in (share burn-in included)
         self.burned = 0
         self.stopped_by = ""
+        self.cut_burn_in = False  # the time limit ended explicit burn-in early (`burn_in`)
+        self.share = plan.share  # of the kept rounds dropped as burn-in
+
+    def _cut_burn_in(self) -> None:
+        # a cut burn-in also drops the leading share of the kept rounds, as a budget-ended run does
+        self.cut_burn_in = True
+        self.share = max(self.share, BURN_IN_SHARE)
 
     def _past_deadline(self) -> bool:
         return self.plan.stop_at is not None and time.perf_counter() >= self.plan.stop_at
 
-    def run_round(self, n: int, collect: bool) -> bool:
-        """n updates of every chain; False when the deadline came first (round incomplete)."""
+    def run_round(self, n: int, collect: bool, stop_at: float | None = None) -> int:
+        """n updates of every chain; returns the updates made, fewer than n when the deadline
+        (``stop_at``, default the run's) came first (round incomplete)."""
         graph, chains = self.graph, self.config.chains
-        stop_at = self.plan.stop_at
+        stop_at = self.plan.stop_at if stop_at is None else stop_at
         if graph.n_groups:  # re-derived each round: no drift from incremental updates
             for c in range(chains):
                 group_sums_into(graph, self.kg.tables, self.states[c].values, self.gsums[c])
@@ -503,22 +514,29 @@ class _Chains:
                 self.chunk = min(_whole(int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), self.round_len)),
                                         self.unit), self.round_len)
                 if now >= stop_at and left > 0:
-                    return False
-        return True
+                    return n - left
+        return n
 
     def burn_in(self) -> None:
-        """The explicit burn-in rounds (none when burn-in is a share of the run)."""
+        """The explicit burn-in rounds (none when burn-in is a share of the run). With a deadline,
+        burn-in gets at most `BURN_IN_TIME_SHARE` of the time left: then it ends early (`cut_burn_in`)
+        and the rest of the time samples, so a run the clock ends in burn-in still answers."""
+        stop_at = self.plan.stop_at
+        until = None if stop_at is None else self.t0 + BURN_IN_TIME_SHARE * max(stop_at - self.t0, 0.0)
         while self.burned < self.plan.burn_in:
             n = _whole(min(self.round_len, self.plan.burn_in - self.burned), self.unit)
             if self._past_deadline():
                 self.stopped_by = "time"
                 return
-            if not self.run_round(n, False):
-                _end_round(self.step, "cut")
-                self.stopped_by = "time"
+            if until is not None and time.perf_counter() >= until:
+                self._cut_burn_in()
                 return
-            _end_round(self.step, "burn_in")
-            self.burned += n
+            made = self.run_round(n, False, until)
+            _end_round(self.step, "burn_in")  # a cut burn-in round still adapts: nothing was kept
+            self.burned += made
+            if made < n:
+                self._cut_burn_in()
+                return
             if self.on_round is not None:
                 self.on_round(RoundInfo(steps=self.burned, burn_in=True, max_stderr=float("nan"),
                                         elapsed=time.perf_counter() - self.t0))
@@ -538,7 +556,7 @@ class _Chains:
             if self._past_deadline():
                 self.stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
                 return
-            if not self.run_round(n, True):
+            if self.run_round(n, True) < n:
                 _end_round(self.step, "cut")
                 self.stopped_by = "time"
                 return
@@ -559,7 +577,7 @@ class _Chains:
     def _record_trace(self) -> None:
         if not (self.keep_trace and self.rounds_done % self.trace_every == 0):
             return
-        ks, kc, kd = self.store.kept(self.plan.share)
+        ks, kc, kd = self.store.kept(self.share)
         self.trace_steps.append(self.done - kd * self.round_len)
         self.trace_est.append(pooled_mean(ks, kc))
         self.trace_se.append(batch_stderr(ks, kc))
@@ -577,7 +595,7 @@ class _Chains:
         # checked on a fixed schedule of rounds (every round at first, then about every
         # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
         self.next_check = max(self.rounds_done + 1, int(self.rounds_done * 1.125))
-        ks, kc, _ = self.store.kept(self.plan.share)
+        ks, kc, _ = self.store.kept(self.share)
         est, se, rh = batch_statistics(ks, kc, self.constant)
         self.max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
         if ks.shape[1] < _MIN_ROUNDS_FOR_TOLERANCE // 2 or not 1.96 * self.max_se <= config.tolerance:
@@ -596,7 +614,7 @@ class _Chains:
         """Estimates from the kept batches, the updates per chain dropped as burn-in, warnings, and
         the batches themselves (`ChainBatches`: chain groups of one run pool them)."""
         graph, live, config = self.graph, self.live, self.config
-        ks, kc, dropped_rounds = self.store.kept(self.plan.share)
+        ks, kc, dropped_rounds = self.store.kept(self.share)
         dropped = dropped_rounds * self.round_len
         kept = self.done - dropped
         if kept > 0:
@@ -605,6 +623,10 @@ class _Chains:
         est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, self.constant, kept)
         warnings = _diagnose(live, est, se, rhat, ess, unknown, kept, config, self.stopped_by, self.burned,
                              self.plan.burn_in)
+        if self.cut_burn_in and kept > 0:
+            warnings.insert(0, f"the time limit cut burn-in short ({self.burned:,} of {self.plan.burn_in:,} updates per "
+                               f"chain, then the leading {BURN_IN_SHARE:.0%} of the kept rounds dropped too): the "
+                               "moves adapted less than planned; raise time_limit or lower burn_in")
         batches = ChainBatches(ks, kc, live, self.constant, int(kept), int(self.burned), int(self.plan.burn_in),
                                self.stopped_by, tuple(warnings))
         return LiveEstimates(est, se, rhat, ess), dropped, warnings, batches
@@ -796,7 +818,7 @@ def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stop
     out: list[str] = []
     if live.size == 0:
         return out
-    if burned < burn_in:
+    if burned < burn_in and kept <= 0:
         out.append(f"the time limit ended the run during burn-in ({burned:,} of {burn_in:,} updates per chain): "
                    "no estimates; raise time_limit or lower burn_in")
     if unknown.any():

@@ -249,6 +249,17 @@ def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | N
     return cs if cs.size >= 1 and cs.n_groups == 1 else None
 
 
+def _or_pilot(r: GibbsResult, pilot: GibbsResult | None) -> GibbsResult:
+    """The run after the pilot, or the pilot itself when the time limit ended that run before it
+    kept a sample while the pilot kept some: an answer from what the query has, with a warning,
+    rather than NULL."""
+    if r.steps > 0 or pilot is None or pilot.steps == 0:
+        return r
+    note = ("the time limit ended the run with the chosen moves before it kept a sample: the answer comes from "
+            f"the plain pilot ({pilot.steps:,} updates per chain), whose chains may not mix; raise time_limit")
+    return dataclasses.replace(pilot, warnings=(note,) + tuple(pilot.warnings))
+
+
 def run_auto(
     graph: FactorGraph,
     targets: np.ndarray,
@@ -298,24 +309,24 @@ def run_auto(
         found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw)
         if found is not None:
             r, what = found
-            return r, f"{moves.reason}; a plain pilot mixed by split R-hat ({rhat:.3g}) but {what}"
+            return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot mixed by split R-hat ({rhat:.3g}) but {what}"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
-        return r, (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
+        return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     if not moves.mixing.active:  # an ordered model whose pilot did not mix: domain blocks if any
         found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw) if pilot is not None else None
         verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
                    else "gave no split R-hat (too few updates in its share of the budget)")
         if found is not None:
             r, what = found
-            return r, f"{moves.reason}; a plain pilot {verdict} and {what}"
+            return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and {what}"
         r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
-        return r, f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
+        return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     if moves.cutset is not None:
         r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
                        on_round=kw.get("on_round"))
         verdict = ("ended in a world a hard constraint forbids (a zero-probability wall)" if pilot is None
                    else f"did not mix (split R-hat {rhat:.3g})")
-        return r, f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
+        return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
     mixing = moves.mixing
     cached = None
     why = ""
@@ -342,5 +353,5 @@ def run_auto(
         verdict = f"did not mix (split R-hat {rhat:.3g})"
     else:
         verdict = "gave no split R-hat (too few updates in its share of the budget)"
-    return r, (f"{moves.reason}; a plain pilot {verdict}: "
+    return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot {verdict}: "
                + (why + "; " if why else "") + describe_moves(r))

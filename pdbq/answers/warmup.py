@@ -1,0 +1,157 @@
+"""Kernel warm-up: compile (or load from numba's cache) the kernels a query needs before its
+``time_limit`` starts counting.
+
+pdbq's numba kernels are compiled for the machine on first use and cached on disk (``cache=True``:
+next to the modules, or under ``NUMBA_CACHE_DIR``); later processes load them in well under a
+second. On a fresh install the first compilation takes tens of seconds, which is not the user's
+query: `warm_up` runs every kernel of a tier once on a tiny built-in model, once per process,
+before the caller takes the query's start time (or moves its deadline by the time spent), and
+says how many kernel signatures it had to compile, so the caller can say so once.
+
+Tiers: ``"core"`` is what any PROB/MAP query runs (graph arrays and reachability, the Gibbs
+kernels and their estimates, query-aware selection, exact elimination); ``"moves"`` adds the moves
+AUTO and the mixing options use (exact blocks, cutset conditioning, Swendsen–Wang clusters,
+replica exchange, mode jumps), warmed only when a query is about to use them.
+
+A background thread at import was measured against this (docs/benchmarks.md, "Cold start"):
+numba compiles under one process-wide lock, so a query that needs a kernel waits for the thread
+anyway, and its waiting would still count against the limit.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["WarmUp", "warm_up", "compile_notice", "TIERS"]
+
+TIERS = ("core", "moves")
+_lock = threading.Lock()
+_done: dict[str, bool] = {}
+
+
+class WarmUp(NamedTuple):
+    """What one tier's warm-up did: ``seconds`` of wall time, ``compiled`` kernel signatures that
+    were not in numba's cache (0: everything was loaded from the cache)."""
+
+    tier: str
+    seconds: float
+    compiled: int
+
+
+def _misses() -> int:
+    """Kernel signatures compiled (not loaded from numba's cache) so far in this process, over
+    pdbq's modules."""
+    from numba.core.dispatcher import Dispatcher  # noqa: PLC0415
+
+    n = 0
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("pdbq.") or mod is None:
+            continue
+        for v in list(vars(mod).values()):
+            if isinstance(v, Dispatcher):
+                n += sum(v.stats.cache_misses.values())
+    return n
+
+
+def _tiny_graph():
+    """Booleans, a categorical, evidence, every factor function the kernels specialise on, a
+    head group and a TABLE factor (with a zero entry): small enough that running it costs
+    milliseconds once compiled."""
+    from pdbq.graph.builder import GraphBuilder  # noqa: PLC0415
+    from pdbq.language.nodes import FactorFunction as F, Semantics  # noqa: PLC0415
+
+    b = GraphBuilder()
+    x = b.add_variables(6)
+    c = b.add_variable(3)
+    e = b.add_variable(2, evidence=1)
+    w = b.add_weight(0.7)
+    s = b.add_weight(2.5)
+    b.add_factor(F.ISTRUE, [x[0]], weight=w)
+    b.add_factor(F.EQUAL, [x[0], x[1]], weight=s)
+    b.add_factor(F.EQUAL, [x[1], x[2]], weight=s)
+    b.add_factor(F.IMPLY, [x[2], x[3]], weight=w)
+    b.add_factor(F.AND, [x[3], x[4]], weight=w)
+    b.add_factor(F.OR, [x[4], e], weight=w)
+    b.add_factor(F.IMPLY_MLN, [x[5], x[0]], weight=w)
+    for sem in (Semantics.RATIO, Semantics.LOGICAL, Semantics.LINEAR):
+        g = b.add_group(sem, w)
+        b.add_factor(F.IMPLY, [x[1], x[5]], group=g)
+        b.add_factor(F.IMPLY, [x[2], x[5]], group=g)
+    b.add_factor(F.TABLE, [x[4], c], table=[0.0, 0.5, -np.inf, 0.3, 0.0, 1.0])
+    b.add_factor(F.TABLE, [c], table=[0.2, 0.0, -0.4])
+    return b.build(), np.array([x[0], x[3], c], dtype=np.int64)
+
+
+def _core(graph, targets) -> None:
+    from pdbq.graph.from_store import _var_csr_fast, reachable  # noqa: PLC0415
+    from pdbq.inference.exact.auto import choose_method  # noqa: PLC0415
+    from pdbq.inference.exact.elimination import exact_map, exact_marginals  # noqa: PLC0415
+    from pdbq.inference.mcmc.config import GibbsConfig  # noqa: PLC0415
+    from pdbq.inference.mcmc.gibbs import run_gibbs  # noqa: PLC0415
+    from pdbq.inference.mcmc.kernels import prepare_kernel_graph  # noqa: PLC0415
+    from pdbq.inference.query_aware.influence import edge_influence  # noqa: PLC0415
+    from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution  # noqa: PLC0415
+
+    for two_pass in (False, True):
+        _var_csr_fast(graph.factor_offsets, graph.factor_vars, graph.n_vars, two_pass=two_pass)
+    reachable(graph, targets[:1])
+    kernel = prepare_kernel_graph(graph)
+    sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
+    influence = edge_influence(graph)
+    sel = selection_distribution(graph, targets, sites, SelectionConfig(), influence=influence)
+    # a budget-governed run (deadline, tolerance, share burn-in) and a fixed one (sweep scan)
+    cfg = GibbsConfig(tolerance=0.2, chains=2, threads=1, seed=0, steps=40_000)
+    run_gibbs(graph, targets, cfg, sites=sites, selection=(sel.prob, sel.alias), kernel=kernel,
+              deadline=time.perf_counter() + 5.0)
+    run_gibbs(graph, targets, GibbsConfig(steps=2_000, chains=2, threads=1, seed=0), kernel=kernel)
+    choose_method(graph, max_table=1 << 20, max_seconds=1.0)
+    exact_marginals(graph)
+    exact_marginals(graph, variables=targets)
+    exact_map(graph)
+
+
+def _moves(graph, targets) -> None:
+    from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig  # noqa: PLC0415
+    from pdbq.inference.moves.cutset import cutset_for, run_cutset  # noqa: PLC0415
+    from pdbq.inference.moves.mixing import run_mixing  # noqa: PLC0415
+
+    cfg = GibbsConfig(steps=2_000, chains=2, threads=1, seed=0)
+    for mixing in (MixingConfig(blocks="auto"), MixingConfig(tempering=2, jumps=2), MixingConfig(clusters=True),
+                   MixingConfig(blocks="auto", clusters=True)):
+        run_mixing(graph, targets, cfg, mixing)
+    run_cutset(graph, targets, cfg, cutset=cutset_for(graph, True, 1 << 10))
+
+
+def warm_up(tier: str = "core") -> WarmUp | None:
+    """Run ``tier``'s kernels once in this process (compiling those not in numba's cache);
+    None when this process already did (then it costs nothing). Thread-safe."""
+    if tier not in TIERS:
+        raise ValueError(f"warm_up: tier must be one of {TIERS}, got {tier!r}")
+    if _done.get(tier):
+        return None
+    with _lock:
+        if _done.get(tier):
+            return None
+        t0 = time.perf_counter()
+        before = _misses()
+        graph, targets = _tiny_graph()
+        if tier == "core":
+            _core(graph, targets)
+        else:
+            _moves(graph, targets)
+        _done[tier] = True
+        return WarmUp(tier, time.perf_counter() - t0, _misses() - before)
+
+
+def compile_notice(w: WarmUp | None) -> str | None:
+    """The one-time sentence for a warm-up that compiled kernels (None otherwise)."""
+    if w is None or w.compiled == 0:
+        return None
+    what = "pdbq's kernels" if w.tier == "core" else "the kernels of AUTO's mixing moves"
+    return (f"first use on this machine: compiled {what} ({w.compiled} signatures, {w.seconds:.1f} s; cached for "
+            "later runs); that time is not counted against time_limit")

@@ -1,0 +1,142 @@
+"""A query's time limit in every phase of a sampling run: burn-in that adapts the moves, each
+move family's rounds, AUTO's pilot and the run after it, AUTO's exact branch, and the kernels'
+one-time compilation (which is not the query's time).
+
+Time bounds are the generous "within 10% + 1 s" a time limit promises; the rest asserts what load
+cannot change (which phase ended the run, whether samples were kept, what the warnings say)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+
+from pdbq.answers import engine
+from pdbq.answers.warmup import WarmUp, compile_notice, warm_up
+from pdbq.graph.builder import GraphBuilder
+from pdbq.inference.exact.auto import Decision
+from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
+from pdbq.inference.moves import move_choice
+from pdbq.inference.moves.cutset import cutset_for, run_cutset
+from pdbq.inference.moves.mixing import run_mixing
+from pdbq.language.nodes import FactorFunction as F, Method
+from pdbq.planning.options import QueryOptions
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm():
+    # kernels loaded (or compiled) once, before any clock below starts
+    warm_up("core")
+    warm_up("moves")
+
+
+def _held(seconds: float, limit: float) -> bool:
+    return seconds <= 1.1 * limit + 1.0
+
+
+def _grid(side: int, w: float):
+    b = GraphBuilder()
+    v = b.add_variables(side * side)
+    rng = np.random.default_rng(0)
+    for r in range(side):
+        for c in range(side):
+            i = r * side + c
+            if c + 1 < side:
+                b.add_factor(F.EQUAL, [v[i], v[i + 1]], weight=b.add_weight(w))
+            if r + 1 < side:
+                b.add_factor(F.EQUAL, [v[i], v[i + side]], weight=b.add_weight(w))
+            b.add_factor(F.ISTRUE, [v[i]], weight=b.add_weight(float(rng.normal(0.0, 0.1))))
+    return b.build()
+
+
+def test_burn_in_the_clock_cuts_short_answers_from_the_kept_samples():
+    g = _grid(5, 1.0)
+    limit = 3.0
+    t = time.perf_counter()
+    r = run_mixing(g, np.arange(25), GibbsConfig(burn_in=10**12, time_limit=limit, seed=1, threads=1),
+                   MixingConfig(tempering=3))
+    assert _held(time.perf_counter() - t, limit)
+    assert r.steps > 0 and not np.isnan(r.marginals).any()
+    assert any("cut burn-in short" in w for w in r.warnings)
+    assert not any("no estimates" in w for w in r.warnings)
+
+
+MOVES = {
+    "blocks": MixingConfig(blocks="auto"),
+    "tempering": MixingConfig(tempering=4),
+    "jumps and tempering": MixingConfig(tempering=4, jumps=8),
+    "clusters": MixingConfig(clusters=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MOVES))
+def test_each_move_family_holds_a_tiny_time_limit(name):
+    g = _grid(12, 3.0)  # strongly coupled: no move family reaches the tolerance in time
+    limit = 0.5
+    t = time.perf_counter()
+    r = run_mixing(g, np.arange(g.n_vars), GibbsConfig(tolerance=1e-4, time_limit=limit, seed=1, threads=1),
+                   MOVES[name])
+    assert _held(time.perf_counter() - t, limit)
+    _clock_ended(r)
+
+
+def _clock_ended(r) -> None:
+    """Estimates: the tolerance warning says the clock ended the run; too few kept samples for
+    one: NULL with its reason, never a number."""
+    if not np.isnan(r.marginals).any():
+        assert r.steps > 0
+        assert any("tolerance" in w and "time limit" in w for w in r.warnings), r.warnings
+    else:
+        assert any("too few updates" in w for w in r.warnings), r.warnings
+
+
+def test_cutset_rounds_hold_a_tiny_time_limit():
+    g = _grid(12, 3.0)
+    limit = 0.5
+    cs = cutset_for(g, True, 1 << 10)
+    assert cs.size > 0
+    t = time.perf_counter()
+    r = run_cutset(g, np.arange(g.n_vars), GibbsConfig(tolerance=1e-5, time_limit=limit, seed=1, threads=1),
+                   cutset=cs)
+    assert _held(time.perf_counter() - t, limit)
+    _clock_ended(r)
+
+
+def test_auto_answers_from_the_pilot_when_the_clock_leaves_the_moves_nothing(monkeypatch):
+    g = _grid(8, 3.0)  # strong couplings: the pilot does not mix and AUTO picks moves
+    moves = move_choice.choose_moves(g).without_cutset()
+    assert moves.pilots
+
+    def starved(graph, targets, config, *a, **kw):
+        r = run_mixing(graph, targets, dataclasses.replace(config, time_limit=None, tolerance=None, steps=64), *a,
+                       **{k: v for k, v in kw.items() if k != "deadline"})
+        return dataclasses.replace(r, steps=0, marginals=np.full_like(r.marginals, np.nan))
+
+    monkeypatch.setattr(move_choice, "run_mixing", starved)
+    cfg = GibbsConfig(tolerance=0.01, chains=2, seed=1, threads=1, steps=200_000)
+    r, why = move_choice.run_auto(g, np.arange(g.n_vars), cfg, moves)
+    assert r.steps > 0 and not np.isnan(r.marginals).any()
+    assert "comes from the plain pilot" in r.warnings[0]
+
+
+def test_auto_samples_when_exact_would_outlast_the_time_left(monkeypatch):
+    g = _grid(4, 0.5)
+    slow = Decision("EXACT", "exact: pretend it takes 100 s", 4, 16, 100.0)
+    monkeypatch.setattr(engine, "auto_decision", lambda *a, **k: slow)
+    opts = QueryOptions(time_limit=2.0, seed=1, exact_budget=1000.0)
+    a = engine.answer(g, np.arange(4), Method.AUTO, opts)
+    assert a.method == "QAM" and "stops at the deadline" in a.reason
+    a = engine.answer(g, np.arange(4), Method.AUTO, dataclasses.replace(opts, time_limit=None))
+    assert a.method == "EXACT"  # no time limit written: the exact branch as before
+
+
+def test_warm_up_is_once_per_process_and_said_only_when_it_compiled():
+    assert warm_up("core") is None  # the fixture did it
+    assert compile_notice(None) is None
+    assert compile_notice(WarmUp("core", 1.0, 0)) is None  # loaded from the cache: nothing to say
+    text = compile_notice(WarmUp("core", 41.0, 80))
+    assert "first use on this machine" in text and "not counted against time_limit" in text
+    with pytest.raises(ValueError):
+        warm_up("everything")
