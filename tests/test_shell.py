@@ -146,6 +146,15 @@ def test_read_open_and_quit(shell: Shell, tmp_path: Path) -> None:
     assert out(shell).endswith("one\n1\n") and "after quit" not in out(shell)
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises():
+    """Python's Ctrl-C handler for each test: a runner started as a background job ignores SIGINT
+    (and so would this process), and the Ctrl-C tests would wait for a statement that never ends."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _ctrl_c_when_running(delay: float = 0.3) -> threading.Thread:
     """Send SIGINT to this process once a statement's worker thread has run for ``delay`` s."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import termios
 import time
@@ -21,6 +22,12 @@ TIMEOUT = 30
 LONG_QUERY = "SELECT sum(a.range * b.range) AS total FROM range(100000000) a, range(1000000) b;"
 
 
+def _sigint_default() -> None:
+    # a runner started as a background job ignores SIGINT, and an exec'd child inherits that:
+    # the shell must see Ctrl-C as a terminal user's shell does
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _spawn(tmp_path: Path, *args: str):
     env = dict(
         os.environ,
@@ -31,7 +38,7 @@ def _spawn(tmp_path: Path, *args: str):
     )
     child = pexpect.spawn(
         sys.executable, ["-m", "pdbq", *args], env=env, encoding="utf-8", timeout=TIMEOUT,
-        dimensions=(40, 160),
+        dimensions=(40, 160), preexec_fn=_sigint_default,
     )
     child.expect("pdbq>")
     return child
