@@ -73,7 +73,7 @@ __all__ = [
 
 _FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
 _MAX_ROUND = 1 << 20
-_MIN_ROUND = 1 << 14  # updates: a kernel call costs tens of µs before its first update
+_MIN_ROUND = 1 << 12  # updates (~2 ms): a kernel call and the thread hand-off cost tens of µs
 _CHUNK_SECONDS = 0.05  # with a deadline, kernel calls are cut into chunks of about this wall time
 _FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
 _MIN_ROUNDS_FOR_TOLERANCE = 16
