@@ -140,3 +140,19 @@ def test_warm_up_is_once_per_process_and_said_only_when_it_compiled():
     assert "first use on this machine" in text and "not counted against time_limit" in text
     with pytest.raises(ValueError):
         warm_up("everything")
+
+
+def test_choosing_blocks_stops_at_the_deadline_and_says_so():
+    from pdbq.inference.moves.blocks import build_blocks
+
+    g = _grid(12, 3.0)
+    full = build_blocks(g, max_table=1 << 6)
+    assert not full.cut and len(full) > 1
+    cut = build_blocks(g, max_table=1 << 6, deadline=time.perf_counter())  # already past: no block grown
+    assert cut.cut and len(cut) == 0
+    r = run_mixing(g, np.arange(g.n_vars), GibbsConfig(steps=2_000, seed=1, threads=1),
+                   MixingConfig(blocks="auto", block_table=1 << 6), deadline=time.perf_counter() + 30.0)
+    assert not any("stopped choosing blocks" in w for w in r.warnings)
+    r = run_mixing(g, np.arange(g.n_vars), GibbsConfig(tolerance=0.5, time_limit=1.0, seed=1, threads=1),
+                   MixingConfig(blocks="auto", block_table=1 << 6), deadline=time.perf_counter())
+    assert any("stopped choosing blocks after 0" in w for w in r.warnings)

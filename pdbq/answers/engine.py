@@ -318,8 +318,14 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
                           clusters=options.clusters, jumps=options.jumps).check()
 
     def blocks_for(m: MixingConfig):
-        return _memoised(memo, ("blocks", free_q.tobytes(), m.blocks, m.block_table),
-                         lambda: block_set(graph, m, free_q), keep=_KEEP_SELECTIONS)
+        key = ("blocks", free_q.tobytes(), m.blocks, m.block_table)
+        kept = memo.get(key) if memo is not None else None
+        if kept is not None:
+            return kept
+        made = block_set(graph, m, free_q, deadline)
+        if memo is not None and not getattr(made, "cut", False):  # a choice the clock cut is not kept
+            memo.put(key, made, keep=_KEEP_SELECTIONS)
+        return made
 
     if on_dask:
         r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, run_kw["sites"],

@@ -38,6 +38,7 @@ for a subset S of the new state, an unbiased Rao-Blackwellised estimate of its m
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -57,8 +58,16 @@ __all__ = [
     "BlockSampler",
     "block_edges",
     "build_blocks",
+    "BlockList",
     "block_kernel",
 ]
+
+class BlockList(list):
+    """The blocks `build_blocks` chose; ``cut`` is True when a deadline stopped the choice early
+    (the blocks made so far are valid moves, just fewer of them: not to be kept for later runs)."""
+
+    cut = False
+
 
 DEFAULT_BLOCK_TABLE = 2**10  # entries of a block's largest clique table (width 9 for booleans)
 GLOBAL_ORDER_LIMIT = 20_000  # free variables beyond which blocks are forests (no global order)
@@ -158,14 +167,17 @@ def build_blocks(
     min_new: float = 0.05,
     within: np.ndarray | None = None,
     priority: np.ndarray | None = None,
-) -> list[Block]:
+    deadline: float | None = None,
+) -> BlockList:
     """Blocks over the free variables (see the module docstring). ``max_vars`` caps a block's
     size; ``targets`` are seeded first. ``within`` (bool per variable): blocks hold and seed only
     these variables (`domains` grows blocks around a slow-mixing patch); ``priority`` (float per
     variable): growth takes the highest-priority neighbour first instead of the strongest coupling.
     A block of 16 or more variables that would bring fewer than max(2, ``min_new`` × its size)
     variables not yet in a block is dropped (its seed is left to single-site moves), so a
-    separator that every block must leave out does not breed near-identical blocks."""
+    separator that every block must leave out does not breed near-identical blocks.
+    ``deadline`` (a `time.perf_counter()` instant): growing blocks stops there, with the blocks
+    made so far (`BlockList.cut`); growth is Python, seconds on a few thousand variables."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"blocks: the largest clique table must be at least 2 entries, got {max_table!r}")
     if max_vars is not None and (isinstance(max_vars, bool) or not isinstance(max_vars, (int, np.integer)) or max_vars < 1):
@@ -177,7 +189,7 @@ def build_blocks(
     if within is not None:
         free = free[np.asarray(within, dtype=bool)[free]]
     if free.size == 0:
-        return []
+        return BlockList()
     nb = _neighbours(edges, n)
     if within is not None:
         keep = np.asarray(within, dtype=bool)
@@ -217,9 +229,13 @@ def build_blocks(
         covered[~np.asarray(within, dtype=bool)] = True
     blocks: list[Block] = []
     cap = max_vars if max_vars is not None else n
+    cut = False
     for seed in seeds.tolist():
         if covered[seed]:
             continue
+        if deadline is not None and time.perf_counter() >= deadline:
+            cut = True
+            break
         members = [seed]
         in_b = {seed}
         if use_order:
@@ -292,7 +308,9 @@ def build_blocks(
         covered[members] = True
         order = info.order if use_order else None
         blocks.append(_make_block(np.array(members, dtype=np.int64), edges, card, max_table, order, scopes_of))
-    return blocks
+    out = BlockList(blocks)
+    out.cut = cut
+    return out
 
 
 def _make_block(members: np.ndarray, edges, card, max_table: int, global_order, scopes_of) -> Block:

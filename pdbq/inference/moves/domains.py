@@ -76,9 +76,10 @@ def slow_variables(targets: np.ndarray, ess: np.ndarray, evidence: np.ndarray, d
 
 
 def domain_blocks(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, max_table: int,
-                  edges=None) -> list[Block]:
+                  edges=None, deadline: float | None = None) -> list[Block]:
     """Exact blocks inside the ``slow`` variables (slowest first), grown slowest neighbour first;
-    ``ess_of``: pilot ESS per graph variable (only entries of ``slow`` are read)."""
+    ``ess_of``: pilot ESS per graph variable (only entries of ``slow`` are read). ``deadline``:
+    as in `blocks.build_blocks` (the blocks grown by then)."""
     slow = np.asarray(slow, dtype=np.int64)
     if slow.size < 2:
         return []
@@ -86,7 +87,8 @@ def domain_blocks(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, m
     within[slow] = True
     prio = np.zeros(graph.n_vars)
     prio[slow] = -np.asarray(ess_of, dtype=np.float64)[slow]
-    grown = build_blocks(graph, max_table=max_table, targets=slow, edges=edges, within=within, priority=prio)
+    grown = build_blocks(graph, max_table=max_table, targets=slow, edges=edges, within=within, priority=prio,
+                         deadline=deadline)
     # a further block must bring mostly new variables: overlapping near-copies of the first
     # would double the draw cost for the same domain
     kept, seen = [], np.zeros(graph.n_vars, dtype=bool)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -315,8 +316,15 @@ def run_mixing(
 
     if mixing.uses_blocks and blocks is None and n_sites and n_live:
         max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
+        # choosing blocks is part of the run: its time limit ends that too (leaving the rest of
+        # the time to the chains is `run_gibbs`'s, from its own start)
+        until = deadline
+        if config.time_limit is not None:
+            mine = time.perf_counter() + config.time_limit
+            until = mine if until is None else min(until, mine)
         blocks = build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=live,
-                              edges=block_edges(graph))
+                              edges=block_edges(graph), deadline=until)
+    blocks_cut = bool(getattr(blocks, "cut", False))
     blocks = list(blocks or [])
     for b in blocks:  # only variables among the sampled sites may move
         if not in_sites[b.vars].all():
@@ -375,6 +383,9 @@ def run_mixing(
         found = len(made[0].pool)
         warnings.append(f"jumps: burn-in met {found} distinct local mode(s), fewer than the 2 a jump needs, so no "
                         "jump was tried (the jumps are chosen in burn-in only: give burn_in > 0)")
+    if blocks_cut:
+        warnings.append(f"blocks: the time limit stopped choosing blocks after {len(blocks)}: fewer block moves than "
+                        "the graph allows; raise time_limit")
     if cg is not None and cg.bond_u.shape[0] == 0:
         warnings.append("clusters: no factor can carry a bond (docs/inference.md, \"Cluster moves\"), so the "
                         "cluster pass only relabels single variables")
@@ -394,11 +405,12 @@ def run_mixing(
     )
 
 
-def block_set(graph: FactorGraph, mixing: MixingConfig, targets: np.ndarray | None = None) -> list[Block]:
+def block_set(graph: FactorGraph, mixing: MixingConfig, targets: np.ndarray | None = None,
+              deadline: float | None = None) -> list[Block]:
     """The blocks `run_mixing` would build for ``mixing`` (a query engine keeps them with a
-    cached graph)."""
+    cached graph, unless the ``deadline`` cut the choice short: `blocks.BlockList.cut`)."""
     max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
-    return build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=targets)
+    return build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=targets, deadline=deadline)
 
 
 def describe_moves(r: MixingResult) -> str:

@@ -221,7 +221,7 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     if int(np.count_nonzero(graph.evidence < 0)) > MAX_BLOCK_VARS:
         return None  # as for block moves: too large to build the tables of (plain moves go on)
     try:
-        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table)
+        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table, deadline=deadline)
     except InferenceError:
         return None  # a factor too large for a table (`potentials.hyperedges`): plain moves go on
     if not blocks:
@@ -332,7 +332,7 @@ def run_auto(
     why = ""
     if mixing.uses_blocks:
         try:
-            cached = blocks(mixing) if blocks is not None else block_set(graph, mixing, targets)
+            cached = blocks(mixing) if blocks is not None else block_set(graph, mixing, targets, deadline)
         except InferenceError as e:
             mixing = MixingConfig(tempering=TEMPERING_COPIES)
             why = f"no exact blocks ({e}); replica exchange instead"
