@@ -207,6 +207,7 @@ def build_blocks(
         # bounds their cliques as well (and costs only that subgraph)
         scopes = [s[keep[s]] for s in scopes if keep[s].any()]
     use_order = free.size <= global_order_limit
+    order_info, multi = None, None
     if use_order:
         info = min_fill_order(scopes, card)
         clique_of: dict[int, np.ndarray] = {int(v): c for v, c in zip(info.order.tolist(), info.cliques)}
@@ -214,6 +215,7 @@ def build_blocks(
         for v, c in clique_of.items():
             for u in c.tolist():
                 in_cliques.setdefault(u, []).append(v)
+        order_info = (clique_of, in_cliques)
     else:
         big = [h.scope for h in edges if h.scope.shape[0] > 2]
         multi = np.zeros(n, dtype=bool)
@@ -236,66 +238,7 @@ def build_blocks(
         if deadline is not None and time.perf_counter() >= deadline:
             cut = True
             break
-        members = [seed]
-        in_b = {seed}
-        if use_order:
-            size = {seed: int(card[seed])}
-        else:
-            parent = {seed: seed}
-
-            def find(u):
-                while parent[u] != u:
-                    parent[u] = parent[parent[u]]
-                    u = parent[u]
-                return u
-
-        heap = [(-s, k, u) for k, (u, s) in enumerate(nb[seed].items()) if use_order or not covered[u]]
-        heapq.heapify(heap)
-        tick = len(heap)
-        rejected: set[int] = set()
-        while heap and len(members) < cap:
-            _, _, u = heapq.heappop(heap)
-            if u in in_b or u in rejected:
-                continue
-            if use_order:
-                ok = True
-                cu = int(card[u])
-                su = cu
-                for w in clique_of.get(u, np.array([u])).tolist():
-                    if w in in_b:
-                        su *= int(card[w])
-                if su > max_table:
-                    ok = False
-                else:
-                    for v in in_cliques.get(u, ()):
-                        if v in in_b and size[v] * cu > max_table:
-                            ok = False
-                            break
-                if not ok:
-                    rejected.add(u)
-                    continue
-                for v in in_cliques.get(u, ()):
-                    if v in in_b:
-                        size[v] *= cu
-                size[u] = su
-            else:
-                if multi[u] or card[u] * max(int(card[w]) for w in nb[u]) > max_table:
-                    rejected.add(u)
-                    continue
-                roots = [find(w) for w in nb[u] if w in in_b]
-                if len(set(roots)) != len(roots):
-                    rejected.add(u)
-                    continue
-                parent[u] = u
-                for r in roots:
-                    parent[r] = u
-            members.append(u)
-            in_b.add(u)
-            for w, s in nb[u].items():
-                # beyond the global-order limit blocks do not overlap: growth stays linear
-                if w not in in_b and w not in rejected and (use_order or not covered[w]):
-                    heapq.heappush(heap, (-s, tick, w))
-                    tick += 1
+        members = _grow(seed, nb, card, max_table, cap, covered, order_info, multi)
         if len(members) == 1:
             covered[seed] = True  # a one-variable block is a single-site update: nothing to gain
             continue
@@ -311,6 +254,79 @@ def build_blocks(
     out = BlockList(blocks)
     out.cut = cut
     return out
+
+
+def _grow(seed: int, nb: list[dict], card: np.ndarray, max_table: int, cap: int, covered: np.ndarray,
+          order_info: tuple[dict, dict] | None, multi: np.ndarray | None) -> list[int]:
+    """One block grown from ``seed`` (Prim-style, strongest tie first) while its cliques fit
+    ``max_table`` and it has fewer than ``cap`` variables. ``order_info`` = (clique of each
+    variable, variables whose clique holds it) of the global min-fill order; None: beyond the
+    global-order limit, where a block stays a forest of pairwise factors (``multi``: variables in
+    a larger factor) that does not overlap ``covered`` ones."""
+    use_order = order_info is not None
+    if use_order:
+        clique_of, in_cliques = order_info
+    members = [seed]
+    in_b = {seed}
+    if use_order:
+        size = {seed: int(card[seed])}
+    else:
+        parent = {seed: seed}
+
+        def find(u):
+            while parent[u] != u:
+                parent[u] = parent[parent[u]]
+                u = parent[u]
+            return u
+
+    heap = [(-s, k, u) for k, (u, s) in enumerate(nb[seed].items()) if use_order or not covered[u]]
+    heapq.heapify(heap)
+    tick = len(heap)
+    rejected: set[int] = set()
+    while heap and len(members) < cap:
+        _, _, u = heapq.heappop(heap)
+        if u in in_b or u in rejected:
+            continue
+        if use_order:
+            ok = True
+            cu = int(card[u])
+            su = cu
+            for w in clique_of.get(u, np.array([u])).tolist():
+                if w in in_b:
+                    su *= int(card[w])
+            if su > max_table:
+                ok = False
+            else:
+                for v in in_cliques.get(u, ()):
+                    if v in in_b and size[v] * cu > max_table:
+                        ok = False
+                        break
+            if not ok:
+                rejected.add(u)
+                continue
+            for v in in_cliques.get(u, ()):
+                if v in in_b:
+                    size[v] *= cu
+            size[u] = su
+        else:
+            if multi[u] or card[u] * max(int(card[w]) for w in nb[u]) > max_table:
+                rejected.add(u)
+                continue
+            roots = [find(w) for w in nb[u] if w in in_b]
+            if len(set(roots)) != len(roots):
+                rejected.add(u)
+                continue
+            parent[u] = u
+            for r in roots:
+                parent[r] = u
+        members.append(u)
+        in_b.add(u)
+        for w, s in nb[u].items():
+            # beyond the global-order limit blocks do not overlap: growth stays linear
+            if w not in in_b and w not in rejected and (use_order or not covered[w]):
+                heapq.heappush(heap, (-s, tick, w))
+                tick += 1
+    return members
 
 
 def _make_block(members: np.ndarray, edges, card, max_table: int, global_order, scopes_of) -> Block:
