@@ -43,11 +43,11 @@ from pdbq.coref.autoblock import BlockingChoice
 from pdbq.coref.estimate import EmSettings
 from pdbq.coref.levels import FieldSpec
 from pdbq.coref.pair_model import PairModel, PairScores
-from pdbq.inference.coreference.resolve import CorefConfig, resolve_map
+from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
-from pdbq.linkage.sources import cross_source
+from pdbq.linkage.sources import cross_source, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
@@ -126,6 +126,7 @@ def dedupe(
     train=None,
     probabilities: bool | CorefConfig = False,
     link_only: str | None = None,
+    one_to_one: bool = False,
 ) -> DedupeResult:
     """Cluster the records of `source` (module docstring).
 
@@ -155,11 +156,15 @@ def dedupe(
         the clustering posterior for `pairs` and `cluster_confidence` (`pdbq.linkage.posterior`).
     link_only: a column naming each record's source: only pairs across sources are compared
         (`pdbq.link` sets it).
+    one_to_one: with `link_only`: no cluster holds two records of one source (a hard constraint
+        of the clustering moves, for MAP and `probabilities`).
     """
     if nulls not in ("ignore", "error"):
         raise CorefInputError(f"nulls must be 'ignore' or 'error', got {nulls!r}")
     if not isinstance(probabilities, (bool, CorefConfig)):
         raise CorefInputError(f"probabilities must be True, False or a CorefConfig, got {probabilities!r}")
+    if one_to_one and link_only is None:
+        raise CorefInputError("one_to_one needs link_only: it is a constraint between the records of two sources")
     con = connection_of(con)
     stored, model, fields = _stored_model_args(con, model, model_name, fields, comparisons, compare)
     if comparisons is None and not fields:
@@ -219,8 +224,13 @@ def dedupe(
             graph = feats.graph(records.n, lin.scores(feats.x))
             run_config = config if config is not None else DEFAULT_CONFIG
         t2 = time.perf_counter()
-        res = resolve_map(graph, run_config)
+        group = source_groups(con, link_only) if one_to_one else None
+        res = resolve_map(graph, run_config, cannot_link=group)
         warnings.extend(res.warnings)
+        clash = group_clash(res.labels, group)
+        if clash is not None:  # the moves never make one: a broken invariant is said, not hidden
+            warnings.append(f"one_to_one violated: records {records.ids[clash[0]]!r} and {records.ids[clash[1]]!r} "
+                            "of one source share a cluster")
         cluster = records.ids[res.labels]
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
         table = pa.table({"id": records.ids, "cluster": cluster})
@@ -229,7 +239,7 @@ def dedupe(
         pairs = confidence = None
         if probabilities is not False:
             pairs, confidence, post_diag = _posterior(graph, scores if scores is not None else feats, records.ids,
-                                                      res.labels, probabilities, warnings)
+                                                      res.labels, probabilities, warnings, group)
         diag = {
             "records": records.n,
             "candidate_pairs": n_pairs,
@@ -308,11 +318,11 @@ def _holdout(con, records, fields, specs, blocks, max_pairs, em, labels: Labels,
             "pairwise_precision": pw.precision, "pairwise_recall": pw.recall, "pairwise_f1": pw.f1}
 
 
-def _posterior(graph, candidates, ids, labels, probabilities, warnings):
+def _posterior(graph, candidates, ids, labels, probabilities, warnings, group=None):
     """(pairs, cluster_confidence, diagnostics) of `probabilities=` (`pdbq.linkage.posterior`);
     `candidates`: the scored pairs (`PairScores` or `PairFeatures`)."""
     cfg = probabilities if isinstance(probabilities, CorefConfig) else POSTERIOR_CONFIG
-    pairs, confidence, post = match_probabilities(graph, candidates.a, candidates.b, ids, labels, cfg)
+    pairs, confidence, post = match_probabilities(graph, candidates.a, candidates.b, ids, labels, cfg, group)
     warnings.extend(post.warnings)
     return pairs, confidence, {"seconds_posterior": post.seconds, "posterior_samples": post.samples,
                                "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}

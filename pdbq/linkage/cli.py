@@ -7,8 +7,9 @@ recall, the match prior, a summary line (and with --show-model, m, u and the wei
 level). --gold FILE (the records' id column or `id`, and an entity column; or two columns of
 matching ids) prints B³ and pairwise scores to stderr; --train FILE (same shapes) fits the model
 from those labels instead of EM and prints a holdout report.
---link FILE links INPUT to a second source (`pdbq.linkage.link`; --link-mode, --link-id) and
-writes `(source, id, cluster)`. --pairs FILE writes every candidate pair's match probability
+--link FILE links INPUT to a second source (`pdbq.linkage.link`; --link-mode, --link-id,
+--one-to-one: each source is free of duplicates, so no cluster holds two records of one source)
+and writes `(source, id, cluster)`. --pairs FILE writes every candidate pair's match probability
 from the clustering posterior (`id_l, id_r, match_probability, se`), --cluster-confidence FILE
 each cluster's probability of being exactly right (least certain first), --explain FILE each
 pair's per-field levels and contributions; --calibration PNG (with --gold and --pairs) prints
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--link", metavar="FILE", help="a second source: link INPUT's records to this one's")
     p.add_argument("--link-mode", choices=("link_only", "link_and_dedupe"), default="link_only",
                    help="with --link: compare only across sources (default) or also within each")
+    p.add_argument("--one-to-one", action="store_true",
+                   help="with --link (link_only): each source is free of duplicates; no cluster may hold two "
+                        "records of one source")
     p.add_argument("--link-id", metavar="COL", help="with --link: the second source's id column (default: --id)")
     p.add_argument("--pairs", metavar="FILE",
                    help="write every candidate pair's posterior match probability (.csv or .parquet)")
@@ -125,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         config = CorefConfig(**{**_FS_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
         if args.calibration and not (args.gold and args.pairs):
             raise CorefInputError("--calibration needs --gold (the true entities) and --pairs (the probabilities)")
+        if args.one_to_one and not args.link:
+            raise CorefInputError("--one-to-one needs --link: it constrains the records of two sources")
         if args.link and args.train:
             raise CorefInputError("--train is not available with --link yet (fit on one source, or without labels)")
         kw = dict(fields=[f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None,
@@ -135,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.link:
             from pdbq.linkage.link import link  # noqa: PLC0415
 
-            res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode, **kw)
+            res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
+                       one_to_one=args.one_to_one, **kw)
         else:
             res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
         _write_extras(res, args)

@@ -15,6 +15,14 @@ position, in (source, id) order, of its first record); `pairs`, with probabiliti
 `(id_l, id_r, match_probability, se)` with `id_l` from the left source under link_only, and
 `(source_l, id_l, source_r, id_r, match_probability, se)` under link_and_dedupe.
 
+`one_to_one=True` (link_only only) states that each source is free of duplicates: no cluster
+may then hold two records of one source, so a record links to at most one record of the other
+source. It is a hard constraint of the clustering moves (a move that would put two records of
+one source in one cluster is rejected before it is scored), so the MAP clustering never breaks
+it and the match probabilities are those of the posterior restricted to such clusterings (a
+pair of one source has probability 0). Without it, two records of one source can end up in one
+cluster through a shared partner in the other source.
+
 Blocking (and, with the estimated model, its estimation) runs over all records; the pairs
 within a source are dropped before clustering, so `max_pairs` bounds the compared pairs from
 above.
@@ -79,12 +87,17 @@ def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[s
 
 def link(left, right, *, id: str, right_id: str | None = None, fields: list[str] | None = None, comparisons=None,
          mode: str = "link_only", sources: tuple[str, str] = ("left", "right"), output: str | Path | None = None,
-         con: duckdb.DuckDBPyConnection | None = None, **options):
+         con: duckdb.DuckDBPyConnection | None = None, one_to_one: bool = False, **options):
     """Link the records of `left` to those of `right` (module docstring). `options`: the other
     arguments of `pdbq.dedupe` (blocking, bias, max_pairs, nulls, config, probabilities).
+    `one_to_one=True` (link_only only): each source is free of duplicates, so no cluster holds two
+    records of one source (a hard constraint of MAP and the posterior sampler, module docstring).
     Returns a `DedupeResult` whose tables carry the source of each record."""
     if mode not in MODES:
         raise CorefInputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if one_to_one and mode != "link_only":
+        raise CorefInputError(f"one_to_one needs mode='link_only': under {mode!r} a source may hold duplicates, "
+                              "which the constraint would forbid joining")
     if len(sources) != 2 or sources[0] == sources[1]:
         raise CorefInputError(f"sources must be two different names, got {sources!r}")
     if comparisons is None and not fields:
@@ -106,7 +119,7 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
                                properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
                                expression=keyed).sql(dialect="duckdb"))
         res = dedupe("__pdbq_link_records", id=_KEY, fields=fields, comparisons=comparisons, con=con,
-                     link_only=_SOURCE if mode == "link_only" else None, **options)
+                     link_only=_SOURCE if mode == "link_only" else None, one_to_one=one_to_one, **options)
         got = con.execute(exp.select(_SOURCE, exp.column(_q(id))).from_("__pdbq_link_records")
                           .order_by(_KEY).sql(dialect="duckdb")).fetchnumpy()
         src = np.asarray(sources, dtype=object)[np.asarray(got[_SOURCE], dtype=np.int64)]

@@ -35,12 +35,13 @@ POSTERIOR_CONFIG = CorefConfig(sweeps=100, burn_in=20, chains=4, temperature=1.0
 
 
 def match_probabilities(graph: PairGraph, a: np.ndarray, b: np.ndarray, ids: np.ndarray, labels: np.ndarray,
-                        config: CorefConfig = POSTERIOR_CONFIG) -> tuple[pa.Table, pa.Table, ClusteringPosterior]:
+                        config: CorefConfig = POSTERIOR_CONFIG,
+                        cannot_link: np.ndarray | None = None) -> tuple[pa.Table, pa.Table, ClusteringPosterior]:
     """(pairs, clusters, posterior) for candidate pairs (a[k], b[k]) (dense mention indices),
     record ids `ids` and the MAP labels `labels` (`labels[m]`: smallest mention index of m's
-    cluster). Module docstring for the tables."""
+    cluster; `cannot_link`: groups never joined, as in `resolve_map`). Module docstring for the tables."""
     ptr, mem = clusters_csr(labels)
-    post = sample_posterior(graph, a, b, (ptr, mem), config, start=labels)
+    post = sample_posterior(graph, a, b, (ptr, mem), config, start=labels, cannot_link=cannot_link)
     ids = np.asarray(ids)
     pairs = pa.table({
         "id_l": pa.array(ids[a]), "id_r": pa.array(ids[b]),

@@ -12,11 +12,19 @@ from sqlglot import exp
 from pdbq.coref.model import MENTION, RECORDS, PairFeatures
 from pdbq.coref.pair_model import PairScores
 
-__all__ = ["cross_source"]
+__all__ = ["cross_source", "source_groups"]
 
 
 def _q(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
+
+
+def source_groups(con, column: str) -> np.ndarray:
+    """Each loaded record's source as a dense int32 code (in mention order): the cannot-link
+    groups of a one-to-one link (no entity holds two records of one source)."""
+    q = exp.select(exp.column(_q(column))).from_(RECORDS).order_by(exp.column(_q(MENTION)))
+    src = np.asarray(next(iter(con.execute(q.sql(dialect="duckdb")).fetchnumpy().values())))
+    return np.unique(src, return_inverse=True)[1].reshape(-1).astype(np.int32)
 
 
 def cross_source(con, column: str, pairs):

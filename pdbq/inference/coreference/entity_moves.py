@@ -22,6 +22,13 @@ the allocation would have recreated A | B along the drawn order), so the MH rati
 Accept with min(1, exp(Δ/τ) · q_rev/q_fwd); τ = 0 is greedy (accept iff Δ > 0, or Δ = 0 for a
 move that creates an entity).
 
+Cannot-link groups (`Scratch.group`, −1 = none): two mentions of one group never share an
+entity. A mention move into an entity holding a member of m's group, and a merge of two
+entities with members of one group, are rejected before scoring. Both directions of every
+remaining move stay possible (a split never creates a clash), so the chain is the same MH chain
+restricted to the clusterings without a clash: its target is π conditioned on that set (it must
+start inside it). Without groups every check is false and the chain is unchanged.
+
 The score of every move is computed in two phases: the changed pair factors are *gathered*
 (their CSR positions and signs: +1 a pair becomes within-entity, −1 it stops being), then
 `pdbq.inference.coreference.subsample.estimate_delta` sums them — exactly (the default, bit-identical to
@@ -66,6 +73,7 @@ __all__ = [
     "run_moves",
     "partition_score",
     "check_state",
+    "check_groups",
     "C_EVALS",
     "C_PROPOSALS",
     "C_ACCEPTED",
@@ -91,15 +99,58 @@ class Scratch(NamedTuple):
     side: np.ndarray
     order: np.ndarray
     sub: SubsampleState
+    group: np.ndarray
 
 
-def new_scratch(g: PairGraph, sub: SubsampleState | None = None) -> Scratch:
+def new_scratch(g: PairGraph, sub: SubsampleState | None = None, group: np.ndarray | None = None) -> Scratch:
+    """Buffers for the moves of `g`; `group` (int32[n], −1 = none): the cannot-link groups
+    (module docstring), checked by the caller (`check_groups`)."""
     n = g.indptr.shape[0] - 1
     cap = max(int(g.nbr.shape[0]), 1)
     return Scratch(
         np.empty(cap, np.int64), np.empty(cap, np.float64), np.full(max(n, 1), -1, np.int8),
         np.empty(max(n, 1), np.int32), sub if sub is not None else subsample_state(),
+        np.full(max(n, 1), -1, np.int32) if group is None else group,
     )
+
+
+def check_groups(group, n: int) -> np.ndarray | None:
+    """The cannot-link groups as int32[n] (None stays None); a `CorefInputError` otherwise."""
+    from pdbq.coref.layout import CorefInputError  # noqa: PLC0415
+
+    if group is None:
+        return None
+    arr = np.asarray(group)
+    if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
+        raise CorefInputError(f"cannot_link must be an integer array with one group per mention ({n}), got "
+                              f"{arr.dtype} of shape {arr.shape}")
+    if arr.size and (arr.min() < -1 or arr.max() >= 2**31 - 1):
+        raise CorefInputError("cannot_link groups must be −1 (none) or non-negative int32 values")
+    return np.ascontiguousarray(arr, dtype=np.int32) if arr.size else np.full(1, -1, np.int32)
+
+
+@njit(cache=True)
+def _group_in(st, group, gm, e):
+    """Whether entity e holds a member of cannot-link group gm (≥ 0)."""
+    x = st.head[e]
+    while x >= 0:
+        if group[x] == gm:
+            return True
+        x = st.nxt[x]
+    return False
+
+
+@njit(cache=True)
+def _groups_clash(st, group, a, b):
+    """Whether some member of a and some member of b share a cannot-link group."""
+    small = a if st.size[a] <= st.size[b] else b
+    big = b if small == a else a
+    x = st.head[small]
+    while x >= 0:
+        if group[x] >= 0 and _group_in(st, group, group[x], big):
+            return True
+        x = st.nxt[x]
+    return False
 
 
 def new_state(n: int) -> EntityState:
@@ -236,6 +287,8 @@ def mention_move(g, st, sc, rng, temp, p_new, counters, log_score):
     rng, m, s, t, lo, deg, pn, to_new, noop = _propose_mention(g, st, rng, p_new, counters)
     if noop:
         return rng
+    if not to_new and sc.group[m] >= 0 and _group_in(st, sc.group, sc.group[m], t):
+        return rng  # cannot-link: outside the state space, rejected unscored
     # gather: pairs (m, j) with j in s leave the entity, with j in t join it
     k = 0
     c_s = 0
@@ -364,6 +417,8 @@ def split_merge_move(g, st, sc, rng, temp, counters, log_score):
     b = st.label[j]
     rng, km = _members_shuffled(st, sc, rng, a, b, i, j)
     k = 0
+    if a != b and _groups_clash(st, sc.group, a, b):
+        return rng  # cannot-link: the merged entity is outside the state space
     if a != b:
         # merge: the reverse split's probability along the drawn order, then the cross pairs
         rng, log_alloc = _allocate(g, st, sc, rng, i, j, a, b, km, False, counters)

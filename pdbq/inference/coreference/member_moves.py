@@ -59,6 +59,7 @@ from pdbq.inference.coreference.entity_moves import (
     C_ACCEPTED,
     C_EVALS,
     EntityState,
+    _group_in,
     _accept,
     _link,
     _pop_free,
@@ -287,6 +288,8 @@ def witness_move(g, tm, st, mb, sc, rng, temp, p_new, counters, log_score):
     rng, m, s, t, lo, deg, pn, to_new, noop = _propose_mention(g, st, rng, p_new, counters)
     if noop:
         return rng
+    if not to_new and sc.group[m] >= 0 and _group_in(st, sc.group, sc.group[m], t):
+        return rng  # cannot-link (entity_moves): rejected unscored
     ns = st.size[s] - 1
     if ns > 0:
         rng = next_state(rng)

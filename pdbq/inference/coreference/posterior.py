@@ -35,8 +35,8 @@ from numba import njit
 
 from pdbq.coref.layout import PairGraph
 from pdbq.errors import InferenceError
-from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, new_scratch, state_from_labels
-from pdbq.inference.coreference.resolve import CorefConfig, _graph_for, _initial, _Mover, _scorer
+from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, check_groups, new_scratch, state_from_labels
+from pdbq.inference.coreference.resolve import CorefConfig, _graph_for, _initial, _Mover, _scorer, group_clash
 from pdbq.inference.coreference.subsample import subsample_seeds, subsample_state
 from pdbq.inference.mcmc.rng import chain_states
 
@@ -116,13 +116,20 @@ def _check(n, qa, qb, clusters, start):
 
 
 def sample_posterior(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tuple[np.ndarray, np.ndarray],
-                     config: CorefConfig, start: np.ndarray | None = None) -> ClusteringPosterior:
+                     config: CorefConfig, start: np.ndarray | None = None,
+                     cannot_link: np.ndarray | None = None) -> ClusteringPosterior:
     """Pair and cluster posteriors under π(y) ∝ exp(ψ(y)) (module docstring). `config`: its
     `sweeps`, `burn_in`, `chains`, `seed`, `p_new`, `p_split_merge`, `proposal`, `subsample`,
-    `time_limit` and (without `start`) `init`; `temperature` is not used (τ = 1)."""
+    `time_limit` and (without `start`) `init`; `temperature` is not used (τ = 1). `cannot_link`:
+    as in `resolve_map` (π restricted to clusterings without two mentions of one group; `start`
+    must be one of them)."""
     _graph_for(g, config)
     n = g.indptr.shape[0] - 1
     qa, qb, cl_ptr, cl_mem, start = _check(n, qa, qb, clusters, start)
+    group = check_groups(cannot_link, n)
+    if start is not None and group_clash(start, group) is not None:
+        a, b = group_clash(start, group)
+        raise InferenceError(f"start puts mentions {a} and {b} of one cannot-link group in one entity")
     t0 = time.perf_counter()
     k_clusters = cl_ptr.size - 1
     if n == 0:
@@ -131,7 +138,7 @@ def sample_posterior(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tup
     rngs = chain_states(config.seed, config.chains)
     sub_seeds = subsample_seeds(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
-    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]), group)
     pairs = np.zeros((config.chains, qa.size))
     clusters_p = np.zeros((config.chains, k_clusters))
     warnings: list[str] = []
@@ -140,7 +147,7 @@ def sample_posterior(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tup
                         "chain's stationary distribution is only approximately the model's; the standard errors do "
                         "not include that bias")
     psi = _scorer(g, None)
-    initial = state_from_labels(start) if start is not None else _initial(g, config)
+    initial = state_from_labels(start) if start is not None else _initial(g, config, group)
     total = 0
     ran = 0
     for c in range(config.chains):

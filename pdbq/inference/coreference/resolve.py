@@ -33,6 +33,7 @@ from pdbq.inference.coreference.entity_moves import (
     C_ACCEPTED,
     C_EVALS,
     C_PROPOSALS,
+    check_groups,
     new_scratch,
     new_state,
     partition_score,
@@ -45,7 +46,7 @@ from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_seed
 
 PROPOSALS = ("neighbour", "witness")
 
-__all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels"]
+__all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels", "group_clash"]
 
 
 class _Mover:
@@ -256,17 +257,77 @@ def _components_above(g, threshold):
     return _components(g, g.score > threshold)
 
 
-def initial_labels(g: PairGraph, config: CorefConfig) -> np.ndarray:
+@njit(cache=True)
+def _components_apart(g, order, group):
+    """Union-find over the stored entries in `order` (best score first), skipping a union that
+    would put two mentions of one cannot-link group (≥ 0) in one component."""
+    n = g.indptr.shape[0] - 1
+    parent = np.arange(n)
+    nxt = np.full(n, -1, np.int64)  # members of a root's component: a linked list from the root
+    tail = np.arange(n)
+    rows = np.empty(g.nbr.shape[0], np.int64)
+    for m in range(n):
+        for e in range(g.indptr[m], g.indptr[m + 1]):
+            rows[e] = m
+    for e in order:
+        rm = _find(parent, rows[e])
+        rj = _find(parent, g.nbr[e])
+        if rm == rj:
+            continue
+        clash = False
+        x = rm
+        while x >= 0 and not clash:
+            if group[x] >= 0:
+                y = rj
+                while y >= 0:
+                    if group[y] == group[x]:
+                        clash = True
+                        break
+                    y = nxt[y]
+            x = nxt[x]
+        if clash:
+            continue
+        lo, hi = min(rm, rj), max(rm, rj)
+        parent[hi] = lo
+        nxt[tail[lo]] = hi
+        tail[lo] = tail[hi]
+    out = np.empty(n, np.int64)
+    for m in range(n):
+        out[m] = _find(parent, m)
+    return out
+
+
+def initial_labels(g: PairGraph, config: CorefConfig, cannot_link: np.ndarray | None = None) -> np.ndarray:
     """Where chains start (``config.init``): singletons, or components of the pairs above
-    ``config.init_threshold``."""
-    return _initial(g, config).label.astype(np.int64)
+    ``config.init_threshold`` (with `cannot_link` groups: joined best pair first, never two
+    mentions of one group)."""
+    return _initial(g, config, check_groups(cannot_link, g.indptr.shape[0] - 1)).label.astype(np.int64)
 
 
-def _initial(g, config):
+def _initial(g, config, group=None):
     n = g.indptr.shape[0] - 1
     if config.init == "components":
-        return state_from_labels(_components_above(g, float(config.init_threshold)))
+        if group is None:
+            return state_from_labels(_components_above(g, float(config.init_threshold)))
+        above = np.flatnonzero(g.score > float(config.init_threshold))
+        order = above[np.argsort(-g.score[above], kind="stable")]
+        return state_from_labels(_components_apart(g, order, group))
     return new_state(n)
+
+
+def group_clash(label: np.ndarray, group: np.ndarray | None) -> tuple[int, int] | None:
+    """Two mentions of one cannot-link group (≥ 0) sharing an entity of `label`, or None."""
+    if group is None:
+        return None
+    label = np.asarray(label, dtype=np.int64)
+    g = np.asarray(group[: label.shape[0]], dtype=np.int64)
+    keep = np.flatnonzero(g >= 0)
+    order = keep[np.lexsort((g[keep], label[keep]))]
+    same = (label[order][1:] == label[order][:-1]) & (g[order][1:] == g[order][:-1])
+    if not same.any():
+        return None
+    k = int(np.flatnonzero(same)[0])
+    return int(order[k]), int(order[k + 1])
 
 
 def stable_labels(label: np.ndarray) -> np.ndarray:
@@ -275,27 +336,30 @@ def stable_labels(label: np.ndarray) -> np.ndarray:
     return _stable(dense.reshape(-1).astype(np.int64))
 
 
-def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None) -> CorefMapResult:
+def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None,
+                cannot_link: np.ndarray | None = None) -> CorefMapResult:
     """Annealed MAP clustering (module docstring). With `tokens` (a `pdbq.coref.tokens.TokenModel`)
     every within-entity pair is scored on demand from the token sets and `g` only supplies the
     proposals' candidate neighbours; then a subsampled chain is scored exactly only at its end
     (re-scoring every pass would cost Σ|e|² pair evaluations) and entities are not split into
-    candidate components (every pair scores)."""
+    candidate components (every pair scores). `cannot_link` (int[n], −1 = none): mentions of one
+    group never share an entity (a hard constraint of the moves, `entity_moves`)."""
     _graph_for(g, config, tokens)
     psi = _scorer(g, tokens)
     n = g.indptr.shape[0] - 1
+    group = check_groups(cannot_link, n)
     t0 = time.perf_counter()
     if n == 0:
         return CorefMapResult(np.zeros(0, np.int64), 0.0, np.zeros(config.chains), 0, 0, 0, 0.0)
     rngs = chain_states(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
     sub_seeds = subsample_seeds(config.seed, config.chains)
-    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]), group)
     cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.sweeps - 1, 1))
     warnings: list[str] = []
     best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
     stopped = False
-    start = _initial(g, config)
+    start = _initial(g, config, group)
     start_score = psi(start.label)
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
@@ -352,11 +416,13 @@ def _count_same(label, qa, qb, hits):
 
 
 def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig(),
-                 tokens: TokenModel | None = None) -> PairPosterior:
+                 tokens: TokenModel | None = None, cannot_link: np.ndarray | None = None) -> PairPosterior:
     """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling
-    (`tokens`: as in `resolve_map`)."""
+    (`tokens`, `cannot_link`: as in `resolve_map`; with groups, π is restricted to clusterings
+    without two mentions of one group)."""
     _graph_for(g, config, tokens)
     n = g.indptr.shape[0] - 1
+    group = check_groups(cannot_link, n)
     qa = np.asarray(qa, dtype=np.int64)
     qb = np.asarray(qb, dtype=np.int64)
     if qa.shape != qb.shape or (qa.size and (min(qa.min(), qb.min()) < 0 or max(qa.max(), qb.max()) >= n)):
@@ -365,10 +431,10 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
     rngs = chain_states(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
     sub_seeds = subsample_seeds(config.seed, config.chains)
-    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]))
+    sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]), group)
     per_chain = np.zeros((config.chains, qa.size))
     warnings: list[str] = []
-    start = _initial(g, config)
+    start = _initial(g, config, group)
     if not config.subsample.is_exact:
         warnings.append(
             f"subsample {config.subsample.label()}: moves are scored on a sample of their factors, so the "
