@@ -122,3 +122,8 @@ def test_one_to_one_refused_outside_link_only(tmp_path, capsys):
     assert cli_main([str(a), "--id", "pid", "--fields", "name", "--link", str(b), "--link-mode", "link_and_dedupe",
                      "--one-to-one"]) == 2
     assert "link_only" in capsys.readouterr().err
+    assert cli_main([str(a), "--id", "pid", "--fields", "name", "--link", str(b), "--one-to-one"]) == 0
+    rows = [r.split(",") for r in capsys.readouterr().out.splitlines()[1:]]
+    for side in ("left", "right"):
+        ks = [k for s, _, k in rows if s == side]
+        assert len(ks) == len(set(ks))

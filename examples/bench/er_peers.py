@@ -10,7 +10,9 @@ Modes. The two-source sets (FEBRL4: files A and B; Fodors–Zagats: the two guid
 by pdbq and Splink: `dedupe` (the two sources stacked and deduplicated as one table: Splink
 `dedupe_only`, `pdbq.dedupe`) and `link_only` (records of one source compared only with records of
 the other: Splink `link_only` with two input tables, `pdbq.link(..., mode="link_only")`), with the
-same fields, recipe and blocking in both modes; recordlinkage only deduplicates. Every mode is
+same fields, recipe and blocking in both modes; recordlinkage only deduplicates. pdbq also runs
+`link_1to1`: link_only with `one_to_one=True` (each guide/file is free of duplicates, a statement
+about the data a user makes, so no cluster may hold two records of one source). Every mode is
 scored over all records of both sources against the same gold clusters.
 
 * pdbq: `pdbq.dedupe(table, id=..., fields=[...])` with every default (comparison levels sniffed
@@ -112,9 +114,9 @@ def _source(con, name, table, k):
 
 
 def run_pdbq(con, name, table, id_col, fields, mode="dedupe"):
-    if mode == "link_only":
+    if mode in ("link_only", "link_1to1"):
         res = link(_source(con, name, table, 0), _source(con, name, table, 1), id=id_col, fields=fields,
-                   mode="link_only", con=con)
+                   mode="link_only", con=con, one_to_one=mode == "link_1to1")
     else:
         res = dedupe(table, id=id_col, fields=fields, con=con)
     c = res.clusters.to_pydict()
@@ -220,6 +222,7 @@ def runs(name, no_peers):
     out = [(s, "dedupe", fn) for s, fn in SYSTEMS]
     if name in TWO_SOURCES:
         out += [(s, "link_only", fn) for s, fn in SYSTEMS if s in LINKERS]
+        out += [("pdbq", "link_1to1", run_pdbq)]
     return [r for r in out if not (no_peers and r[0] != "pdbq")]
 
 

@@ -45,7 +45,7 @@ Layouts. `EntityState` (one per chain, all int32[n] unless noted):
     free   stack of free entity ids; meta[0] is its height
     meta   int64[1]
 `Scratch` (reused buffers): edges int64[cap], signs float64[cap] (cap ≥ the largest number of
-pairs one move can change: nnz), side int8[n] (−1 outside a split/merge move), order int32[n], sub (`SubsampleState`). `counters` int64[4]: factor evaluations,
+pairs one move can change: nnz), side int8[n] (−1 outside a split/merge move), order int32[n], sub (`SubsampleState`), group int32[n] (cannot-link groups, −1 = none). `counters` int64[4]: factor evaluations,
 proposals, accepted, no-op proposals. `log_score` float64[1]: the running ψ(y), updated by Δ.
 """
 
