@@ -154,10 +154,8 @@ def dedupe(
     output: a .csv or .parquet path the (id, cluster) table is written to.
     probabilities: True (or the sampler's `CorefConfig`, default `POSTERIOR_CONFIG`): also sample
         the clustering posterior for `pairs` and `cluster_confidence` (`pdbq.linkage.posterior`).
-    link_only: a column naming each record's source: only pairs across sources are compared
-        (`pdbq.link` sets it).
-    one_to_one: with `link_only`: no cluster holds two records of one source (a hard constraint
-        of the clustering moves, for MAP and `probabilities`).
+    link_only: a column naming each record's source: only pairs across sources are compared;
+        `one_to_one`: and no cluster holds two records of one source (`pdbq.link` sets both).
     """
     if nulls not in ("ignore", "error"):
         raise CorefInputError(f"nulls must be 'ignore' or 'error', got {nulls!r}")
@@ -224,13 +222,7 @@ def dedupe(
             graph = feats.graph(records.n, lin.scores(feats.x))
             run_config = config if config is not None else DEFAULT_CONFIG
         t2 = time.perf_counter()
-        group = source_groups(con, link_only) if one_to_one else None
-        res = resolve_map(graph, run_config, cannot_link=group)
-        warnings.extend(res.warnings)
-        clash = group_clash(res.labels, group)
-        if clash is not None:  # the moves never make one: a broken invariant is said, not hidden
-            warnings.append(f"one_to_one violated: records {records.ids[clash[0]]!r} and {records.ids[clash[1]]!r} "
-                            "of one source share a cluster")
+        res, group = _resolve(con, graph, run_config, link_only if one_to_one else None, records.ids, warnings)
         cluster = records.ids[res.labels]
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
         table = pa.table({"id": records.ids, "cluster": cluster})
@@ -264,6 +256,19 @@ def dedupe(
             con.close()
         else:
             con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+
+
+def _resolve(con, graph, config, source, ids, warnings):
+    """(MAP clustering, cannot-link groups): with `source` (the source column of a one-to-one
+    link; None: no constraint) no cluster holds two records of one source, checked."""
+    group = source_groups(con, source) if source is not None else None
+    res = resolve_map(graph, config, cannot_link=group)
+    warnings.extend(res.warnings)
+    clash = group_clash(res.labels, group)
+    if clash is not None:  # the moves never make one: a broken invariant is said, not hidden
+        warnings.append(f"one_to_one violated: records {ids[clash[0]]!r} and {ids[clash[1]]!r} of one source "
+                        "share a cluster")
+    return res, group
 
 
 def _stored_model_args(con, model, model_name, fields, comparisons, compare):
