@@ -34,7 +34,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from pdbq.learning.config import LearnConfig
 from pdbq.learning.features import feature_totals, grounding_counts
 from pdbq.learning.reweight import refresh, reweighable
 
-__all__ = ["learn_sgd", "SGDResult", "EpochInfo", "STEP_CAP"]
+__all__ = ["learn_sgd", "sgd_setup", "sgd_epochs", "sgd_step", "sgd_result", "SGDRun", "SGDResult", "EpochInfo", "STEP_CAP"]
 
 STEP_CAP = 1.0  # largest change of one weight in one epoch (a trust region for early epochs)
 _VAR_FLOOR = 1.0e-3
@@ -101,6 +101,57 @@ def learn_sgd(
     that epoch (cancellation); KeyboardInterrupt does the same. Raises `LearningError` for a
     graph with no evidence or nothing to learn, and for divergence."""
     config = config.check()
+    run = sgd_setup(graph, config, learn)
+    sgd_epochs(run, on_epoch)
+    return sgd_result(run)
+
+
+@dataclass(eq=False)
+class SGDRun:
+    """The working state of one SGD run: the two worlds' chains (`sgd_setup`), the iterate and
+    the running sums of the averaging window (`sgd_epochs`, `sgd_step`), read by `sgd_result`."""
+
+    graph: FactorGraph
+    config: LearnConfig
+    t0: float
+    w: np.ndarray  # the shared weights array both worlds' kernel graphs read
+    rw_c: object
+    rw_f: object
+    samplers: list  # (graph, kernel graph, shard state, shard schedule)
+    counters: list  # (graph, kernel graph, chain state, group sums, out_sum, out_sq, f0, f1)
+    part_sums: np.ndarray
+    part_sq: np.ndarray
+    shards: int
+    n_threads: int
+    acc: Accum
+    unused: Best
+    mask: np.ndarray
+    n_k: np.ndarray
+    idx: np.ndarray
+    nk: np.ndarray
+    l2: float
+    l1: float
+    window_start: int
+    avg_sum: np.ndarray
+    g_sum: np.ndarray  # gradients over the averaging window (convergence check)
+    g_sq: np.ndarray
+    mom: np.ndarray  # Σ F_free, Σ F_free², Σ F_clamped, Σ F_clamped²
+    full_cov: bool
+    samples_c: list = field(default_factory=list)
+    samples_f: list = field(default_factory=list)
+    avg_n: int = 0
+    mom_n: int = 0
+    vbar: np.ndarray | None = None
+    history: list = field(default_factory=list)
+    last_good: np.ndarray | None = None
+    interrupted: bool = False
+    stopped_by_time: bool = False
+    done: int = 0
+
+
+def sgd_setup(graph: FactorGraph, config: LearnConfig, learn: np.ndarray | None = None) -> SGDRun:
+    """Check the graph and the mask, start both worlds' persistent chains, and lay out the
+    sampling and counting jobs (`SGDRun`). ``config`` must be checked."""
     validate(graph)
     t0 = time.perf_counter()
     mask = graph.learnable.copy() if learn is None else np.asarray(learn, dtype=bool).copy()
@@ -141,8 +192,8 @@ def learn_sgd(
     part_sums = np.zeros((2 * chains * shards, nw))
     part_sq = np.zeros((2 * chains * shards, nw))
     f_bounds = np.linspace(0, graph.n_factors, shards + 1).astype(np.int64)
-    samplers: list[tuple] = []  # (graph, kernel graph, shard state, shard schedule)
-    counters: list[tuple] = []  # (graph, kernel graph, chain state, group sums, out_sum, out_sq)
+    samplers: list[tuple] = []
+    counters: list[tuple] = []
     for world, (g_w, rw, states, gsums, sites) in enumerate(
         ((g_clamped, rw_c, states_c, gs_c, sites_c), (g_free, rw_f, states_f, gs_f, sites_f))
     ):
@@ -159,143 +210,157 @@ def learn_sgd(
                 shard_state = st._replace(rng=rng_shards[k : k + 1].copy(), pos=np.zeros(1, np.int64)) if shards > 1 else st
                 samplers.append((g_w, rw.kg, shard_state, make_schedule(np.ascontiguousarray(part), "sweep", None)))
 
-    def sample(g, kgw, st, sched):
-        run_chain(g, kgw, st, sched, acc, unused, sched.sites.shape[0] * config.sweeps, False)
-
-    def count(g, kgw, st, gsum, out_sum, out_sq, f0, f1):
-        feature_totals(g, kgw.tables, st.values, out_sum, out_sq, f0, f1)
-        if g.n_groups:  # exact group sums for the next sweep (no drift from incremental updates)
-            group_sums_into(g, kgw.tables, st.values, gsum)
-
     for args in counters:
         if args[0].n_groups:
             group_sums_into(args[0], args[1].tables, args[2].values, args[3])
     if sites_c.shape[0] == 0:  # fully observed: the clamped world never changes, count it once
         for args in counters[: chains * shards]:
-            count(*args)
+            _count(*args)
         counters = counters[chains * shards :]
 
     idx = np.flatnonzero(mask)
-    nk = n_k[idx].astype(np.float64)
-    l2 = config.reg if config.regularization == "l2" else 0.0
-    l1 = config.reg if config.regularization == "l1" else 0.0
     window_start = int(math.floor(config.epochs * (1.0 - config.average))) if config.average > 0 else config.epochs - 1
-    window_start = min(max(window_start, 0), config.epochs - 1)
-    avg_sum = np.zeros(idx.shape[0])
-    g_sum = np.zeros(idx.shape[0])  # gradients over the averaging window (convergence check)
-    g_sq = np.zeros(idx.shape[0])
-    avg_n = 0
-    # information estimate over the averaging window: per-chain feature samples of both worlds
-    full_cov = idx.shape[0] <= _FULL_COV_MAX
-    samples_c: list[np.ndarray] = []
-    samples_f: list[np.ndarray] = []
-    mom = np.zeros((4, idx.shape[0]))  # Σ F_free, Σ F_free², Σ F_clamped, Σ F_clamped²
-    mom_n = 0
-    vbar: np.ndarray | None = None
-    history: list[np.ndarray] = []
-    last_good = w.copy()
-    interrupted = stopped_by_time = False
-    done = 0
-    pool = ThreadPoolExecutor(max_workers=n_threads)
+    n_idx = idx.shape[0]
+    return SGDRun(
+        graph=graph, config=config, t0=t0, w=w, rw_c=rw_c, rw_f=rw_f, samplers=samplers, counters=counters,
+        part_sums=part_sums, part_sq=part_sq, shards=shards, n_threads=n_threads, acc=acc, unused=unused,
+        mask=mask, n_k=n_k, idx=idx, nk=n_k[idx].astype(np.float64),
+        l2=config.reg if config.regularization == "l2" else 0.0,
+        l1=config.reg if config.regularization == "l1" else 0.0,
+        window_start=min(max(window_start, 0), config.epochs - 1),
+        avg_sum=np.zeros(n_idx), g_sum=np.zeros(n_idx), g_sq=np.zeros(n_idx), mom=np.zeros((4, n_idx)),
+        full_cov=n_idx <= _FULL_COV_MAX, last_good=w.copy(),
+    )
+
+
+def _count(g, kgw, st, gsum, out_sum, out_sq, f0, f1):
+    feature_totals(g, kgw.tables, st.values, out_sum, out_sq, f0, f1)
+    if g.n_groups:  # exact group sums for the next sweep (no drift from incremental updates)
+        group_sums_into(g, kgw.tables, st.values, gsum)
+
+
+def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None = None) -> None:
+    """Run the epochs of ``run`` (sample both worlds, count features, `sgd_step`) until the
+    planned number, a stop from ``on_epoch`` or Ctrl-C, or the time limit."""
+    config = run.config
+    sweeps = config.sweeps
+
+    def sample(g, kgw, st, sched):
+        run_chain(g, kgw, st, sched, run.acc, run.unused, sched.sites.shape[0] * sweeps, False)
+
+    pool = ThreadPoolExecutor(max_workers=run.n_threads)
     try:
         for t in range(config.epochs):
-            refresh(rw_c, w)
-            refresh(rw_f, w)
+            refresh(run.rw_c, run.w)
+            refresh(run.rw_f, run.w)
             futures: list = []
             try:
-                for fn, jobs in ((sample, samplers), (count, counters)):
+                for fn, jobs in ((sample, run.samplers), (_count, run.counters)):
                     futures = [pool.submit(fn, *a) for a in jobs]
                     for f in futures:
                         f.result()
             except KeyboardInterrupt:
                 for f in futures:
                     f.cancel()
-                interrupted = True
+                run.interrupted = True
                 break
-            sums = part_sums.reshape(2 * chains, shards, nw).sum(axis=1)
-            sq = part_sq.reshape(2 * chains, shards, nw).sum(axis=1)
-            fc = sums[:chains, idx].mean(axis=0)
-            ff = sums[chains:, idx].mean(axis=0)
-            sqf = sq[chains:, idx].mean(axis=0)
-            v = np.maximum(sqf / nk - (ff / nk) ** 2, _VAR_FLOOR)
-            vbar = v if vbar is None else 0.8 * vbar + 0.2 * v
-            wk = w[idx]
-            grad = fc - ff - l2 * nk * wk
-            lr_t = config.learning_rate * config.decay**t
-            eta = 1.0 / (nk * (vbar + l2) + 1.0 / lr_t)
-            step = eta * grad
-            step = np.clip(step, -STEP_CAP, STEP_CAP)
-            new = wk + step
-            if l1:
-                shrink = np.minimum(eta * l1 * nk, STEP_CAP)
-                new = np.sign(new) * np.maximum(np.abs(new) - shrink, 0.0)
-            bad = ~np.isfinite(new) | (np.abs(new) > config.max_weight)
-            if bad.any():
-                k = int(idx[np.flatnonzero(bad)[0]])
-                raise LearningError(
-                    f"learning diverged at epoch {t + 1}: weight {k} reached {new[np.flatnonzero(bad)[0]]!r} "
-                    f"(limit ±{config.max_weight:g}); lower learning_rate or raise reg. The previous weights are kept"
-                )
-            w[idx] = new
-            last_good = w.copy()
-            if idx.shape[0] <= _HISTORY_MAX or not history:
-                history.append(new.copy())
-            else:
-                history[0] = new.copy()  # many weights: only the latest iterate is kept
-            done = t + 1
-            if t >= window_start:
-                avg_sum += new
-                avg_n += 1
-                g_sum += grad
-                g_sq += grad * grad
-                for c in range(chains):
-                    a_c, a_f = sums[c, idx], sums[chains + c, idx]
-                    mom[0] += a_f
-                    mom[1] += a_f * a_f
-                    mom[2] += a_c
-                    mom[3] += a_c * a_c
-                    mom_n += 1
-                    if full_cov:
-                        samples_c.append(a_c.copy())
-                        samples_f.append(a_f.copy())
-            elapsed = time.perf_counter() - t0
+            grad = sgd_step(run, t)
+            elapsed = time.perf_counter() - run.t0
             stop = False
             if on_epoch is not None:
-                rms = float(np.sqrt(np.mean((grad / nk) ** 2)))
-                stop = bool(on_epoch(EpochInfo(done, config.epochs, rms, elapsed)))
+                rms = float(np.sqrt(np.mean((grad / run.nk) ** 2)))
+                stop = bool(on_epoch(EpochInfo(run.done, config.epochs, rms, elapsed)))
             if stop:
-                interrupted = True
+                run.interrupted = True
                 break
             if config.time_limit is not None and elapsed >= config.time_limit:
-                stopped_by_time = True
+                run.stopped_by_time = True
                 break
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
-    result = last_good.copy()
-    if avg_n:
-        result[idx] = avg_sum / avg_n
+
+def sgd_step(run: SGDRun, t: int) -> np.ndarray:
+    """Epoch ``t``'s weight update from the feature counts just taken; returns the gradient.
+    Raises `LearningError` when a weight diverges."""
+    config, idx, nk, l2, l1 = run.config, run.idx, run.nk, run.l2, run.l1
+    chains, nw = config.chains, run.w.shape[0]
+    sums = run.part_sums.reshape(2 * chains, run.shards, nw).sum(axis=1)
+    sq = run.part_sq.reshape(2 * chains, run.shards, nw).sum(axis=1)
+    fc = sums[:chains, idx].mean(axis=0)
+    ff = sums[chains:, idx].mean(axis=0)
+    sqf = sq[chains:, idx].mean(axis=0)
+    v = np.maximum(sqf / nk - (ff / nk) ** 2, _VAR_FLOOR)
+    run.vbar = v if run.vbar is None else 0.8 * run.vbar + 0.2 * v
+    wk = run.w[idx]
+    grad = fc - ff - l2 * nk * wk
+    lr_t = config.learning_rate * config.decay**t
+    eta = 1.0 / (nk * (run.vbar + l2) + 1.0 / lr_t)
+    step = eta * grad
+    step = np.clip(step, -STEP_CAP, STEP_CAP)
+    new = wk + step
+    if l1:
+        shrink = np.minimum(eta * l1 * nk, STEP_CAP)
+        new = np.sign(new) * np.maximum(np.abs(new) - shrink, 0.0)
+    bad = ~np.isfinite(new) | (np.abs(new) > config.max_weight)
+    if bad.any():
+        k = int(idx[np.flatnonzero(bad)[0]])
+        raise LearningError(
+            f"learning diverged at epoch {t + 1}: weight {k} reached {new[np.flatnonzero(bad)[0]]!r} "
+            f"(limit ±{config.max_weight:g}); lower learning_rate or raise reg. The previous weights are kept"
+        )
+    run.w[idx] = new
+    run.last_good = run.w.copy()
+    if idx.shape[0] <= _HISTORY_MAX or not run.history:
+        run.history.append(new.copy())
+    else:
+        run.history[0] = new.copy()  # many weights: only the latest iterate is kept
+    run.done = t + 1
+    if t >= run.window_start:
+        run.avg_sum += new
+        run.avg_n += 1
+        run.g_sum += grad
+        run.g_sq += grad * grad
+        for c in range(chains):
+            a_c, a_f = sums[c, idx], sums[chains + c, idx]
+            run.mom[0] += a_f
+            run.mom[1] += a_f * a_f
+            run.mom[2] += a_c
+            run.mom[3] += a_c * a_c
+            run.mom_n += 1
+            if run.full_cov:
+                run.samples_c.append(a_c.copy())
+                run.samples_f.append(a_f.copy())
+    return grad
+
+
+def sgd_result(run: SGDRun) -> SGDResult:
+    """The averaged weights, their standard errors and the convergence check of a finished run."""
+    idx, nk, l2, nw = run.idx, run.nk, run.l2, run.w.shape[0]
+    result = run.last_good.copy()
+    if run.avg_n:
+        result[idx] = run.avg_sum / run.avg_n
     stderr = np.zeros(nw)
-    stderr[idx] = _stderr(mom, mom_n, samples_c, samples_f, nk, l2)
-    hist = np.stack(history) if history else np.zeros((0, idx.shape[0]))
+    stderr[idx] = _stderr(run.mom, run.mom_n, run.samples_c, run.samples_f, nk, l2)
+    hist = np.stack(run.history) if run.history else np.zeros((0, idx.shape[0]))
     remaining = np.zeros(nw)
-    if avg_n >= 10 and vbar is not None:
+    if run.avg_n >= 10 and run.vbar is not None:
         # A gradient that stays away from 0 over the window (t > 4) means the optimum was not
         # reached; its Newton distance estimates how far the weight still is from it.
-        mean = g_sum / avg_n
-        sd = np.sqrt(np.maximum(g_sq / avg_n - mean * mean, 0.0))
-        t_stat = np.abs(mean) / (sd / np.sqrt(avg_n) + 1e-300)
-        dist = mean / (nk * (vbar + l2))
+        mean = run.g_sum / run.avg_n
+        sd = np.sqrt(np.maximum(run.g_sq / run.avg_n - mean * mean, 0.0))
+        t_stat = np.abs(mean) / (sd / np.sqrt(run.avg_n) + 1e-300)
+        dist = mean / (nk * (run.vbar + l2))
         remaining[idx] = np.where(t_stat > 4.0, dist, 0.0)
     return SGDResult(
         weights=result,
         stderr=stderr,
-        learned=mask,
-        groundings=n_k,
-        epochs=done,
-        seconds=time.perf_counter() - t0,
-        interrupted=interrupted,
-        stopped_by_time=stopped_by_time,
+        learned=run.mask,
+        groundings=run.n_k,
+        epochs=run.done,
+        seconds=time.perf_counter() - run.t0,
+        interrupted=run.interrupted,
+        stopped_by_time=run.stopped_by_time,
         history=hist,
         remaining=remaining,
     )
