@@ -2,8 +2,9 @@
 
 A variable's new value is drawn from its conditional raised to 1/τ, i.e. a move y → y' is
 taken with weight (p(y')/p(y))^(1/τ). τ falls geometrically per pass over the sites. Every chain
-keeps its running log score exactly (each move adds its Δ) and saves its best state at pass
-boundaries; a final iterated-conditional-modes pass from that state climbs to a local optimum.
+keeps its running log score relative to its start (each move adds its Δ, summed as a
+double-double so that small weights stay resolved beside huge ones) and saves its best state at
+pass boundaries; a final iterated-conditional-modes pass from that state climbs to a local optimum.
 The best chain wins; its score is recomputed from scratch with the true tables.
 
 >>> from pdbq.graph.builder import GraphBuilder
@@ -18,6 +19,7 @@ The best chain wins; its score is recomputed from scratch with the true tables.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ from pdbq.inference.mcmc.kernels import (
     group_sums_into,
     log_score_kernel,
     prepare_kernel_graph,
+    score_terms,
 )
 
 __all__ = ["anneal_map", "MapResult", "log_score"]
@@ -68,6 +71,30 @@ def log_score(graph: FactorGraph, values: Sequence[int] | np.ndarray) -> float:
     return float(log_score_kernel(graph, graph.tables, np.ascontiguousarray(v, dtype=np.int32)))
 
 
+def score_difference(graph: FactorGraph, a: np.ndarray, b: np.ndarray) -> float:
+    """log p(a) − log p(b) (unnormalised), summed term by term with `math.fsum`: factors on
+    which the two states agree cancel exactly, so a weight of 1e300 that both satisfy does not
+    hide a difference of 0.7 (the difference of the two totals would)."""
+    ta = score_terms(graph, graph.tables, np.ascontiguousarray(a, dtype=np.int32))
+    tb = score_terms(graph, graph.tables, np.ascontiguousarray(b, dtype=np.int32))
+    with np.errstate(invalid="ignore"):
+        d = ta - tb
+    if not np.all(np.isfinite(d)):  # a hard factor: -inf on one side decides, on both it ties
+        sa, sb = float(np.sum(ta)), float(np.sum(tb))
+        return 0.0 if sa == sb else sa - sb
+    return math.fsum(d.tolist())
+
+
+def best_chain(graph: FactorGraph, finals: Sequence[np.ndarray], chain_scores: np.ndarray) -> int:
+    """Index of the chain whose final state scores highest, compared by `score_difference`
+    (the totals in ``chain_scores`` can tie where the states differ by a small weight)."""
+    best = int(np.argmax(chain_scores))
+    for c in range(len(finals)):
+        if c != best and score_difference(graph, finals[c], finals[best]) > 0.0:
+            best = c
+    return best
+
+
 def anneal_map(
     graph: FactorGraph,
     config: AnnealConfig = AnnealConfig(),
@@ -92,8 +119,8 @@ def anneal_map(
     bests = []
     for c in range(chains):
         group_sums_into(graph, kg.tables, states[c].values, gsums[c])
-        sc = log_score_kernel(graph, kg.tables, states[c].values)
-        bests.append(Best(np.array([sc, sc]), states[c].values.copy(), np.array([float(config.temperature)])))
+        # running scores relative to the chain's start, kept as hi + lo pairs (see `Best`)
+        bests.append(Best(np.zeros(4), states[c].values.copy(), np.array([float(config.temperature)])))
     acc = Accum(np.full(0, -1, dtype=np.int32), np.zeros((0, 1)), np.zeros(0, dtype=np.int64))
     round_len = max(1, min(_MAX_ROUND // max(n_sites, 1), 1 << 30)) * max(n_sites, 1)
     warnings: list[str] = []
@@ -129,7 +156,7 @@ def anneal_map(
                     break
         chain_scores[c] = log_score_kernel(graph, graph.tables, st.values)
         finals.append(st.values.astype(np.int64))
-    best = int(np.argmax(chain_scores))
+    best = best_chain(graph, finals, chain_scores)
     if not np.isfinite(chain_scores[best]):
         warnings.append("no state of positive probability was found (every chain's best has log score -inf)")
     return MapResult(
