@@ -10,6 +10,7 @@ the same inputs, gives the same answer as an undisturbed one.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -28,16 +29,36 @@ def dask_module() -> Any:
     return distributed
 
 
-def open_client(client: Any, scheduler: str | None, processes: bool, workers: int) -> tuple[Any, Callable[[], None]]:
+_CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler when the run has no time_limit
+
+
+def local_workers(partitions: int) -> int:
+    """Workers of an in-process cluster for ``partitions`` tasks per round: one per partition up
+    to twice the cores (more only queue on the same cores; the answer depends on the partitions
+    and the seed, not on how many workers run them)."""
+    return max(1, min(partitions, 2 * (os.cpu_count() or 1)))
+
+
+def open_client(client: Any, scheduler: str | None, processes: bool, workers: int,
+                timeout: float | None = None) -> tuple[Any, Callable[[], None]]:
     """(client, close): the caller's ``client`` (close does nothing), a client of the cluster at
-    ``scheduler`` (close disconnects it), or one of a local cluster we start (close stops both)."""
+    ``scheduler`` (close disconnects it), or one of a local cluster we start (close stops both).
+    An unreachable or malformed scheduler is an `InferenceError` within ``timeout`` seconds
+    (default 30)."""
     if client is not None:
         return client, lambda: None
     dask = dask_module()
     if scheduler is not None:
-        own = dask.Client(scheduler)
+        wait = _CONNECT_TIMEOUT if timeout is None else max(0.5, timeout)
+        try:
+            own = dask.Client(scheduler, timeout=wait)
+        except (OSError, TimeoutError) as exc:
+            raise InferenceError(f"could not reach the Dask scheduler at {scheduler!r} within {wait:g} s: {exc}") from None
+        except (ValueError, TypeError) as exc:
+            raise InferenceError(f"option 'scheduler': {scheduler!r} is not a scheduler address such as "
+                                 f"'tcp://host:8786' ({exc})") from None
         return own, own.close
-    cluster = dask.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+    cluster = dask.LocalCluster(n_workers=local_workers(workers), threads_per_worker=1, processes=processes,
                                 dashboard_address=":0", silence_logs=50)
     own = dask.Client(cluster)
 

@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from pdbq.errors import OptionError
 from pdbq.inference.coreference.hierarchy import LevelMoves
 
-__all__ = ["DistributedConfig", "REDISTRIBUTIONS"]
+__all__ = ["DistributedConfig", "REDISTRIBUTIONS", "MAX_ROUNDS", "MAX_PARTITIONS"]
 
 REDISTRIBUTIONS = ("random", "super", "super_mcmc")
+# Each round costs the coordinator a dealing pass and Dask tens of milliseconds; beyond this many
+# a run is overhead, not annealing.
+MAX_ROUNDS = 100_000
+# One task per partition and round; the coordinator deals and gathers them all every round.
+MAX_PARTITIONS = 4096
 
 
 def _int(name: str, v: object, low: int) -> None:
@@ -49,6 +54,8 @@ class DistributedConfig:
     seed: root of every stream (per round and partition).
     retries: times a partition's task is re-run when its worker dies (the task is a pure
         function of its inputs, so a re-run gives the same answer).
+    time_limit: seconds after which no new round starts (None: run every round); connecting
+        to a scheduler also gives up by then.
     """
 
     workers: int = 2
@@ -65,12 +72,18 @@ class DistributedConfig:
     p_split_merge: float = 0.1
     seed: int = 0
     retries: int = 3
+    time_limit: float | None = None
 
     def check(self) -> DistributedConfig:
         _int("workers", self.workers, 1)
-        if self.workers > 4096:
-            raise OptionError(f"option 'workers' is {self.workers}; at most 4096 partitions are supported")
+        if self.workers > MAX_PARTITIONS:
+            raise OptionError(f"option 'workers' is {self.workers}; at most {MAX_PARTITIONS} partitions are supported")
         _int("rounds", self.rounds, 1)
+        if self.rounds > MAX_ROUNDS:
+            raise OptionError(f"option 'rounds' must be at most {MAX_ROUNDS:,} (each round costs a dealing pass "
+                              f"and a Dask round trip), got {self.rounds if self.rounds < 10**15 else 'a huge number'}")
+        if self.time_limit is not None:
+            _positive("time_limit", self.time_limit)
         _int("steps_per_round", self.steps_per_round, 1)
         _int("greedy_rounds", self.greedy_rounds, 0)
         _int("seed", self.seed, 0)

@@ -83,6 +83,7 @@ class DistributedResult:
     rounds: tuple[RoundStats, ...] = field(default=())
     scheduler: str = ""  # where the rounds ran
     dask_workers: int = 0  # workers of the cluster (partitions are dealt over them)
+    stopped_by_time: bool = False  # time_limit ended the run before its planned rounds
 
     def summary(self) -> dict:
         """Where the run's time went, for diagnostics (keys as `pdbq.distributed.chains.DaskRun`):
@@ -154,7 +155,8 @@ def resolve_distributed(
     n = g.indptr.shape[0] - 1
     t0 = time.perf_counter()
     current = np.arange(n, dtype=np.int64) if labels is None else dense_groups(labels)[0]
-    client, close = open_client(client, scheduler, processes, config.workers)
+    client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
+    stopped_by_time = False
     token = uuid.uuid4().hex[:12]
     counters = np.zeros(4, np.int64)
     stats: list[RoundStats] = []
@@ -165,6 +167,9 @@ def resolve_distributed(
         cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.rounds - 1, 1))
         temp = config.temperature
         for r in range(config.rounds + config.greedy_rounds):
+            if r and config.time_limit is not None and time.perf_counter() - t0 >= config.time_limit:
+                stopped_by_time = True
+                break
             greedy = r >= config.rounds
             t = 0.0 if greedy else temp
             t_deal = time.perf_counter()
@@ -215,4 +220,5 @@ def resolve_distributed(
     return DistributedResult(
         stable_labels(current), float(partition_score(g, current)), int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
         int(counters[C_ACCEPTED]), time.perf_counter() - t0, config.workers, tuple(stats), address, n_workers,
+        stopped_by_time,
     )

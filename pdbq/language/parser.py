@@ -141,7 +141,7 @@ def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> State
     tree = _run_parser(text, chunk)
     if params is not None:
         tree = bind_parameters(tree, params, where=chunk.sql.split(None, 1)[0].upper())
-    elif isinstance(tree, px.PdbqQuery):
+    elif isinstance(tree, (px.PdbqQuery, px.PdbqLearn)):
         _check_unbound(tree, text, chunk)
     return _convert(tree, text, chunk)
 
@@ -149,7 +149,7 @@ def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> State
 def _check_unbound(tree: exp.Expr, text: str, chunk: Chunk) -> None:
     if tree.find(exp.Placeholder) is not None:
         raise ParseError(
-            "the query has parameters (?, $1, $name) but no values were given: db.execute(sql, [values])",
+            "the statement has parameters (?, $1, $name) but no values were given: db.execute(sql, [values])",
             line=chunk.line, col=chunk.col, text=text,
         )
 

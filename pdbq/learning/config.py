@@ -15,10 +15,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pdbq.errors import OptionError, suggest
+from pdbq.inference.mcmc.config import MAX_CHAINS, MAX_THREADS
+from pdbq.option_values import MAX_COUNT, number, whole
 
 __all__ = ["LearnConfig", "REGULARIZATIONS"]
 
 REGULARIZATIONS = ("l2", "l1", "none")
+
+
+# whole-number options: (lowest, highest, why the highest)
+_WHOLE = {
+    "epochs": (1, 10**7, "one weight update per epoch; each is kept in the history"),
+    "chains": (1, MAX_CHAINS, "each chain keeps its own copy of the state in both worlds"),
+    "sweeps": (1, MAX_COUNT, "counts are 64-bit integers inside the kernels"),
+    "eval_steps": (1, MAX_COUNT, "counts are 64-bit integers inside the kernels"),
+    "threads": (1, MAX_THREADS, "more threads than that only add scheduling overhead"),
+    "seed": (0, MAX_COUNT, "seeds are 64-bit integers inside the kernels"),
+}
+# number options: (lowest, highest, lowest excluded)
+_NUMBER = {
+    "learning_rate": (0.0, math.inf, True),
+    "decay": (0.0, 1.0, True),
+    "reg": (0.0, math.inf, False),
+    "average": (0.0, 1.0, False),
+    "max_weight": (0.0, math.inf, True),
+    "time_limit": (0.0, math.inf, True),
+    "margin": (0.0, math.inf, False),
+}
 
 
 @dataclass(frozen=True)
@@ -43,8 +66,9 @@ class LearnConfig:
     sweeps: Gibbs sweeps of every chain per epoch.
     threads: worker threads for the chains; None = CPU count.
     seed: root of every random stream (chains, holdout choice).
-    time_limit: seconds after which learning stops at the end of an epoch (the weights of the
-        last finished epoch are kept).
+    time_limit: seconds after which learning stops (checked between sweeps, so within an
+        epoch too; the weights of the last finished epoch are kept, and the holdout evaluation
+        gets what is left of the limit).
     average: fraction of the final epochs whose weights are averaged into the result (Polyak
         averaging, 0 = the last iterate).
     eval_steps: Gibbs sweeps (over the region the held-out variables reach; 2 chains, at least
@@ -86,34 +110,15 @@ class LearnConfig:
     objective: str = "b3"
 
     def check(self) -> LearnConfig:
-        def pos_int(name: str, allow_none: bool = False) -> None:
-            v = getattr(self, name)
-            if v is None and allow_none:
-                return
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise OptionError(f"option '{name}' must be a positive integer, got {v!r}")
-
-        def num(name: str, lo: float, hi: float, lo_open: bool = False, allow_none: bool = False) -> None:
-            v = getattr(self, name)
-            if v is None and allow_none:
-                return
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise OptionError(f"option '{name}' must be a number, got {v!r}")
-            if v < lo or v > hi or (lo_open and v == lo):
-                side = "(" if lo_open else "["
-                raise OptionError(f"option '{name}' must lie in {side}{lo:g}, {hi:g}], got {v!r}")
-
-        for name in ("epochs", "chains", "sweeps", "eval_steps"):
-            pos_int(name)
-        pos_int("threads", allow_none=True)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise OptionError(f"option 'seed' must be a non-negative integer, got {self.seed!r}")
-        num("learning_rate", 0.0, math.inf, lo_open=True)
-        num("decay", 0.0, 1.0, lo_open=True)
-        num("reg", 0.0, math.inf)
-        num("average", 0.0, 1.0)
-        num("max_weight", 0.0, math.inf, lo_open=True)
-        num("time_limit", 0.0, math.inf, lo_open=True, allow_none=True)
+        """Self, or an `OptionError` naming the first option of the wrong type or range."""
+        for name, (low, high, why) in _WHOLE.items():
+            if name == "threads" and self.threads is None:
+                continue
+            whole(name, getattr(self, name), low=low, high=high, why=why)
+        for name, (low, high, low_open) in _NUMBER.items():
+            if name == "time_limit" and self.time_limit is None:
+                continue
+            number(name, getattr(self, name), low=low, high=high, low_open=low_open)
         if self.regularization not in REGULARIZATIONS:
             raise OptionError(
                 f"option 'regularization' must be one of {', '.join(map(repr, REGULARIZATIONS))}, got {self.regularization!r}"
@@ -122,10 +127,7 @@ class LearnConfig:
             if not self.holdout.strip():
                 raise OptionError("option 'holdout' is an empty query")
         else:
-            num("holdout", 0.0, 1.0)
-            if self.holdout >= 1.0:
-                raise OptionError(f"option 'holdout' must be a fraction below 1 (or a query), got {self.holdout!r}")
-        num("margin", 0.0, math.inf)
+            number("holdout", self.holdout, low=0.0, high=1.0, high_open=True)
         if self.optimizer not in ("adagrad", "perceptron"):
             raise OptionError(f"option 'optimizer' must be 'adagrad' or 'perceptron', got {self.optimizer!r}")
         if self.walk not in ("model", "objective"):
@@ -149,10 +151,13 @@ class LearnConfig:
             key = name.lower()
             if key not in names:
                 raise OptionError(f"unknown LEARN WEIGHTS option '{name}'.{suggest(key, names)}")
-            if key in ("learning_rate", "decay", "reg", "average", "max_weight", "time_limit", "margin") and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if key == "holdout" and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
+            if key in _NUMBER or (key == "holdout" and not isinstance(value, str)):
+                if not (key == "time_limit" and value is None):
+                    low, high, low_open = _NUMBER.get(key, (0.0, 1.0, False))
+                    value = number(key, value, low=low, high=high, low_open=low_open)
+            elif key in _WHOLE and not (key == "threads" and value is None):
+                low, high, why = _WHOLE[key]
+                value = whole(key, value, low=low, high=high, why=why)
             if key in ("regularization", "optimizer", "walk", "objective") and isinstance(value, str):
                 value = value.lower()
             values[key] = value

@@ -22,7 +22,7 @@ import numpy as np
 from pdbq.errors import PdbqError
 from pdbq.graph.from_store import reachable
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.config import MAX_COUNT, GibbsConfig
 from pdbq.inference.mcmc.gibbs import run_gibbs
 
 __all__ = ["BUCKETS", "HoldoutReport", "choose_holdout", "evaluate_holdout", "calibration_report", "plot_calibration"]
@@ -111,14 +111,16 @@ def calibration_report(probs: np.ndarray, truth: np.ndarray, card: np.ndarray, m
 
 
 def evaluate_holdout(graph: FactorGraph, holdout: np.ndarray, truth: np.ndarray, *, sweeps: int, seed: int,
-                     threads: int | None = None) -> HoldoutReport:
+                     threads: int | None = None, time_limit: float | None = None) -> HoldoutReport:
     """Predict the held-out variables (``holdout``: their ids, unclamped in ``graph``, which
     carries the learned weights and the training evidence) and compare with ``truth``.
-    Only the region the held-out variables reach is sampled."""
+    Only the region the held-out variables reach is sampled, for at most ``time_limit`` seconds
+    (the report then carries the sampler's warning)."""
     vmask, _ = reachable(graph, holdout)
     sites = np.flatnonzero(vmask & (graph.evidence < 0))
-    steps = max(int(sweeps) * int(sites.shape[0]), 1000)
-    res = run_gibbs(graph, holdout, GibbsConfig(steps=steps, chains=2, seed=seed, threads=threads), sites=sites)
+    steps = min(max(int(sweeps) * int(sites.shape[0]), 1000), MAX_COUNT)
+    res = run_gibbs(graph, holdout, GibbsConfig(steps=steps, chains=2, seed=seed, threads=threads, time_limit=time_limit),
+                    sites=sites)
     card = graph.cardinality[holdout].astype(np.int64)
     se = float(np.nanmax(res.stderr)) if res.stderr.size else 0.0
     return calibration_report(res.marginals, truth.astype(np.int64), card, se, res.warnings)

@@ -53,6 +53,7 @@ STEP_CAP = 1.0  # largest change of one weight in one epoch (a trust region for 
 _VAR_FLOOR = 1.0e-3
 _FULL_COV_MAX = 200  # learnable weights up to which the full information matrix is inverted
 _HISTORY_MAX = 1000  # learned weights up to which every iterate is kept in SGDResult.history
+_CHUNK_UPDATES = 1 << 20  # updates per kernel call between deadline checks
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,19 @@ def learn_sgd(
     *,
     learn: np.ndarray | None = None,
     on_epoch: Callable[[EpochInfo], bool | None] | None = None,
+    deadline: float | None = None,
 ) -> SGDResult:
     """Learn ``graph``'s learnable weights from its evidence (every evidence variable is a
     training label). ``learn``: bool[n_weights] mask of the weights to learn (default
     ``graph.learnable``); the others stay fixed. ``on_epoch(info)`` returning True stops after
-    that epoch (cancellation); KeyboardInterrupt does the same. Raises `LearningError` for a
-    graph with no evidence or nothing to learn, and for divergence."""
+    that epoch (cancellation); KeyboardInterrupt does the same. ``deadline``: a
+    `time.perf_counter` value by which learning stops (default: ``config.time_limit`` from now);
+    an epoch the deadline cuts short is discarded. Raises `LearningError` for a graph with no
+    evidence or nothing to learn, and for divergence."""
     config = config.check()
     run = sgd_setup(graph, config, learn)
+    if deadline is not None:
+        run.deadline = deadline
     sgd_epochs(run, on_epoch)
     return sgd_result(run)
 
@@ -147,6 +153,7 @@ class SGDRun:
     interrupted: bool = False
     stopped_by_time: bool = False
     done: int = 0
+    deadline: float | None = None  # time.perf_counter() value at which sampling stops
 
 
 def sgd_setup(graph: FactorGraph, config: LearnConfig, learn: np.ndarray | None = None) -> SGDRun:
@@ -230,6 +237,7 @@ def sgd_setup(graph: FactorGraph, config: LearnConfig, learn: np.ndarray | None 
         window_start=min(max(window_start, 0), config.epochs - 1),
         avg_sum=np.zeros(n_idx), g_sum=np.zeros(n_idx), g_sq=np.zeros(n_idx), mom=np.zeros((4, n_idx)),
         full_cov=n_idx <= _FULL_COV_MAX, last_good=w.copy(),
+        deadline=None if config.time_limit is None else t0 + config.time_limit,
     )
 
 
@@ -244,9 +252,25 @@ def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None 
     planned number, a stop from ``on_epoch`` or Ctrl-C, or the time limit."""
     config = run.config
     sweeps = config.sweeps
+    deadline = run.deadline
+    late = [False]
 
     def sample(g, kgw, st, sched):
-        run_chain(g, kgw, st, sched, run.acc, run.unused, sched.sites.shape[0] * sweeps, False)
+        n = sched.sites.shape[0]
+        if deadline is None:
+            run_chain(g, kgw, st, sched, run.acc, run.unused, n * sweeps, False)
+            return
+        # a deadline is checked between chunks of about a million updates, so that a huge
+        # ``sweeps`` cannot hold the statement beyond its time limit
+        chunk = max(1, _CHUNK_UPDATES // max(n, 1))
+        left = sweeps
+        while left > 0:
+            if late[0] or time.perf_counter() >= deadline:
+                late[0] = True
+                return
+            k = min(chunk, left)
+            run_chain(g, kgw, st, sched, run.acc, run.unused, n * k, False)
+            left -= k
 
     pool = ThreadPoolExecutor(max_workers=run.n_threads)
     try:
@@ -264,6 +288,9 @@ def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None 
                     f.cancel()
                 run.interrupted = True
                 break
+            if late[0]:  # the deadline cut this epoch's sweeps short: its counts are not used
+                run.stopped_by_time = True
+                break
             grad = sgd_step(run, t)
             elapsed = time.perf_counter() - run.t0
             stop = False
@@ -273,7 +300,7 @@ def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None 
             if stop:
                 run.interrupted = True
                 break
-            if config.time_limit is not None and elapsed >= config.time_limit:
+            if deadline is not None and time.perf_counter() >= deadline and run.done < config.epochs:
                 run.stopped_by_time = True
                 break
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,6 +33,9 @@ from pdbq.learning.holdout import HoldoutReport, choose_holdout, evaluate_holdou
 from pdbq.learning.features import grounding_counts
 from pdbq.learning.samplerank import GraphRanking, SampleRankConfig, samplerank
 from pdbq.learning.sgd import EpochInfo, SGDResult, learn_sgd
+
+# with a time_limit, the holdout evaluation gets what learning left, but at least this (seconds)
+_MIN_EVAL_SECONDS = 0.1
 
 __all__ = ["run_statement", "execute_learn", "LearnOutcome", "show_learned_weights", "show_learning_calibration",
            "calibration_from_catalog", "save_calibration_plot"]
@@ -133,8 +137,11 @@ def execute_learn(
     on_epoch: Callable[[EpochInfo], bool | None] | None = None,
 ) -> LearnOutcome:
     """Run LEARN WEIGHTS. ``on_epoch(info)`` is called after every epoch; returning True stops
-    learning there (the weights of the last full epoch are stored, marked interrupted)."""
+    learning there (the weights of the last full epoch are stored, marked interrupted).
+    ``time_limit`` counts from here: grounding, learning and the holdout evaluation share it."""
+    started = time.perf_counter()
     config = LearnConfig.from_options(stmt.options)
+    deadline = None if config.time_limit is None else started + config.time_limit
     if stmt.method is LearnMethod.SAMPLERANK and "learning_rate" not in {k.lower() for k, _ in stmt.options}:
         config = dataclasses.replace(config, learning_rate=1.0)
     if catalog.is_read_only():
@@ -167,7 +174,13 @@ def execute_learn(
     if stmt.method is LearnMethod.SAMPLERANK:
         result = _learn_samplerank(g_train, config, mask, on_epoch)
     else:
-        result = learn_sgd(g_train, config, learn=mask, on_epoch=on_epoch)
+        result = learn_sgd(g_train, config, learn=mask, on_epoch=on_epoch, deadline=deadline)
+    if result.epochs == 0 and result.stopped_by_time:
+        raise LearningError(
+            f"time_limit {config.time_limit:g} s ran out before the first epoch finished "
+            f"({config.chains} chain(s) × {config.sweeps} sweep(s) per epoch); the previous weights are kept. "
+            "Raise time_limit or lower sweeps/chains"
+        )
     warnings: list[str] = []
     if result.interrupted:
         warnings.append(f"learning was stopped after {result.epochs} of {config.epochs} epochs; the weights of the last full epoch were stored")
@@ -187,8 +200,9 @@ def execute_learn(
     if hold.any() and result.epochs:
         learned_graph = g_train._replace(weights=result.weights)
         hv = np.flatnonzero(hold)
+        left = None if deadline is None else max(deadline - time.perf_counter(), _MIN_EVAL_SECONDS)
         report = evaluate_holdout(learned_graph, hv, evidence[hv], sweeps=config.eval_steps, seed=config.seed + 2,
-                                  threads=config.threads)
+                                  threads=config.threads, time_limit=left)
         warnings += list(report.warnings)
     version = _store(con, stmt, config, names, spans, mask, result, report)
     table = pa.table({
@@ -211,8 +225,6 @@ def _learn_samplerank(graph, config: LearnConfig, mask: np.ndarray, on_epoch) ->
     """SampleRank on a general model: the labelled (training evidence) variables are unclamped
     and walked by single-variable moves; the objective is their accuracy against the labels.
     (Coreference models bring their own ranking problem: entity moves and B³/pairwise F1.)"""
-    import time
-
     t0 = time.perf_counter()
     labels = graph.evidence.astype(np.int64)
     problem = GraphRanking(graph._replace(evidence=np.full(graph.n_vars, -1, np.int32)), labels, seed=config.seed)

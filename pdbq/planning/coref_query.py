@@ -18,6 +18,8 @@ branch: cluster relations never enter the factor store or the Gibbs engine.
 
 from __future__ import annotations
 
+import re
+
 import time
 import uuid
 from dataclasses import fields
@@ -29,6 +31,7 @@ from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
 from pdbq.coref.ground import ground_cluster, map_table
+from pdbq.distributed.config import MAX_PARTITIONS, MAX_ROUNDS
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
@@ -42,6 +45,8 @@ __all__ = ["is_cluster_query", "execute_cluster_query"]
 _OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs", "interval", "decide", "workers", "scheduler", "rounds"}
 _MAX_PAIRS = 20_000_000
 _MAX_DIST_SIZE = 500
+# a Dask address: protocol://host[:port] (tcp, tls, ws, wss, ucx, inproc)
+_SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|ucx|inproc)://[^\s\x00/]+(:\d{1,5})?/?$")
 
 
 def _relations(db, stmt: ProbQuery, variables=None) -> dict[str, str]:
@@ -72,8 +77,15 @@ def _distributed(opts: dict) -> dict | None:
     keys = {k: opts.pop(k) for k in ("workers", "scheduler", "rounds") if k in opts}
     if not keys:
         return None
-    if "scheduler" in keys and not isinstance(keys["scheduler"], str):
-        raise OptionError(f"option 'scheduler' must be an address such as 'tcp://host:8786', got {keys['scheduler']!r}")
+    sched = keys.get("scheduler")
+    if "scheduler" in keys and (not isinstance(sched, str) or not _SCHEDULER.match(sched)):
+        raise OptionError(f"option 'scheduler' must be an address such as 'tcp://host:8786', got {sched!r}")
+    for name, top in (("rounds", MAX_ROUNDS), ("workers", MAX_PARTITIONS)):
+        v = keys.get(name, 1)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise OptionError(f"option '{name}' must be a positive integer, got {v!r}")
+        if v > top:
+            raise OptionError(f"option '{name}' must be at most {top:,}, got {v if v < 10**15 else 'a huge number'}")
     return keys
 
 
@@ -125,11 +137,13 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
         workers=workers, rounds=rounds, greedy_rounds=greedy,
         steps_per_round=max(1, config.sweeps * n // (rounds + greedy) // workers),
         temperature=config.temperature, min_temperature=config.min_temperature, p_new=config.p_new,
-        p_split_merge=config.p_split_merge, seed=config.seed,
-    )
+        p_split_merge=config.p_split_merge, seed=config.seed, time_limit=config.time_limit,
+    ).check()
     res = resolve_distributed(graph, cfg, labels=initial_labels(graph, config), scheduler=dist.get("scheduler"))
+    warnings = (f"time_limit {config.time_limit:g} s reached after {len(res.rounds)} of {rounds + greedy} distributed "
+                "rounds: the clustering is the last round's",) if res.stopped_by_time else ()
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
-                          res.accepted, res.seconds), res.summary()
+                          res.accepted, res.seconds, warnings), res.summary()
 
 
 def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> int:

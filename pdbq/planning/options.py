@@ -18,7 +18,8 @@ from typing import Any
 
 from pdbq.errors import OptionError, suggest
 from pdbq.inference.exact.auto import DEFAULT_EXACT_BUDGET
-from pdbq.inference.mcmc.config import check_maximum
+from pdbq.inference.mcmc.config import MAX_CHAIN_COPIES, check_maximum
+from pdbq.option_values import MAX_COUNT, number, shown, whole
 
 __all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
 
@@ -73,6 +74,10 @@ class QueryOptions:
             values[name] = _coerce(name, value)
         if values.get("steps") is not None and values.get("sweeps") is not None:
             raise OptionError("give either 'steps' or 'sweeps', not both")
+        copies = values.get("chains", cls.chains) * values.get("tempering", cls.tempering)
+        if copies > MAX_CHAIN_COPIES:
+            raise OptionError(f"chains × tempering is {copies:,}: at most {MAX_CHAIN_COPIES:,} chain copies are run "
+                              "(each is a full state swept every cycle); lower 'chains' or 'tempering'")
         return cls(**values)
 
     def replace(self, **changes: Any) -> "QueryOptions":
@@ -154,19 +159,14 @@ def _coerce(name: str, value: Any) -> Any:
             )
         return value.lower()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise OptionError(f"option '{name}' takes a number, got {value!r}")
+        raise OptionError(f"option '{name}' takes a number, got {shown(value)}")
     if kind == "int":
-        if isinstance(value, float) and not value.is_integer():
-            raise OptionError(f"option '{name}' takes a whole number, got {value!r}")
-        check_maximum(name, value)
-        value = int(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise OptionError(f"option '{name}' takes a whole number, got {shown(value)}")
+        check_maximum(name, value)  # the option's own maximum, with its reason
+        value = whole(name, value, low=-MAX_COUNT, high=MAX_COUNT)
     else:
-        try:
-            value = float(value)
-        except OverflowError:  # a Python int beyond a double (a 310-digit literal)
-            raise OptionError(f"option '{name}' is beyond the range of a double, got {str(value)[:20]}...") from None
-        if not math.isfinite(value):
-            raise OptionError(f"option '{name}' must be finite, got {value!r}")
+        value = number(name, value)
     if low is not None and (value < low or (value == low and not inclusive)):
         bound = f">= {low:g}" if inclusive else f"> {low:g}"
         raise OptionError(f"option '{name}' must be {bound}, got {value!r}")

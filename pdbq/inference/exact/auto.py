@@ -28,6 +28,7 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.inference.exact.elimination_order import interaction_scopes, min_fill_order
 from pdbq.inference.exact.elimination import DEFAULT_MAX_TABLE
 from pdbq.inference.exact.potentials import evidence_array
+from pdbq.memory import table_cap
 
 __all__ = ["AutoConfig", "Decision", "choose_method", "estimate_exact_seconds", "exact_hint", "DEFAULT_EXACT_BUDGET"]
 
@@ -103,7 +104,7 @@ def choose_method(
     max_table = config.max_table if max_table is None else int(max_table)
     max_seconds = config.max_seconds if max_seconds is None else float(max_seconds)
     ev = evidence_array(graph.n_vars, graph.evidence if evidence is None else evidence)
-    info = min_fill_order(interaction_scopes(graph, ev), graph.cardinality, stop_above=max_table)
+    info = min_fill_order(interaction_scopes(graph, ev), graph.cardinality, stop_above=min(max_table, table_cap()))
     if not info.complete or info.max_table_size > max_table:
         size = info.max_table_size
         return Decision(

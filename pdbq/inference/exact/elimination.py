@@ -35,6 +35,7 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.inference.exact.elimination_order import EliminationOrder, min_fill_order, interaction_scopes
 from pdbq.inference.exact.potentials import Hyperedge, condition, evidence_array, hyperedges, shift_edge, shift_edges
 from pdbq.inference.exact.upward_kernel import MAX_AXES, SMALL_TABLE, downward_kernel, upward_kernel, upward_tree
+from pdbq.memory import check_fits, table_cap
 
 __all__ = [
     "DEFAULT_MAX_TABLE",
@@ -278,7 +279,11 @@ def _zero_error(saturated: bool) -> PdbqError:
 
 
 def check_budget(info: EliminationOrder, max_table: int) -> None:
-    """Raise `InferenceError` when the order's largest clique table exceeds ``max_table``."""
+    """Raise `InferenceError` when the order's largest clique table exceeds ``max_table`` or,
+    with its working copies, the memory left (`pdbq.memory.check_fits`)."""
+    if not info.complete and info.max_table_size <= max_table:
+        # the order search stopped at the memory cap (`_search_cap`), below max_table
+        check_fits(info.max_table_size, f"exact inference (induced width at least {info.width})", option="max_table")
     if not info.complete or info.max_table_size > max_table:
         pre = "" if info.complete else "at least "
         raise InferenceError(
@@ -286,10 +291,16 @@ def check_budget(info: EliminationOrder, max_table: int) -> None:
             f"width {pre}{info.width} and needs a table of {pre}{info.max_table_size:,} entries "
             f"(max_table = {max_table:,}); use MCMC or raise max_table"
         )
+    check_fits(info.max_table_size, f"exact inference (induced width {info.width})", option="max_table")
+
+
+def _search_cap(max_table: int) -> int:
+    """Where an order search stops: ``max_table``, or lower where memory cannot hold that."""
+    return min(max_table, table_cap())
 
 
 def _order_for(edges: Sequence[Hyperedge], card: np.ndarray, max_table: int) -> EliminationOrder:
-    info = min_fill_order([h.scope for h in edges if h.scope.size], card, stop_above=max_table)
+    info = min_fill_order([h.scope for h in edges if h.scope.size], card, stop_above=_search_cap(max_table))
     check_budget(info, max_table)
     return info
 
@@ -420,17 +431,18 @@ def _order_for_graph(graph: FactorGraph, ev: np.ndarray, max_table: int, variabl
     Promedus_26's is hundreds of cliques) unless that order is costlier: over the budget, or,
     beyond small tables, over 1.25 times the plain order's total table size."""
     scopes = interaction_scopes(graph, ev)
+    stop = _search_cap(max_table)
     if variables is not None:
         wanted = np.unique(np.asarray(variables, dtype=np.int64).ravel())
         if wanted.size == 1:
-            held = min_fill_order(scopes, graph.cardinality, stop_above=max_table, last=wanted)
+            held = min_fill_order(scopes, graph.cardinality, stop_above=stop, last=wanted)
             if held.complete and held.max_table_size <= min(max_table, SMALL_TABLE):
                 return held
-            plain = min_fill_order(scopes, graph.cardinality, stop_above=max_table)
+            plain = min_fill_order(scopes, graph.cardinality, stop_above=stop)
             if held.complete and held.max_table_size <= max_table and held.total_table_size <= 1.25 * plain.total_table_size:
                 return held
             return plain
-    return min_fill_order(scopes, graph.cardinality, stop_above=max_table)
+    return min_fill_order(scopes, graph.cardinality, stop_above=stop)
 
 
 def _graph_edges(graph: FactorGraph, evidence, max_table: int, variables=None) -> tuple[list[Hyperedge], np.ndarray, EliminationOrder]:

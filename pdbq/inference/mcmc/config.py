@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from pdbq.errors import OptionError
 
-__all__ = ["GibbsConfig", "AnnealConfig", "MixingConfig", "SCANS", "INITS", "BLOCK_MODES", "MAX_CHAINS", "MAX_THREADS", "MAX_COUNT"]
+__all__ = ["GibbsConfig", "AnnealConfig", "MixingConfig", "SCANS", "INITS", "BLOCK_MODES", "MAX_CHAINS", "MAX_THREADS", "MAX_COUNT",
+           "MAX_TEMPERING", "MAX_CHAIN_COPIES"]
 
 SCANS = ("sweep", "random")
 INITS = ("dispersed", "random")
@@ -24,6 +25,10 @@ INITS = ("dispersed", "random")
 MAX_CHAINS = 1024
 # Threads beyond this only add scheduling overhead on any machine pdbq targets.
 MAX_THREADS = 1024
+# Replica exchange: a ladder of this many temperatures already spans β from 1 to ~0 finely;
+# copies × chains is bounded by MAX_CHAIN_COPIES (each copy is a chain state swept every cycle).
+MAX_TEMPERING = 256
+MAX_CHAIN_COPIES = 4096
 # Step and seed counts are int64 inside the kernels.
 MAX_COUNT = 2**62
 
@@ -32,6 +37,7 @@ _MAXIMA = {
     "threads": (MAX_THREADS, "more threads than that only add scheduling overhead"),
     "workers": (MAX_CHAINS, "each worker runs whole chains"),
     "jumps": (64, "every pair of kept modes is a jump, so the jump set grows with its square"),
+    "tempering": (MAX_TEMPERING, "each tempered copy is a full chain state swept every cycle"),
 }
 
 

@@ -38,6 +38,7 @@ for a subset S of the new state, an unbiased Rao-Blackwellised estimate of its m
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -50,6 +51,7 @@ from pdbq.inference.exact.elimination_order import min_fill_order
 from pdbq.inference.mcmc.kernels import HARD
 from pdbq.inference.exact.potentials import Hyperedge, condition, hyperedges
 from pdbq.inference.mcmc.transition import Kernel, state_table
+from pdbq.memory import check_fits, table_cap
 
 __all__ = [
     "DEFAULT_BLOCK_TABLE",
@@ -180,6 +182,8 @@ def build_blocks(
     made so far (`BlockList.cut`); growth is Python, seconds on a few thousand variables."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"blocks: the largest clique table must be at least 2 entries, got {max_table!r}")
+    # a table beyond the memory left is never built: the blocks stay within what can be held
+    max_table = min(int(max_table), table_cap(2))
     if max_vars is not None and (isinstance(max_vars, bool) or not isinstance(max_vars, (int, np.integer)) or max_vars < 1):
         raise InferenceError(f"blocks: a block needs at least 1 variable, got {max_vars!r}")
     edges = block_edges(graph) if edges is None else edges
@@ -329,7 +333,8 @@ def _grow(seed: int, nb: list[dict], card: np.ndarray, max_table: int, cap: int,
     return members
 
 
-def _make_block(members: np.ndarray, edges, card, max_table: int, global_order, scopes_of) -> Block:
+def _make_block(members: np.ndarray, edges, card, max_table: int, global_order, scopes_of,
+                option: str = "block_table") -> Block:
     in_b = np.zeros(card.shape[0], dtype=bool)
     in_b[members] = True
     touching = [edges[k] for k in sorted({k for v in members.tolist() for k in scopes_of[v]})]
@@ -340,6 +345,8 @@ def _make_block(members: np.ndarray, edges, card, max_table: int, global_order, 
         # the global order restricted to the block is within budget by construction
         order = global_order[in_b[global_order]]
         cliques = _cliques_in_order(scopes, order)
+    # every clique's table is kept for the chains' whole run: refuse before allocating them
+    check_fits(sum(math.prod(int(card[v]) for v in c) for c in cliques), "an exact block", copies=2, option=option)
     # variables in no scope (isolated in the block): their own one-variable cliques
     seen = np.zeros(card.shape[0], dtype=bool)
     seen[order] = True

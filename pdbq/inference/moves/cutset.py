@@ -213,7 +213,8 @@ def _build(graph: FactorGraph, edges, cut: np.ndarray, card: np.ndarray, max_tab
         for v in h.scope.tolist():
             scopes_of[v].append(k)
     blocks: list[Block] = [
-        _make_block(np.array(m, dtype=np.int64), edges, card, max_table, None, scopes_of) for m in comps.values()
+        _make_block(np.array(m, dtype=np.int64), edges, card, max_table, None, scopes_of, option="cutset_table")
+        for m in comps.values()
     ]
     comp_block = {root: i for i, root in enumerate(comps)}
     packed = pack_blocks(blocks) if blocks else _empty_blocks()

@@ -1,0 +1,148 @@
+"""Every option that multiplies work is bounded, every loop honours the time limit, and tables are
+checked against the memory left before they are allocated. Deadline tests assert the bound
+generously (the limit plus a wide margin for a loaded machine): a run that ignored its limit
+takes minutes, not seconds."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import NAMES_CLUSTER_SQL
+
+import pdbq
+from pdbq.errors import InferenceError, LearningError, OptionError, ParseError, PdbqError
+
+SLACK = 20.0  # seconds beyond the limit a loaded 2-core machine may need; unbounded runs take minutes
+
+
+@pytest.fixture(scope="module")
+def learn_db():
+    db = pdbq.connect()
+    db.execute("CREATE TABLE p AS SELECT * FROM range(60) r(i); "
+               "CREATE TABLE ev AS SELECT i, i % 3 = 0 AS v FROM range(45) r(i); "
+               "CREATE TABLE e AS SELECT i AS a, i + 1 AS b FROM range(59) r(i)")
+    db.execute("CREATE VARIABLE v(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM p) EVIDENCE (SELECT i, v FROM ev)")
+    db.execute("CREATE RULE r WEIGHT ? FUNCTION ISTRUE AS v(i) :- p(i); "
+               "CREATE RULE q WEIGHT ? FUNCTION EQUAL AS v(a) = v(b) :- e(a, b)")
+    yield db
+    db.close()
+
+
+def _weights(db):
+    return db.execute("SHOW WEIGHTS").fetchall()
+
+
+HUGE = str(10**400)
+
+
+@pytest.mark.parametrize("option", ["holdout", "epochs", "learning_rate", "decay", "reg", "time_limit", "average",
+                                    "max_weight", "chains", "sweeps", "eval_steps", "seed", "margin"])
+def test_learn_options_beyond_any_range_are_option_errors(learn_db, option):
+    before = _weights(learn_db)
+    with pytest.raises(OptionError, match=f"'{option}'"):
+        learn_db.execute(f"LEARN WEIGHTS WITH ({option} = {HUGE})")
+    assert _weights(learn_db) == before
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("threads = 100000", "threads.*at most 1,024"),
+    ("chains = 100000", "chains.*at most 1,024"),
+    ("epochs = 1e400", "epochs"),
+    ("sweeps = 2.5", "whole number"),
+    ("decay = 0", r"decay.*\(0, 1\]"),
+])
+def test_learn_options_out_of_range(learn_db, text, pattern):
+    with pytest.raises(OptionError, match=pattern):
+        learn_db.execute(f"LEARN WEIGHTS WITH ({text})")
+
+
+def test_learn_parameter_without_a_value_is_a_parse_error(learn_db):
+    with pytest.raises(ParseError, match="no values were given"):
+        learn_db.execute("LEARN WEIGHTS WITH (reg = ?)")
+    learn_db.execute("LEARN WEIGHTS WITH (reg = ?, epochs = 2)", [0.5])  # bound: accepted
+
+
+@pytest.mark.parametrize("text", ["sweeps = 100000000", "sweeps = 20000, epochs = 1000000",
+                                  "eval_steps = 1e12, holdout = 0.3, epochs = 2", "chains = 1024, sweeps = 2000"])
+def test_learn_holds_its_time_limit_inside_epochs(learn_db, text):
+    before = _weights(learn_db)
+    t0 = time.perf_counter()
+    try:
+        r = learn_db.execute(f"LEARN WEIGHTS WITH ({text}, time_limit = 1)")
+    except LearningError as e:  # no epoch finished in time: an error, the weights kept
+        assert "before the first epoch finished" in str(e)
+        assert _weights(learn_db) == before
+    else:
+        assert r.fetchall()
+    assert time.perf_counter() - t0 < 1 + SLACK
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("tempering = 4611686018427387904", "tempering.*at most 256"),
+    ("tempering = 100000", "tempering.*at most 256"),
+    ("chains = 1024, tempering = 64", "chains × tempering"),
+    ("steps = 1e400", "steps"),
+    ("epsilon = ?", "no values were given"),
+])
+def test_query_options_multiplying_work_are_bounded(text, pattern):
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)")
+        db.execute("CREATE VARIABLE v(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+        db.execute("CREATE RULE b WEIGHT 0.5 FUNCTION ISTRUE AS v(i) :- t(i)")
+        with pytest.raises((OptionError, ParseError), match=pattern):
+            db.execute(f"SELECT PROB(x) FROM v x USING GIBBS WITH ({text})")
+
+
+def _grid(db, n: int) -> None:
+    db.execute(f"CREATE TABLE n AS SELECT * FROM range({n * n}) r(i); "
+               f"CREATE TABLE e AS SELECT i AS a, i + 1 AS b FROM range({n * n}) r(i) WHERE i % {n} < {n - 1} "
+               f"UNION ALL SELECT i, i + {n} FROM range({n * n - n}) r(i)")
+    db.execute("CREATE VARIABLE v(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM n)")
+    db.execute("CREATE RULE eq WEIGHT 0.3 FUNCTION EQUAL AS v(a) = v(b) :- e(a, b)")
+
+
+@pytest.mark.parametrize("options, pattern", [
+    ("USING EXACT WITH (max_table = 4611686018427387904)", "exact inference .* entries .* of memory is available"),
+    ("USING GIBBS WITH (steps = 100, blocks = 'auto', block_table = 4611686018427387904)", "an exact block needs .* available"),
+])
+def test_tables_beyond_the_memory_left_are_refused_before_allocation(monkeypatch, options, pattern):
+    import pdbq.memory
+
+    monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 256 << 10)  # a machine with 256 KiB left
+    with pdbq.connect() as db:
+        _grid(db, 14)  # induced width about 14: 2^15-entry tables, 1 MiB each with working copies
+        with pytest.raises(InferenceError, match=pattern):
+            db.execute(f"SELECT PROB(x) FROM v x WHERE x.i < 2 {options}")
+
+
+def test_exact_within_memory_still_answers(monkeypatch):
+    import pdbq.memory
+
+    monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 256 << 10)
+    with pdbq.connect() as db:
+        _grid(db, 6)
+        assert len(db.execute("SELECT PROB(x) FROM v x USING EXACT").fetchall()) == 36
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("scheduler = 'nonsense'", "scheduler.*address"),
+    ("scheduler = 'tcp://a\x00b:1'", "scheduler.*address"),
+    ("rounds = 100000000", "rounds.*at most"),
+    ("workers = 100000", "workers.*at most"),
+])
+def test_distributed_options_are_checked_before_any_work(text, pattern):
+    with pdbq.connect() as db:
+        db.execute(NAMES_CLUSTER_SQL)
+        with pytest.raises(OptionError, match=pattern):
+            db.execute(f"SELECT MAP(e) FROM e USING ANNEAL WITH ({text})")
+
+
+def test_unreachable_scheduler_fails_within_the_time_limit():
+    pytest.importorskip("distributed")
+    with pdbq.connect() as db:
+        db.execute(NAMES_CLUSTER_SQL)
+        t0 = time.perf_counter()
+        with pytest.raises(PdbqError, match="could not reach the Dask scheduler"):
+            db.execute("SELECT MAP(e) FROM e USING ANNEAL WITH (scheduler = 'tcp://127.0.0.1:1', time_limit = 1)")
+        assert time.perf_counter() - t0 < 1 + SLACK
