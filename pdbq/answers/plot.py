@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pdbq.errors import PdbqError
+from pdbq.files import atomic_path
 
 __all__ = ["plot_trace", "trace_lines", "TraceLine"]
 
@@ -123,5 +124,6 @@ def plot_trace(source: Any, ax: Any = None, path: str | os.PathLike[str] | None 
     if lines:
         ax.legend(loc="best", fontsize="small")
     if path is not None:
-        fig.savefig(os.fspath(path), dpi=120)
+        with atomic_path(path, "plot") as tmp:
+            fig.savefig(tmp, dpi=120)
     return fig

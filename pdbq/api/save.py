@@ -17,6 +17,7 @@ import pyarrow as pa
 import sqlglot.expressions as exp
 
 from pdbq.errors import PdbqError
+from pdbq.files import atomic_path, checked_path
 from pdbq.grounding.store import sql_text
 from pdbq.language.nodes import ANSWER_SOURCE, ExportUai, ImportUai, SaveAnswer
 
@@ -47,9 +48,34 @@ def run_save(db: Any, stmt: SaveAnswer, answer: Any) -> Any:
             table.set("this", exp.to_identifier(name))
     con.register(name, answer.table)
     try:
-        return con.execute(sql_text(tree)).fetchall()
+        target = _copy_target(tree)
+        if target is None:
+            return con.execute(sql_text(tree)).fetchall()
+        # COPY ... TO one local file: written beside it and renamed over it, so a kill mid-write
+        # leaves the previous file (the same atomic writer as every file pdbq writes)
+        with atomic_path(target, "COPY target") as tmp:
+            tree.set("files", [exp.Literal.string(str(tmp))])
+            return con.execute(sql_text(tree)).fetchall()
     finally:
         con.unregister(name)
+
+
+# COPY options under which DuckDB writes a folder, not one file
+_FOLDER_OPTIONS = {"PARTITION_BY", "PER_THREAD_OUTPUT", "FILE_SIZE_BYTES", "ROTATE", "FILENAME_PATTERN"}
+
+
+def _copy_target(tree: exp.Expression) -> str | None:
+    """The local file a COPY TO writes, or None (not a COPY TO, a folder, a URL, stdout)."""
+    if not isinstance(tree, exp.Copy) or tree.args.get("kind") is not False:
+        return None
+    files = tree.args.get("files") or []
+    if len(files) != 1 or not isinstance(files[0], exp.Literal) or not files[0].is_string:
+        return None
+    params = {p.this.name.upper() for p in tree.args.get("params") or [] if isinstance(p.this, (exp.Var, exp.Identifier))}
+    path = files[0].this
+    if params & _FOLDER_OPTIONS or "://" in path or path.startswith("/dev/") or path in ("", "-"):
+        return None
+    return path
 
 
 def _file_error(kind: str, exc: OSError, path: str) -> PdbqError:
@@ -60,6 +86,9 @@ def _file_error(kind: str, exc: OSError, path: str) -> PdbqError:
 def run_import(db: Any, stmt: ImportUai) -> Any:
     from pdbq.io import read_uai  # noqa: PLC0415 - numpy-heavy reader only when importing
 
+    checked_path(stmt.path, "IMPORT UAI file")
+    if stmt.evidence is not None:
+        checked_path(stmt.evidence, "IMPORT UAI evidence file")
     try:
         return read_uai(db, stmt.path, stmt.name, evidence=stmt.evidence)
     except OSError as exc:
@@ -69,6 +98,9 @@ def run_import(db: Any, stmt: ImportUai) -> Any:
 def run_export(db: Any, stmt: ExportUai) -> Any:
     from pdbq.io.uai import export_uai  # noqa: PLC0415
 
+    checked_path(stmt.path, "EXPORT UAI file")
+    if stmt.evidence is not None:
+        checked_path(stmt.evidence, "EXPORT UAI evidence file")
     try:
         return export_uai(db, stmt.name, stmt.path, evid_path=stmt.evidence)
     except OSError as exc:

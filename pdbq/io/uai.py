@@ -33,6 +33,7 @@ import numpy as np
 from pdbq.catalog.names import normalize
 from pdbq.catalog.store import in_transaction, transaction
 from pdbq.errors import CatalogError, PdbqError
+from pdbq.files import atomic_write_text
 from pdbq.graph.builder import csr_from_edges
 from pdbq.graph.from_store import full_graph
 from pdbq.graph.layout import NO_GROUP, FactorGraph, validate
@@ -410,7 +411,7 @@ def write_uai(
         if t.size and np.max(t) > 709.0:
             raise UaiFormatError(f"table {k}: a log-potential of {float(np.max(t)):.6g} overflows exp() in a UAI file")
         lines.append(f"{t.size}\n{_format(_potentials(t))}")
-    Path(path).write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n", "UAI file")
     if evid_path is not None:
         ev = {int(v): int(graph.evidence[v]) for v in np.flatnonzero(graph.evidence >= 0)}
         write_evid(ev, evid_path)
@@ -419,7 +420,7 @@ def write_uai(
 def write_evid(evidence: Mapping[int, int], path: PathLike) -> None:
     """Write ``{variable: value}`` as a UAI 2014 ``.evid`` file."""
     items = sorted((int(v), int(x)) for v, x in evidence.items())
-    Path(path).write_text(" ".join([str(len(items))] + [f"{v} {x}" for v, x in items]) + "\n")
+    atomic_write_text(path, " ".join([str(len(items))] + [f"{v} {x}" for v, x in items]) + "\n", "evidence file")
 
 
 # ------------------------------------------------------------------------- into a database

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdbq.errors import PdbqError
+from pdbq.files import atomic_path
 from pdbq.graph.from_store import reachable
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.config import MAX_COUNT, GibbsConfig
@@ -152,5 +153,7 @@ def plot_calibration(report: HoldoutReport, path: str | os.PathLike[str] | None 
     axn.set_xlabel("predicted probability")
     axn.set_ylabel("predictions")
     if path is not None:
-        fig.savefig(os.fspath(path), format="png", dpi=100)
+        with atomic_path(path, "calibration plot") as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+        plt.close(fig)
     return fig

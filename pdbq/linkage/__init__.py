@@ -43,6 +43,7 @@ from pdbq.coref.autoblock import BlockingChoice
 from pdbq.coref.estimate import EmSettings
 from pdbq.coref.levels import FieldSpec
 from pdbq.coref.pair_model import PairModel, PairScores
+from pdbq.files import atomic_path
 from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
@@ -338,11 +339,13 @@ def _write(table: pa.Table, path: Path) -> None:
     if suffix == ".csv":
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(table, str(path))
+        with atomic_path(path, "output") as tmp:
+            pacsv.write_csv(table, str(tmp))
     elif suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        pq.write_table(table, str(path))
+        with atomic_path(path, "output") as tmp:
+            pq.write_table(table, str(tmp))
     else:
         raise CorefInputError(f"output must end in .csv or .parquet, got {path.name!r}")
 

@@ -23,7 +23,9 @@ Exit status 0, or 2 with the error on stderr for bad input.
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -113,6 +115,70 @@ def _print_model(res, show_levels: bool) -> None:
             w(f"  {r}\n")
 
 
+def _fail(message: str) -> int:
+    sys.stderr.write(f"error: {message}\n")
+    return 2
+
+
+def _check_input(path: str) -> str | None:
+    """Why a CSV input cannot be read as records, or None (checked before any work)."""
+    p = Path(path)
+    if p.suffix.lower() not in (".csv", ".tsv"):
+        return None
+    if not p.is_file():
+        return f"no such file: {path}"
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    if not head.strip():
+        return f"the input {path!r} is empty: it holds no header and no records"
+    if b"\x00" in head:
+        return f"the input {path!r} is not a text CSV file (it holds NUL bytes)"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
+            return f"the input {path!r} is not UTF-8 text (byte {exc.start}: {head[exc.start]:#04x}); convert it to UTF-8"
+    return None
+
+
+def _check_out(flag: str, path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".pq")) -> str | None:
+    """Why an output file cannot be written, or None (checked before clustering, not after)."""
+    p = Path(path)
+    if "\x00" in path:
+        return f"{flag} {path!r} is not a valid file name"
+    if p.suffix.lower() not in suffixes:
+        return f"{flag} must end in {' or '.join(suffixes[:2])}, got {p.name!r}"
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        return f"{flag} {path!r}: the folder '{folder}' does not exist"
+    if p.is_dir():
+        return f"{flag} {path!r} is a folder"
+    return None
+
+
+def _check_files(args) -> str | None:
+    """The first problem with the files named on the command line, before any work."""
+    if args.database is not None and not Path(args.database).is_file():
+        return f"--database: no such file: {args.database}"
+    for flag, value in (("--out", args.out), ("--pairs", args.pairs), ("--cluster-confidence", args.cluster_confidence),
+                        ("--explain", args.explain)):
+        if value and (problem := _check_out(flag, value)):
+            return problem
+    if args.calibration and (problem := _check_out("--calibration", args.calibration, (".png", ".PNG"))):
+        return problem
+    for value in (None if args.database else args.input, args.link):
+        if value and (problem := _check_input(value)):
+            return problem
+    return None
+
+
+def _write_stdout(table: pa.Table) -> None:
+    # csv quoting: ids holding a comma, a quote or a newline stay one field
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(table.column_names)
+    w.writerows(zip(*[table.column(c).to_pylist() for c in table.column_names]))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pdbq.linkage import _FS_CONFIG, dedupe, evaluate
@@ -121,10 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_model_args(args)
     except PdbqError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
+        return _fail(str(exc))
+    problem = _check_files(args)
+    if problem:
+        return _fail(problem)
     # storing a model writes to the database file; everything else only reads it
-    con = duckdb.connect(args.database, read_only=not args.model) if args.database else duckdb.connect()
+    try:
+        con = duckdb.connect(args.database, read_only=not args.model) if args.database else duckdb.connect()
+    except duckdb.Error as exc:
+        return _fail(f"--database {args.database!r} cannot be opened: {str(exc).splitlines()[0]}")
     try:
         config = CorefConfig(**{**_FS_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
         if args.calibration and not (args.gold and args.pairs):
@@ -150,9 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"warning: {w}\n")
         _print_model(res, args.show_model)
         if args.out is None:
-            sys.stdout.write(",".join(res.clusters.column_names) + "\n")
-            for row in zip(*[res.clusters.column(c).to_pylist() for c in res.clusters.column_names]):
-                sys.stdout.write(",".join(map(str, row)) + "\n")
+            _write_stdout(res.clusters)
         d = res.diagnostics
         for key, what in (("used_model", "scored with stored"), ("stored_model", "stored")):
             if key in d:
@@ -188,8 +257,11 @@ def main(argv: list[str] | None = None) -> int:
                                  f"reliability diagram {args.calibration}\n")
         return 0
     except PdbqError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
+        return _fail(str(exc))
+    except duckdb.Error as exc:  # the input file or table as DuckDB read it
+        return _fail(f"cannot read {args.input!r}: {str(exc).splitlines()[0]}")
+    except (OSError, UnicodeError) as exc:
+        return _fail(str(exc))
     finally:
         con.close()
 
