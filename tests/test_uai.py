@@ -64,11 +64,20 @@ def test_reads_scientific_notation_whitespace_zeros_and_empty_scopes(tmp_path):
 
 def test_repeated_variable_in_scope_and_bayes_header(tmp_path):
     p = tmp_path / "rep.uai"
-    p.write_text("BAYES 1 2 1 2 0 0 4 1 2 3 4")
+    p.write_text("BAYES 1 2 1 2 0 0 4 0.2 0.8 0.5 0.5")
     m = read_uai_graph(p)
     assert m.kind == "BAYES"
     r = exact_marginals(m.graph)
-    assert r.marginals[0].tolist() == pytest.approx([1 / 5, 4 / 5])  # the diagonal: 1 and 4
+    assert r.marginals[0].tolist() == pytest.approx([0.2 / 0.7, 0.5 / 0.7])  # the diagonal: 0.2 and 0.5
+
+
+def test_bayes_rows_that_do_not_sum_to_one_are_refused(tmp_path):
+    p = tmp_path / "cpt.uai"
+    p.write_text("BAYES 2 2 2 2 1 0 2 0 1 2 0.3 0.7 4 0.1 0.9 0.6 0.5")
+    with pytest.raises(UaiFormatError, match="BAYES factor 1 .*row 1 sums to 1.1"):
+        read_uai_graph(p)
+    p.write_text("MARKOV 2 2 2 2 1 0 2 0 1 2 0.3 0.7 4 0.1 0.9 0.6 0.5")  # the same tables as potentials: fine
+    assert read_uai_graph(p).kind == "MARKOV"
 
 
 def test_one_value_domains_are_padded(tmp_path):

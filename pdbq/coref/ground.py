@@ -14,19 +14,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
 from pdbq.catalog.names import normalize
 from pdbq.coref.design import ClusterDesign, cluster_design
 from pdbq.coref.layout import PairGraph
 from pdbq.errors import GroundingError
+from pdbq.grounding.store import ident, sql_text
 from pdbq.language.nodes import CreateRule, CreateVariable
 
-__all__ = ["cluster_rules", "ground_cluster", "design", "map_table"]
+__all__ = ["cluster_rules", "ground_cluster", "design", "map_table", "drop_map"]
 
 
 def map_table(relation: str) -> str:
     return f"__pdbq_cluster_map__{relation}"
+
+
+def drop_map(con, relation: str) -> None:
+    """Drop ``relation``'s mention map (`map_table`): a statement that grounded it drops it when
+    it ends, failed or not, so no internal table outlives the statement."""
+    con.execute(sql_text(exp.Drop(tables=[exp.Table(this=ident(map_table(relation)))], kind="TABLE", exists=True)))
 
 
 def cluster_rules(relation: str, rules: Mapping[str, CreateRule]) -> list[CreateRule]:

@@ -135,6 +135,30 @@ def _int(a: np.ndarray, i: int, path: PathLike, what: str) -> int:
     return int(x)
 
 
+_CPT_TOLERANCE = 1e-3  # a BAYES row may sum to 1 ± this (files print rounded probabilities)
+
+
+def _check_cpts(path: PathLike, card: np.ndarray, scope_vars: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
+                values: np.ndarray) -> None:
+    """A BAYES factor is a CPT of its last scope variable: every row (one parent assignment,
+    the child's values contiguous) must sum to 1. A file that breaks this is not the network it
+    claims to be: `UaiFormatError` naming the factor and the row."""
+    start = 0
+    for f in range(offsets.shape[0] - 1):
+        size = int(sizes[f])
+        if offsets[f + 1] > offsets[f] and size:
+            child = int(scope_vars[offsets[f + 1] - 1])
+            rows = values[start : start + size].reshape(-1, int(card[child])).sum(axis=1)
+            off = np.abs(rows - 1.0) > _CPT_TOLERANCE
+            if np.any(off):
+                r = int(np.flatnonzero(off)[0])
+                raise UaiFormatError(
+                    f"{path}: BAYES factor {f} (the CPT of variable {child}): row {r} sums to {float(rows[r]):.6g}, "
+                    "not 1; declare the file MARKOV if its tables are not conditional probabilities"
+                )
+        start += size
+
+
 def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiModel:
     """Read a UAI network (and optionally its ``.evid`` file) as a graph of TABLE factors.
 
@@ -193,6 +217,8 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
     if np.any(bad_value):
         j = int(np.flatnonzero(keep)[np.flatnonzero(bad_value)[0]]) + int(table_start[0])
         raise _err(path, j, f"factor tables must hold non-negative numbers, found {float(a[j]):g}")
+    if kind == "BAYES":
+        _check_cpts(path, card, scope_vars, offsets, sizes, values)
     with np.errstate(divide="ignore"):
         tables = np.log(values)
     if card.size and card.min() < 2:

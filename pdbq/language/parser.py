@@ -125,6 +125,13 @@ def _is_pdbq(tokens: tuple[Token, ...]) -> bool:
 
 
 def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> Statement:
+    try:
+        return _parse_one(text, chunk, params)
+    except RecursionError:  # any deep nesting the token scans and sqlglot meet
+        raise ParseError("statement is nested too deeply", line=chunk.line, col=chunk.col, text=text) from None
+
+
+def _parse_one(text: str, chunk: Chunk, params: Params | None = None) -> Statement:
     uai = find_uai(chunk.tokens)
     if uai is not None:
         return _uai(uai, text, chunk, params)
@@ -186,6 +193,8 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
     outer_text = text[chunk.start : first.start] + f"SELECT * FROM {ANSWER_SOURCE}" + text[last.end + 1 : chunk_end]
     try:
         outer = sqlglot.parse_one(outer_text, dialect="duckdb")
+    except RecursionError:
+        raise ParseError("statement is nested too deeply", line=chunk.line, col=chunk.col, text=text) from None
     except (SqlglotParseError, TokenError):
         raise ParseError(
             f"cannot read the {wrapper.kind} statement around the probabilistic query", line=chunk.line, col=chunk.col, text=text

@@ -74,12 +74,10 @@ def _matching(tokens: Sequence[Token], open_index: int) -> int:
 
 
 def _is_query_start(tokens: Sequence[Token], i: int) -> bool:
-    tt = tokens[i].token_type
-    if tt in _QUERY:
-        return True
-    if tt == TokenType.L_PAREN and i + 1 < len(tokens):
-        return _is_query_start(tokens, i + 1)
-    return False
+    # a loop, not recursion: a thousand nested parentheses are valid SQL
+    while tokens[i].token_type == TokenType.L_PAREN and i + 1 < len(tokens):
+        i += 1
+    return tokens[i].token_type in _QUERY
 
 
 def find_wrapper(tokens: Sequence[Token]) -> Wrapper | None:

@@ -37,7 +37,7 @@ from pdbq.catalog.names import normalize, table_expr
 from pdbq.catalog.store import Catalog, transaction
 from pdbq.catalog.weights import ensure_learning_schema, next_version, record_version
 from pdbq.coref.design import ClusterDesign, is_learnable
-from pdbq.coref.ground import design, map_table
+from pdbq.coref.ground import design, drop_map, map_table
 from pdbq.coref.layout import pair_graph
 from pdbq.coref.metrics import b_cubed, pairwise
 from pdbq.errors import CatalogError, LearningError, OptionError
@@ -253,13 +253,16 @@ def execute_coref_learn(
         )
     variables = catalog.variables()
     v = variables[relation]
-    d = design(con, v, variables, catalog.rules(), MAX_PAIRS)
-    chosen = set(names)
-    cols = np.array([k for k, (r, _) in enumerate(d.weights) if r in chosen], dtype=np.int64)
-    if cols.size == 0 or d.groundings[cols].sum() == 0:
-        raise LearningError(f"nothing to learn: rule(s) {', '.join(names)} have no groundings (no candidate pairs)")
-    gold, warnings = _gold_labels(con, v, config.gold, d.keys)
-    hold = _holdout(con, v, config, gold, d.keys)
+    try:  # the mention map lives only while gold and holdout are read against it
+        d = design(con, v, variables, catalog.rules(), MAX_PAIRS)
+        chosen = set(names)
+        cols = np.array([k for k, (r, _) in enumerate(d.weights) if r in chosen], dtype=np.int64)
+        if cols.size == 0 or d.groundings[cols].sum() == 0:
+            raise LearningError(f"nothing to learn: rule(s) {', '.join(names)} have no groundings (no candidate pairs)")
+        gold, warnings = _gold_labels(con, v, config.gold, d.keys)
+        hold = _holdout(con, v, config, gold, d.keys)
+    finally:
+        drop_map(con, v.name)
     n_tr, old_tr, p_tr, a_tr, b_tr = _subset(d, ~hold)
     if n_tr == 0 or p_tr.size == 0:
         raise LearningError(

@@ -30,7 +30,7 @@ import sqlglot
 from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
-from pdbq.coref.ground import ground_cluster, map_table
+from pdbq.coref.ground import drop_map, ground_cluster, map_table
 from pdbq.distributed.config import MAX_PARTITIONS, MAX_ROUNDS
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.store import col, ident, sql_text, table_ref
@@ -245,6 +245,8 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
     finally:
         for name in names:
             con.unregister(name)
+        for relation in relations.values():
+            drop_map(con, relation)
     keep = [c for c in out.column_names if not c.startswith(PLACEHOLDER_PREFIX)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)

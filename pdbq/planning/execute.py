@@ -22,6 +22,7 @@ from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, esti
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.mcmc.gibbs import RoundInfo
 from pdbq.language.nodes import CreateVariable, EstimateKind, Method, ProbQuery
+from pdbq.planning.duck_errors import query_error
 from pdbq.planning.explain import explain
 from pdbq.planning.plan import (
     Plan,
@@ -192,7 +193,10 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
             name = registered.enter_context(arrow_source(con, table))
             for node in slots[alias]:  # the kept tree reads this query's estimates
                 node.set("this", ident(name))
-        out = con.sql(sql_text(tree)).to_arrow_table()
+        try:
+            out = con.sql(sql_text(tree)).to_arrow_table()
+        except duckdb.Error as exc:
+            raise query_error(exc, {a: (r, plan.variables[r].columns) for a, r in plan.relations.items()}) from None
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)
