@@ -57,15 +57,22 @@ def atomic_path(path: str | os.PathLike[str], what: str = "file") -> Iterator[Pa
     folder is a `PdbqError` before anything is written."""
     target = checked_path(path, what)
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
+    try:
+        folder_ok = folder.is_dir()
+    except OSError as exc:  # a name too long, a permission
+        raise PdbqError(f"cannot write {what} '{target}': {exc.strerror or exc}") from None
+    if not folder_ok:
         raise PdbqError(f"cannot write {what} '{target}': the folder '{folder}' does not exist")
-    tmp = folder / f".{target.stem}{TMP_MARK}{uuid.uuid4().hex[:12]}{target.suffix}"
+    tmp = folder / f".{target.stem[:64]}{TMP_MARK}{uuid.uuid4().hex[:12]}{target.suffix[:16]}"
     try:
         yield tmp
-        if tmp.is_file():
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-        os.replace(tmp, target)
+        try:
+            if tmp.is_file():
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise PdbqError(f"cannot write {what} '{target}': {exc.strerror or exc}") from None
         _fsync_dir(folder)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import sqlglot.expressions as exp
 
@@ -56,6 +57,10 @@ def run_save(db: Any, stmt: SaveAnswer, answer: Any) -> Any:
         with atomic_path(target, "COPY target") as tmp:
             tree.set("files", [exp.Literal.string(str(tmp))])
             return con.execute(sql_text(tree)).fetchall()
+    except duckdb.Error as exc:
+        # the statement around the answer is pdbq's rewrite of the user's: say which one failed
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PdbqError(f"{stmt.kind.value} around the probabilistic query failed: {detail}") from None
     finally:
         con.unregister(name)
 

@@ -1,0 +1,42 @@
+"""The adversarial audit as a benchmark: thousands of mutated pdbq statements (the seeded corpus
+and mutations of tests/fuzz_corpus.py) against the smokers model; every failure must be a
+PdbqError that leaves catalog, data and weights unchanged, and no statement may hang.
+
+    python examples/bench/fuzz.py [--cases 10000] [--seed 28]
+
+Prints the counts (cases, executed, answered, PdbqErrors, non-PdbqError failures, failures that
+changed the state, hangs) and the first offenders of each kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+
+from fuzz_corpus import fuzz  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=28)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = fuzz(args.cases, args.seed, tmp)
+    print("| cases | executed | answered | PdbqError | non-PdbqError | changed state | hangs | seconds |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {out.cases} | {out.ran} | {out.ok} | {out.pdbq_errors} | {len(out.non_pdbq)} | {len(out.changed)} | "
+          f"{len(out.hangs)} | {time.perf_counter() - t0:.0f} |")
+    for label, rows in (("non-PdbqError", out.non_pdbq), ("changed state", out.changed), ("hang", out.hangs)):
+        for text, what in rows[:10]:
+            print(f"{label}: {text[:160]!r} -> {what}")
+
+
+if __name__ == "__main__":
+    main()
