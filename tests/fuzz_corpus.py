@@ -15,6 +15,7 @@ and the learned weights as they were; a statement is cancelled after `CASE_SECON
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -199,6 +200,8 @@ def fuzz(n: int, seed: int, tmp: str) -> Outcome:
     rng = random.Random(seed)
     corpus = [s.replace("{tmp}", tmp) for s in seeds()]
     out = Outcome()
+    here = os.getcwd()
+    os.chdir(tmp)  # the docs' COPY ... TO 'risk.parquet' writes relative to the working folder
     db = fresh_db()
     try:
         for _ in range(n):
@@ -207,6 +210,7 @@ def fuzz(n: int, seed: int, tmp: str) -> Outcome:
                 db = fresh_db()
     finally:
         db.close()
+        os.chdir(here)
     return out
 
 
