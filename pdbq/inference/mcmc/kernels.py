@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from pdbq.graph.layout import FactorGraph
+from pdbq.inference.mcmc.double_double import dd_above, dd_add
 from pdbq.inference.mcmc.rng import bounded, next_state, uniform
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "Schedule",
     "Accum",
     "Best",
-    "score_terms",
     "prepare_kernel_graph",
     "factor_value",
     "group_value",
@@ -647,53 +647,6 @@ def _sample_cat(logits, probs, kv, inv_temp, s):
 
 
 @njit(cache=True)
-def _dd_add(hi, lo, x):
-    """(hi + lo) + x as a new unevaluated pair (TwoSum, then a renormalising FastTwoSum)."""
-    s = hi + x
-    bp = s - hi
-    e = (hi - (s - bp)) + (x - bp)
-    lo = lo + e
-    h = s + lo
-    return h, lo - (h - s)
-
-
-@njit(cache=True)
-def _dd_above(hi, lo, bscore, dd):
-    """Whether the running score hi (+ lo) exceeds the saved best (bscore[1] (+ bscore[3]))."""
-    if not dd:
-        return hi > bscore[1]
-    if hi == np.inf or bscore[1] == -np.inf:
-        return hi > bscore[1]
-    return (hi - bscore[1]) + (lo - bscore[3]) > 0.0
-
-
-@njit(cache=True)
-def score_terms(g, tables, values):
-    """The terms of `log_score_kernel` one by one: w·φ_f of every factor outside head groups
-    (0 for group members), then w·g(s) of every head group. Two states compared term by term
-    agree exactly where their factors agree, so a huge weight both satisfy cancels exactly."""
-    fn, fo, to = g.function, g.factor_offsets, g.table_offset
-    fvars, lits, card = g.factor_vars, g.factor_literals, g.cardinality
-    n_groups = g.semantics.shape[0]
-    out = np.zeros(fn.shape[0] + n_groups)
-    sums = np.zeros(n_groups)
-    for f in range(fn.shape[0]):
-        phi = _phi(fn[f], fo[f], fo[f + 1], to[f], fvars, lits, card, tables, values, -1, 0)
-        gr = g.group[f]
-        if gr >= 0:
-            sums[gr] += phi
-        else:
-            w = g.weights[g.weight[f]]
-            if w != 0.0:
-                out[f] = w * phi
-    for gr in range(n_groups):
-        w = g.weights[g.group_weight[gr]]
-        if w != 0.0:
-            out[fn.shape[0] + gr] = w * group_value(g.semantics[gr], sums[gr])
-    return out
-
-
-@njit(cache=True)
 def _chain_loop(g, kg, st, sch, acc, best, n_steps, collect, anneal, cooling, min_temp):
     """The hot loop shared by Gibbs and annealing.
 
@@ -785,7 +738,7 @@ def _chain_loop(g, kg, st, sch, acc, best, n_steps, collect, anneal, cooling, mi
                     gsums[gid[k]] = gbuf[3 * k] + gbuf[3 * k + 1 + xn]
             if anneal and xn != xcur:
                 if dd:
-                    score, slo = _dd_add(score, slo, (xn - xcur) * d)
+                    score, slo = dd_add(score, slo, (xn - xcur) * d)
                 else:
                     score += (xn - xcur) * d
             if collect:
@@ -810,7 +763,7 @@ def _chain_loop(g, kg, st, sch, acc, best, n_steps, collect, anneal, cooling, mi
                     gsums[gid[k]] = gbuf[k * stride] + gbuf[k * stride + 1 + xn]
                 if anneal:
                     if dd:
-                        score, slo = _dd_add(score, slo, logits[xn] - logits[xcur])
+                        score, slo = dd_add(score, slo, logits[xn] - logits[xcur])
                     else:
                         score += logits[xn] - logits[xcur]
             if collect:
@@ -825,13 +778,13 @@ def _chain_loop(g, kg, st, sch, acc, best, n_steps, collect, anneal, cooling, mi
                 since = 0
                 temp = max(temp * cooling, min_temp)
                 inv_temp = 1.0 / temp
-                if _dd_above(score, slo, best.score, dd):
+                if dd_above(score, slo, best.score, dd):
                     best.score[1] = score
                     if dd:
                         best.score[3] = slo
                     best.values[:] = values
     if anneal:
-        if _dd_above(score, slo, best.score, dd):
+        if dd_above(score, slo, best.score, dd):
             best.score[1] = score
             if dd:
                 best.score[3] = slo
