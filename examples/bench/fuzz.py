@@ -4,7 +4,8 @@ PdbqError that leaves catalog, data and weights unchanged, and no statement may 
 
     python examples/bench/fuzz.py [--cases 10000] [--seed 28]
 
-Prints the counts (cases, executed, answered, PdbqErrors, non-PdbqError failures, failures that
+Cases run in chunks of 500 (seeds seed, seed + 1, ...), each on a fresh database, with a line of
+progress per chunk on stderr. Prints the counts (cases, executed, answered, PdbqErrors, non-PdbqError failures, failures that
 changed the state, hangs) and the first offenders of each kind.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from fuzz_corpus import fuzz  # noqa: E402
+from fuzz_corpus import Outcome, fuzz  # noqa: E402
 
 
 def main() -> None:
@@ -27,8 +28,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=28)
     args = ap.parse_args()
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = fuzz(args.cases, args.seed, tmp)
+    out = Outcome()
+    # chunks of 500 cases (seeds seed, seed + 1, ...): a line of progress each, a fresh database
+    for k, start in enumerate(range(0, args.cases, 500)):
+        with tempfile.TemporaryDirectory() as tmp:
+            part = fuzz(min(500, args.cases - start), args.seed + k, tmp)
+        for name in ("cases", "ran", "ok", "pdbq_errors"):
+            setattr(out, name, getattr(out, name) + getattr(part, name))
+        out.non_pdbq += part.non_pdbq
+        out.changed += part.changed
+        out.hangs += part.hangs
+        print(f"{out.cases} cases, {len(out.non_pdbq)} non-PdbqError, {len(out.changed)} changed, {len(out.hangs)} hangs, "
+              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print("| cases | executed | answered | PdbqError | non-PdbqError | changed state | hangs | seconds |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(f"| {out.cases} | {out.ran} | {out.ok} | {out.pdbq_errors} | {len(out.non_pdbq)} | {len(out.changed)} | "
