@@ -146,3 +146,24 @@ def test_unreachable_scheduler_fails_within_the_time_limit():
         with pytest.raises(PdbqError, match="could not reach the Dask scheduler"):
             db.execute("SELECT MAP(e) FROM e USING ANNEAL WITH (scheduler = 'tcp://127.0.0.1:1', time_limit = 1)")
         assert time.perf_counter() - t0 < 1 + SLACK
+
+
+def test_cancel_stops_anneal_of_a_huge_fixed_length():
+    import threading
+
+    from pdbq.progress import CancelToken, Cancelled
+
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE t AS SELECT * FROM range(50) r(i)")
+        db.execute("CREATE VARIABLE v(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t)")
+        db.execute("CREATE RULE b WEIGHT 0.5 FUNCTION ISTRUE AS v(i) :- t(i)")
+        token = CancelToken()
+        timer = threading.Timer(1.0, token.cancel)
+        timer.start()
+        t0 = time.perf_counter()
+        try:
+            with pytest.raises(Cancelled):
+                db.execute("SELECT MAP(x) FROM v x USING ANNEAL WITH (seed = 1, steps = 4611686018427387904)", cancel=token)
+        finally:
+            timer.cancel()
+        assert time.perf_counter() - t0 < 1 + SLACK

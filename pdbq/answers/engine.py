@@ -177,7 +177,7 @@ def _exact_marginals(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, 
                      lambda: exact_marginals(graph, max_table=max_table, variables=wanted), keep=8)
 
 
-def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray):
+def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray, on_round=None):
     try:
         module = importlib.import_module("pdbq.inference.mcmc.anneal")
     except ModuleNotFoundError:
@@ -194,7 +194,7 @@ def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np
     elif options.sweeps is not None:
         kw["steps"] = max(1, int(math.ceil(options.sweeps * max(sites.size, 1))))
     config = AnnealConfig(**kw)
-    return module.anneal_map(graph, config, sites=sites)
+    return module.anneal_map(graph, config, sites=sites, on_round=on_round)
 
 
 def dask_chains(options, explicit: frozenset[str]) -> int:
@@ -431,7 +431,7 @@ def answer(
         return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
 
     if chosen is Method.ANNEAL:
-        r = _anneal(graph, query, options, seed, sites)
+        r = _anneal(graph, query, options, seed, sites, on_round)
         values = np.asarray(r.values, dtype=np.int64)
         marg = np.zeros((query.size, kmax))
         warnings = list(getattr(r, "warnings", ()) or ())

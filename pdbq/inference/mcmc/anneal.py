@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +30,7 @@ from numba import njit
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import AnnealConfig
-from pdbq.inference.mcmc.gibbs import _Pool, _threads, check_sites, initial_states, make_schedule
+from pdbq.inference.mcmc.gibbs import RoundInfo, _Pool, _threads, check_sites, initial_states, make_schedule
 from pdbq.inference.mcmc.kernels import (
     Accum,
     Best,
@@ -128,9 +128,12 @@ def anneal_map(
     *,
     sites: Sequence[int] | np.ndarray | None = None,
     selection: tuple[np.ndarray, np.ndarray] | None = None,
+    on_round: Callable[[RoundInfo, int | None, float | None], None] | None = None,
 ) -> MapResult:
     """Annealed MAP over ``sites`` (default: all non-evidence variables; others keep their
-    evidence or, if not sampled, their chain's starting value)."""
+    evidence or, if not sampled, their chain's starting value). ``on_round(info, total, None)``
+    is called after every round (progress; raising from it, e.g. a cancelled token, stops the
+    run)."""
     config = config.check()
     validate(graph)
     t0 = time.perf_counter()
@@ -163,6 +166,8 @@ def anneal_map(
                 [(graph, kg, states[c], sched, acc, bests[c], n, float(config.cooling), float(config.min_temperature)) for c in range(chains)],
             )
             done += n
+            if on_round is not None:
+                on_round(RoundInfo(done, False, float("nan"), time.perf_counter() - t0), steps, None)
             if config.time_limit is not None and time.perf_counter() - t0 >= config.time_limit:
                 if done < steps:
                     warnings.append(f"time limit reached after {done} of {steps} updates per chain")
