@@ -155,5 +155,4 @@ def plot_calibration(report: HoldoutReport, path: str | os.PathLike[str] | None 
     if path is not None:
         with atomic_path(path, "calibration plot") as tmp:
             fig.savefig(tmp, format="png", dpi=100)
-        plt.close(fig)
     return fig

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from pdbq.coref.layout import CorefInputError
+from pdbq.files import atomic_path
 from pdbq.learning.holdout import HoldoutReport, calibration_report, plot_calibration
 
 __all__ = ["Calibration", "calibrate", "pair_outcomes"]
@@ -52,7 +53,8 @@ class Calibration:
         fig.axes[1].set_yscale("log")  # most pairs are certain: the middle bins would not show
         fig.axes[1].set_ylabel("pairs")
         if path is not None:  # a bare Figure (no pyplot): saving needs no backend switch
-            fig.savefig(os.fspath(path), format="png", dpi=100)
+            with atomic_path(path, "reliability diagram") as tmp:
+                fig.savefig(tmp, format="png", dpi=100)
         return fig
 
 

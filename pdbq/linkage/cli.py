@@ -235,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"holdout ({h['records']} labelled records not used to fit): B3 F1 {h['b3_f1']:.4f}; "
                              f"pairwise P {h['pairwise_precision']:.4f} R {h['pairwise_recall']:.4f} F1 {h['pairwise_f1']:.4f}\n")
         if args.gold:
-            lab = read_labels(con, args.gold, res.ids, args.id, "--gold")
+            try:
+                lab = read_labels(con, args.gold, res.ids, args.id, "--gold")
+            except (TypeError, ValueError) as exc:  # ids of another type than the records' (numpy's comparison)
+                raise CorefInputError(f"--gold {args.gold!r}: its ids cannot be matched to the records' "
+                                      f"{args.id!r} column ({exc})") from None
             ids = res.ids[lab.index]
             # by `res.ids` (a link result's clusters repeat ids across sources)
             clusters = pa.table({"id": res.ids, "cluster": res.clusters.column("cluster")})

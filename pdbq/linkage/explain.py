@@ -30,6 +30,7 @@ from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import CorefModel, PairFeatures
 from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.errors import PdbqError
+from pdbq.files import atomic_path
 
 __all__ = ["CONSTANT", "Terms", "terms_linear", "terms_estimated", "explain_pairs", "waterfall"]
 
@@ -166,6 +167,7 @@ def waterfall(explanation: pa.Table, path: str | os.PathLike[str] | None = None,
     ax.set_title(head, fontsize=9)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(os.fspath(path), format="png", dpi=100)
+        with atomic_path(path, "waterfall plot") as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
         plt.close(fig)
     return fig
