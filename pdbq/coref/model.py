@@ -321,6 +321,22 @@ def _similarity(method: str, l: exp.Expression, r: exp.Expression) -> exp.Expres
 
 
 @njit(cache=True)
+def sorted_overlap(tok, x, xe, y, ye):
+    """How many ids the sorted, distinct runs ``tok[x:xe]`` and ``tok[y:ye]`` share (one merge pass)."""
+    inter = 0
+    while x < xe and y < ye:
+        if tok[x] == tok[y]:
+            inter += 1
+            x += 1
+            y += 1
+        elif tok[x] < tok[y]:
+            x += 1
+        else:
+            y += 1
+    return inter
+
+
+@njit(cache=True)
 def _set_similarity(indptr, tok, null, a, b, cosine, out):
     """|A ∩ B| / sqrt(|A||B|) (cosine) or / |A ∪ B| (Jaccard) of sorted distinct token ids per
     record (CSR indptr/tok); NaN where either record's field is NULL."""
@@ -334,16 +350,7 @@ def _set_similarity(indptr, tok, null, a, b, cosine, out):
         y, ye = indptr[j], indptr[j + 1]
         na = xe - x
         nb = ye - y
-        inter = 0
-        while x < xe and y < ye:
-            if tok[x] == tok[y]:
-                inter += 1
-                x += 1
-                y += 1
-            elif tok[x] < tok[y]:
-                x += 1
-            else:
-                y += 1
+        inter = sorted_overlap(tok, x, xe, y, ye)
         if cosine:
             out[p] = inter / np.sqrt(max(na * nb, 1))
         else:

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql, values_generation
+from pdbq.coref.model import sorted_overlap
 
 __all__ = ["pair_levels", "TOKEN_KINDS"]
 
@@ -54,16 +55,7 @@ def _set_levels(indptr, tok, null, a, b, thresholds, out):
         y, ye = indptr[j], indptr[j + 1]
         na = xe - x
         nb = ye - y
-        inter = 0
-        while x < xe and y < ye:
-            if tok[x] == tok[y]:
-                inter += 1
-                x += 1
-                y += 1
-            elif tok[x] < tok[y]:
-                x += 1
-            else:
-                y += 1
+        inter = sorted_overlap(tok, x, xe, y, ye)
         if inter == na and inter == nb:
             out[p] = 0
             continue
