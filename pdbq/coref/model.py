@@ -137,22 +137,28 @@ def _sql(tree: exp.Expression) -> str:
     return tree.sql(dialect="duckdb")
 
 
+def source_relation(con, source, *, file_noun: str = "file", name_noun: str = "table or view", suffix: str = ""):
+    """A DuckDB relation for `source`: a .csv/.tsv/.parquet path, a table or view name, or a
+    relation (returned as it is). A missing file or name is a `CorefInputError` ("no such
+    {file_noun}: path{suffix}" / "no {name_noun} named 'x'{suffix}")."""
+    if isinstance(source, (str, Path)) and Path(str(source)).suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
+        path = Path(str(source))
+        if not path.exists():
+            raise CorefInputError(f"no such {file_noun}: {path}{suffix}")
+        return con.read_parquet(str(path)) if path.suffix.lower() in (".parquet", ".pq") else con.read_csv(str(path))
+    if isinstance(source, str):
+        try:
+            return con.table(source)
+        except Exception as exc:  # duckdb raises CatalogException
+            raise CorefInputError(f"no {name_noun} named {source!r}{suffix}") from exc
+    return source
+
+
 def load_records(con, source, id: str, fields: list[str] | None = None) -> Records:
     """Load `source` (a .csv/.parquet path, a DuckDB table or view name, or a DuckDB relation)
     into `pdbq_coref_records` with a dense index ordered by id. Errors: unknown id or field
     column, NULL or duplicate ids."""
-    if isinstance(source, (str, Path)) and Path(str(source)).suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
-        path = Path(str(source))
-        if not path.exists():
-            raise CorefInputError(f"no such file: {path}")
-        rel = con.read_parquet(str(path)) if path.suffix.lower() in (".parquet", ".pq") else con.read_csv(str(path))
-    elif isinstance(source, str):
-        try:
-            rel = con.table(source)
-        except Exception as exc:  # duckdb raises CatalogException
-            raise CorefInputError(f"no table or view named {source!r}") from exc
-    else:
-        rel = source
+    rel = source_relation(con, source)
     cols = dict(zip(rel.columns, [str(t) for t in rel.types]))
     for name in [id, *(fields or [])]:
         if name not in cols:

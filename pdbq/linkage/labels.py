@@ -13,12 +13,12 @@ records (`CorefInputError`, never a raw binder error).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.metrics import labels_from_pairs
+from pdbq.coref.model import source_relation
 
 __all__ = ["Labels", "read_labels"]
 
@@ -33,20 +33,6 @@ class Labels:
     index: np.ndarray
     entity: np.ndarray
     shape: str
-
-
-def _relation(con, source):
-    if isinstance(source, (str, Path)) and Path(str(source)).suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
-        path = Path(str(source))
-        if not path.exists():
-            raise CorefInputError(f"no such label file: {path}")
-        return con.read_parquet(str(path)) if path.suffix.lower() in (".parquet", ".pq") else con.read_csv(str(path))
-    if isinstance(source, str):
-        try:
-            return con.table(source)
-        except Exception as exc:  # duckdb raises CatalogException
-            raise CorefInputError(f"no label file, table or view named {source!r}") from exc
-    return source
 
 
 def _positions(record_ids: np.ndarray, values: np.ndarray, what: str) -> np.ndarray:
@@ -68,7 +54,7 @@ def _positions(record_ids: np.ndarray, values: np.ndarray, what: str) -> np.ndar
 
 def read_labels(con, source, record_ids: np.ndarray, id_column: str, what: str = "labels") -> Labels:
     """Read a clusters or pairs label source (module docstring) against the records' ids."""
-    rel = _relation(con, source)
+    rel = source_relation(con, source, file_noun="label file", name_noun="label file, table or view")
     cols = list(rel.columns)
     lower = {c.lower(): c for c in cols}
     idc = id_column if id_column in cols else lower.get("id")

@@ -39,6 +39,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from pdbq.coref.layout import CorefInputError
+from pdbq.coref.model import source_relation
 from pdbq.linkage import _write, dedupe
 
 __all__ = ["MODES", "link"]
@@ -53,19 +54,9 @@ def _q(name: str) -> exp.Identifier:
 
 
 def _relation(con, source, side: str):
-    if isinstance(source, (str, Path)) and Path(str(source)).suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
-        path = Path(str(source))
-        if not path.exists():
-            raise CorefInputError(f"no such file: {path} ({side} source)")
-        return con.read_parquet(str(path)) if path.suffix.lower() in (".parquet", ".pq") else con.read_csv(str(path))
-    if isinstance(source, str):
-        try:
-            return con.table(source)
-        except Exception as exc:  # duckdb raises CatalogException
-            raise CorefInputError(f"no table or view named {source!r} ({side} source)") from exc
     if isinstance(source, pa.Table):
         return con.from_arrow(source)
-    return source
+    return source_relation(con, source, suffix=f" ({side} source)")
 
 
 def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[str]) -> exp.Select:
