@@ -11,8 +11,13 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
   (data a reader has in their own files), run the same way but not shown.
 * the temporary directory they run in has ``examples/`` of the checkout, as a reader's checkout does.
 * a ``text output`` block right after an example is what that example prints; it is compared line
-  by line (trailing spaces ignored). Only deterministic output (EXACT answers, fixed seeds and
-  steps) is shown this way.
+  by line (trailing spaces ignored). Only deterministic output (EXACT answers, fixed seeds) is
+  shown this way; wall times (``0.803 s``, ``real 0.012``) are the one thing not compared.
+* a ``sql example`` block whose lines start with ``pdbq> `` is a shell transcript: each ``pdbq> ``
+  line (with its ``...> `` continuation lines) runs in the page's shell, and the lines up to the
+  next prompt are what it prints, results and then warnings and errors, compared as above. A step
+  may fail only where its shown output says ``Error:``. ``$ pdbq [FILE]`` opens ``FILE`` (the
+  banner it prints is checked by its own test, not in transcripts).
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ _FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
 _HIDDEN = re.compile(r"^<!--\s*(sql|python) example\s*$")
 _INTERNAL_HISTORY = re.compile(r"\bissues?\s+#?\d+|\bseeds?\s+0\d\d\b|\bNOTES\.md\b", re.IGNORECASE)
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+_PROMPT = "pdbq> "
+_MORE = re.compile(r"^\.\.\.> ?")
+_COMMAND = re.compile(r"^\$ pdbq(?:\s+(\S+))?\s*$")
+_SECONDS = re.compile(r"\b\d+(?:\.\d+)?(?= s\b)|(?<=real )\d+\.\d+")
 
 
 @dataclass
@@ -91,8 +100,57 @@ def _examples(page: Path) -> list[tuple[Block, Block | None]]:
 
 
 def _same(got: str, want: str) -> bool:
-    strip = lambda s: [ln.rstrip() for ln in s.strip("\n").splitlines()]  # noqa: E731
+    """Line by line, trailing spaces ignored, wall times (the one thing no seed fixes) not compared."""
+    strip = lambda s: [_SECONDS.sub("<t>", ln.rstrip()) for ln in s.strip("\n").splitlines()]  # noqa: E731
     return strip(got) == strip(want)
+
+
+@dataclass
+class Step:
+    """One input of a shell transcript and what the page shows it printing (None: not compared)."""
+
+    text: str
+    shown: str | None
+    line: int
+
+
+def is_transcript(block: Block) -> bool:
+    first = next((ln for ln in block.text.splitlines() if ln.strip()), "")
+    return block.lang == "sql" and (first.startswith(_PROMPT) or bool(_COMMAND.match(first)))
+
+
+def transcript(block: Block) -> list[Step]:
+    """The steps of a ``pdbq>`` transcript: prompts and continuation lines are what is typed, every
+    other line what the step before printed."""
+    steps: list[Step] = []
+    typing = False
+    for k, line in enumerate(block.text.splitlines()):
+        number = block.line + 1 + k
+        command = _COMMAND.match(line)
+        if line.startswith(_PROMPT.rstrip()):
+            steps.append(Step(line[len(_PROMPT):], "", number))
+            typing = True
+        elif typing and _MORE.match(line):
+            steps[-1].text += "\n" + line[len(_MORE.match(line).group(0)):]
+        elif command:
+            steps.append(Step(f".open {command.group(1) or ':memory:'}", None, number))
+            typing = False
+        elif not steps:
+            raise AssertionError(f"line {number}: a transcript starts with 'pdbq> ' or '$ pdbq'")
+        else:
+            typing = False
+            if steps[-1].shown is not None:
+                steps[-1].shown += line + "\n"
+    return steps
+
+
+def _printed(shell: Shell, text: str) -> str:
+    """Run ``text`` in the shell; what it printed: results, then warnings and errors (stderr)."""
+    out, err = shell.out.tell(), shell.err.tell()
+    shell.run_text(text)
+    shell.out.seek(out)
+    shell.err.seek(err)
+    return shell.out.read() + shell.err.read()
 
 
 EXAMPLE_PAGES = [p for p in PAGES if _examples(p)]
@@ -102,29 +160,47 @@ EXAMPLE_PAGES = [p for p in PAGES if _examples(p)]
 def test_examples_run_and_print_what_the_page_shows(page: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # as in a checkout: examples/movies.sql
+    run_examples(page)
+
+
+def run_examples(page: Path) -> None:
+    """Run the page's examples in the current directory; an AssertionError says what drifted."""
+    name = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page.name
     db = pdbq.connect()
     shell = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     try:
         for block, shown in _examples(page):
-            where = f"{page.relative_to(ROOT)}:{block.line}"
+            where = f"{name}:{block.line}"
+            if block.lang == "sql" and is_transcript(block):
+                assert shown is None, f"{where}: a transcript shows its output after each prompt"
+                for step in transcript(block):
+                    _check_step(shell, step, f"{name}:{step.line}")
+                continue
             if block.lang == "sql":
-                start = shell.out.tell()
-                shell.run_text(block.text)
-                assert not shell.failed, f"{where}: the example failed:\n{shell.err.getvalue()}"
-                shell.out.seek(start)
-                printed = shell.out.read()
+                printed = _printed(shell, block.text)
+                assert not shell.failed, f"{where}: the example failed:\n{printed}"
             elif block.lang == "python":
                 buffer = io.StringIO()
                 with contextlib.redirect_stdout(buffer):
                     exec(compile(block.text, where, "exec"), namespace)  # noqa: S102 - the docs' own examples
                 printed = buffer.getvalue()
             else:
-                pytest.fail(f"{where}: examples are sql or python, not {block.lang!r}")
+                raise AssertionError(f"{where}: examples are sql or python, not {block.lang!r}")
             if shown is not None:
                 assert _same(printed, shown.text), f"{where}: the example printed\n{printed}\nthe page shows\n{shown.text}"
     finally:
         db.close()
+
+
+def _check_step(shell: Shell, step: Step, where: str) -> None:
+    printed = _printed(shell, step.text)
+    if step.shown is None:
+        assert not shell.failed, f"{where}: {step.text!r} failed:\n{printed}"
+        return
+    assert not shell.failed or "Error:" in step.shown, f"{where}: the step failed:\n{printed}"
+    shell.failed = False
+    assert _same(printed, step.shown), f"{where}: the step printed\n{printed}\nthe page shows\n{step.shown}"
 
 
 def _slug(heading: str) -> str:
@@ -194,6 +270,32 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     assert example.text == "SELECT 1 AS one;" and shown is not None and not _same("one\n", shown.text)
     assert _INTERNAL_HISTORY.search("as issue 16 asked") and _INTERNAL_HISTORY.search("Seed 004's")
     assert not _INTERNAL_HISTORY.search("with seed 7, the issues of scale")
+
+
+@pytest.mark.parametrize("shows, fails", [
+    ("pdbq> SELECT 1 AS one;\none\n", "the step printed"),           # a wrong table
+    ("pdbq> SELECT nope;\n", "the step failed"),                          # an error the page hides
+    ("pdbq> SELECT 2 AS two;\n", "the step printed"),                   # output the page does not show
+])
+def test_transcripts_are_checked(tmp_path: Path, monkeypatch, shows: str, fails: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "t.md"
+    page.write_text(f"```sql example\n{shows}```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match=fails):
+        run_examples(page)
+
+
+def test_a_transcript_that_matches_passes(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "t.md"
+    page.write_text("```sql example\n$ pdbq t.duckdb\npdbq> .timer on\npdbq> SELECT 1 AS one\n...>  ;\n"
+                    "┌───────┐\n│  one  │\n│ int32 │\n├───────┤\n│     1 │\n└───────┘\n1 row\n"
+                    "Run Time (s): real 0.001\npdbq> .mode nope\n"
+                    "Error: unknown mode 'nope'. Modes: table, line, csv, json, markdown, list, tabs, html\n```\n", encoding="utf-8")
+    steps = transcript(blocks(page.read_text(encoding="utf-8"))[0])
+    assert [s.text for s in steps] == [".open t.duckdb", ".timer on", "SELECT 1 AS one\n ;", ".mode nope"]
+    run_examples(page)
+    assert (tmp_path / "t.duckdb").exists()
 
 
 def test_the_shell_page_shows_the_banner_the_shell_prints() -> None:
