@@ -186,6 +186,23 @@ def test_constant_conditional_is_exact_with_one_chain():
     assert abs(r.marginals[0, 1] - 1 / (1 + math.exp(-2.0))) < 1e-12
 
 
+@pytest.mark.parametrize("given, exact", [("v('b') = TRUE", True), ("v('c') = TRUE", False)])
+def test_a_head_group_of_observed_voters_is_exact(given: str, exact: bool):
+    # Up's votes come from a and b: with both observed its conditional is fixed (standard error
+    # exactly 0, not the sampler's resolution floor); with b free it is sampled
+    with pdbq.connect() as db:
+        db.execute("""
+            CREATE TABLE votes AS SELECT * FROM (VALUES ('a', 'Up'), ('b', 'Up'), ('c', 'Heat')) t(p, m);
+            CREATE VARIABLE v(p TEXT) DOMAIN BOOLEAN FROM (SELECT DISTINCT p FROM votes) EVIDENCE (SELECT 'a', TRUE);
+            CREATE VARIABLE pop(m TEXT) DOMAIN BOOLEAN FROM (SELECT DISTINCT m FROM votes);
+            CREATE RULE vote WEIGHT 0.9 SEMANTICS RATIO AS pop(^m) :- votes(p, m), v(p);
+            CREATE RULE prior WEIGHT -0.4 AS v(p) :- votes(p, m);
+        """)
+        se, = db.execute(f"SELECT STDERR(x) FROM pop x WHERE x.m = 'Up' GIVEN {given} "
+                         "USING QAM WITH (tolerance = 0.02, seed = 3)").fetchone()
+        assert (se == 0.0) == exact, se
+
+
 def test_sql_one_chain_frozen_answer_warns():
     with pdbq.connect() as db:
         db.execute("CREATE TABLE pts AS SELECT * FROM range(2) r(i)")

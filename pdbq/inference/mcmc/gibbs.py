@@ -37,6 +37,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig
+from pdbq.inference.mcmc.constant import constant_targets
 from pdbq.inference.mcmc.feasibility import violated_table_factor
 from pdbq.inference.mcmc.estimates import STORE_BYTES, BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
 from pdbq.inference.mcmc.kernels import (
@@ -446,7 +447,7 @@ class _Chains:
         n_live = live.shape[0]
         unit = max(int(moves.unit), 1)
         self.unit = unit
-        self.constant = _constant_targets(kg, live)
+        self.constant = constant_targets(graph, kg, live)
         if moves.exact is not None:
             self.constant = self.constant | moves.exact[live]
         self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed",
@@ -805,12 +806,6 @@ def _sweep_equivalent(sched: Schedule, live: np.ndarray) -> int:
     if pt.size == 0 or not pt.min() > 0:
         return n
     return int(min(math.ceil(1.0 / float(pt.min())), n))
-
-
-def _constant_targets(kg: KernelGraph, live: np.ndarray) -> np.ndarray:
-    """True where a target's full conditional depends on no other non-evidence variable."""
-    nb = (kg.bb_off[live + 1] - kg.bb_off[live]) + (kg.pt_off[live + 1] - kg.pt_off[live])
-    return (nb + (kg.gen_off[live + 1] - kg.gen_off[live])) == 0
 
 
 def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopped_by: str, burned: int,
