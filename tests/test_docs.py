@@ -9,6 +9,8 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
   per page. Both run in a fresh temporary directory, so examples may write files there.
 * ``<!-- sql example ... -->`` / ``<!-- python example ... -->`` comments are hidden setup steps
   (data a reader has in their own files), run the same way but not shown.
+* python examples see the database the page's sql examples run on as ``db`` (snippets written
+  against "your" database run against the page's model).
 * the temporary directory they run in has ``examples/`` of the checkout, as a reader's checkout does.
 * a ``text output`` block right after an example is what that example prints; it is compared line
   by line (trailing spaces ignored). Only deterministic output (EXACT answers, fixed seeds) is
@@ -168,7 +170,7 @@ def run_examples(page: Path) -> None:
     name = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page.name
     db = pdbq.connect()
     shell = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
-    namespace: dict = {"__name__": f"docs_{page.stem}"}
+    namespace: dict = {"__name__": f"docs_{page.stem}", "db": db}
     try:
         for block, shown in _examples(page):
             where = f"{name}:{block.line}"
