@@ -192,6 +192,9 @@ def run_examples(page: Path) -> None:
             if shown is not None:
                 assert _same(printed, shown.text), f"{where}: the example printed\n{printed}\nthe page shows\n{shown.text}"
     finally:
+        own = namespace.get("db")
+        if own is not db and isinstance(own, pdbq.Database):  # one the page's examples opened
+            own.close()
         db.close()
 
 
