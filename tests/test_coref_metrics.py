@@ -71,3 +71,24 @@ def test_pair_graph_errors():
         pair_graph(3, np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0]))
     with pytest.raises(CorefInputError, match="finite"):
         pair_graph(3, np.array([0]), np.array([1]), np.array([np.nan]))
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_pair_graph_rows_hold_each_pair_both_ways_sorted(shuffled):
+    rng = np.random.default_rng(3)
+    n = 60
+    lo, hi = np.triu_indices(n, 1)
+    pick = rng.random(lo.size) < 0.1
+    a, b = lo[pick], hi[pick]  # in (a, b) order: the fast path; shuffled (and flipped): the sort
+    if shuffled:
+        order = rng.permutation(a.size)
+        a, b = b[order], a[order]
+    w = rng.normal(size=a.size)
+    g = pair_graph(n, a, b, w)
+    want = {m: sorted([(int(j), float(s)) for i, j, s in zip(a, b, w) if i == m]
+                      + [(int(i), float(s)) for i, j, s in zip(a, b, w) if j == m]) for m in range(n)}
+    for m in range(n):
+        row = list(zip(g.nbr[g.indptr[m]:g.indptr[m + 1]].tolist(), g.score[g.indptr[m]:g.indptr[m + 1]].tolist()))
+        assert row == want[m]
+    with pytest.raises(CorefInputError, match=r"pair \(0, 2\) is listed more than once"):
+        pair_graph(4, np.array([0, 1, 2]), np.array([2, 3, 0]), np.ones(3))
