@@ -1,8 +1,8 @@
 """Level vectors of record pairs: SQL for most kinds, numba for token sets.
 
 `pair_levels(con, fields, pairs_sql)` returns, for the pairs (a, b) a SELECT yields over
-`pdbq_fs_values`, the level of every field (int8, -1 = NULL) and the left record's term
-frequency where the level is exact. Strings, codes, dates and numbers are compared in DuckDB;
+`pdbq_fs_values`, the level of every field (int8, -1 = NULL); `record_tf` each record's term
+frequency per field (a pair's exact level is weighed by its left record's). Strings, codes, dates and numbers are compared in DuckDB;
 token-set fields (`text`, `list`) by intersecting each record's sorted token ids in numba
 (DuckDB's per-pair `list_intersect` costs ~50 µs a pair, this ~0.1 µs).
 """
@@ -15,7 +15,7 @@ from numba import njit
 from pdbq.coref.levels import VALUES, FieldLevels, gamma_sql, values_generation
 from pdbq.coref.model import sorted_overlap
 
-__all__ = ["pair_levels", "TOKEN_KINDS"]
+__all__ = ["pair_levels", "record_tf", "TOKEN_KINDS"]
 
 TOKEN_KINDS = ("text", "list")
 _CACHE: dict = {}
@@ -69,30 +69,35 @@ def _set_levels(indptr, tok, null, a, b, thresholds, out):
         out[p] = lev
 
 
-def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int, with_tf: bool = False):
-    """(a, b, levels int8[pairs, fields], tf float64[pairs, fields] or None) (module docstring)."""
+def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
+    """(a, b, levels int8[pairs, fields]) (module docstring)."""
     sql_ks = [k for k, fl in enumerate(fields) if fl.kind not in TOKEN_KINDS]
     cols = [f"{gamma_sql(k, fields[k])} AS g{k}" for k in sql_ks]
-    if with_tf:
-        cols += [f"l.f{k} AS tf{k}" for k in range(len(fields))]
     if cols:
         q = (f"SELECT p.a, p.b, {', '.join(cols)} FROM ({pairs_sql}) p "
              f"JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b")
     else:
         q = f"SELECT p.a, p.b FROM ({pairs_sql}) p"
     res = con.execute(q).fetchnumpy()
-    a = np.asarray(res["a"], np.int64)
-    b = np.asarray(res["b"], np.int64)
+    a = np.asarray(res.pop("a"), np.int64)
+    b = np.asarray(res.pop("b"), np.int64)
     levels = np.empty((a.size, len(fields)), np.int8)
     for k in sql_ks:
-        levels[:, k] = np.asarray(res[f"g{k}"], np.int8)
+        levels[:, k] = np.asarray(res.pop(f"g{k}"), np.int8)
+    del res
     for k, fl in enumerate(fields):
         if fl.kind in TOKEN_KINDS:
             indptr, tok, null = _token_csr(con, k, fl.kind, n)
             _set_levels(indptr, tok, null, a, b, np.asarray(fl.thresholds, np.float64), levels[:, k])
-    tf = None
-    if with_tf:
-        tf = np.stack([np.ma.filled(np.ma.asarray(res[f"tf{k}"], np.float64), np.nan) for k in range(len(fields))], axis=1) \
-            if fields else np.zeros((a.size, 0))
-        tf[levels != 0] = np.nan
-    return a, b, levels, tf
+    return a, b, levels
+
+
+def record_tf(con, n_fields: int) -> np.ndarray:
+    """float64[records, fields]: each record's term frequency per field (column `f{k}` of
+    `pdbq_fs_values`, NaN where the value is NULL), in record order. A pair's exact-level term
+    frequency is its left record's row: read per record once, not per pair."""
+    if n_fields == 0:
+        n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchall()[0][0])
+        return np.zeros((n, 0))
+    res = con.execute(f"SELECT {', '.join(f'f{k}' for k in range(n_fields))} FROM {VALUES} ORDER BY m").fetchnumpy()
+    return np.stack([np.ma.filled(np.ma.asarray(res[f"f{k}"], np.float64), np.nan) for k in range(n_fields)], axis=1)

@@ -41,7 +41,7 @@ import numpy as np
 
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 from pdbq.coref.levels import VALUES, FieldLevels
-from pdbq.coref.pair_levels import pair_levels
+from pdbq.coref.pair_levels import pair_levels, record_tf
 
 __all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts"]
 
@@ -139,19 +139,22 @@ class PairScores:
         return pair_graph(n, self.a, self.b, self.match_weight * LN2)
 
 
-def contributions(model: PairModel, levels: np.ndarray, tf: np.ndarray | None) -> np.ndarray:
-    """Bits per pair and field from levels (pairs × fields, -1 = NULL) and the left record's
-    term frequency where the level is exact (NaN elsewhere)."""
+def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.ndarray | None) -> np.ndarray:
+    """Bits per pair and field from levels (pairs × fields, -1 = NULL) and the term frequencies
+    of each record (`tf`: records × fields, NaN = NULL; `pair_levels.record_tf`): an exact level
+    is weighed by the term frequency of the pair's left record `a`."""
     out = np.zeros(levels.shape, np.float64)
     for k, f in enumerate(model.fields):
-        g = levels[:, k].astype(np.int64)
+        g = levels[:, k]
         w = f.weights()
         ok = g >= 0
         out[ok, k] = w[g[ok]]
         if f.tf and tf is not None:
-            ex = (g == 0) & np.isfinite(tf[:, k])
+            ex = np.flatnonzero(g == 0)
+            t = tf[a[ex], k]
+            ex, t = ex[np.isfinite(t)], t[np.isfinite(t)]
             # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0)
-            out[ex, k] = np.log2(f.m[0]) - np.log2(np.maximum(tf[ex, k], 1e-12))
+            out[ex, k] = np.log2(f.m[0]) - np.log2(np.maximum(t, 1e-12))
     return out
 
 
@@ -159,15 +162,15 @@ def score_pairs(con, model: PairModel, pairs_table: str) -> PairScores:
     """Score the candidate pairs of DuckDB table `pairs_table(a, b)` (module docstring)."""
     fls = tuple(f.levels for f in model.fields)
     n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchall()[0][0])
-    a, b, lv, tf = pair_levels(con, fls, f"SELECT a, b FROM {pairs_table} ORDER BY a, b", n, with_tf=True)
-    contrib = contributions(model, lv, tf)
+    a, b, lv = pair_levels(con, fls, f"SELECT a, b FROM {pairs_table} ORDER BY a, b", n)
+    contrib = contributions(model, lv, a, record_tf(con, len(fls)))
     return PairScores(a, b, lv, contrib, model.prior_bits + contrib.sum(axis=1), model.prior_bits)
 
 
 def level_counts(con, fields: tuple[FieldLevels, ...], pairs_sql: str) -> tuple[np.ndarray, np.ndarray]:
     """Distinct level vectors and their counts over the pairs of a SELECT yielding (a, b)."""
     n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchall()[0][0])
-    _, _, lv, _ = pair_levels(con, fields, pairs_sql, n)
+    _, _, lv = pair_levels(con, fields, pairs_sql, n)
     if lv.shape[0] == 0:
         return np.zeros((0, len(fields)), np.int64), np.zeros(0)
     # one int64 key per level vector (mixed radix): a 1-D unique is ~20x faster than axis=0
