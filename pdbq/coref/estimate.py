@@ -103,7 +103,8 @@ def estimate_u(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSetting
                            f"WHERE v{k} IS NOT NULL GROUP BY v{k})").fetchall()[0][0]
         u0 = float(same) / (nn * (nn - 1))
         if u0 >= 1.0:
-            raise CorefInputError(f"field {fl.field!r} holds one value in every record: it says nothing about matches")
+            where = f" that has one ({n - nn} are NULL)" if nn < n else ""
+            raise CorefInputError(f"field {fl.field!r} holds one value in every record{where}: it says nothing about matches")
         rest = c[1:] + 0.5  # half a count where a level was never seen among the sampled pairs
         rest = rest / rest.sum() * (1.0 - u0) if tot > 0 else np.full(L - 1, (1.0 - u0) / (L - 1))
         us.append(np.concatenate([[max(u0, 0.5 / max(nn * (nn - 1) / 2, 1))], rest]))

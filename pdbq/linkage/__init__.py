@@ -158,16 +158,10 @@ def dedupe(
     link_only: a column naming each record's source: only pairs across sources are compared;
         `one_to_one`: and no cluster holds two records of one source (`pdbq.link` sets both).
     """
-    if nulls not in ("ignore", "error"):
-        raise CorefInputError(f"nulls must be 'ignore' or 'error', got {nulls!r}")
-    if not isinstance(probabilities, (bool, CorefConfig)):
-        raise CorefInputError(f"probabilities must be True, False or a CorefConfig, got {probabilities!r}")
-    if one_to_one and link_only is None:
-        raise CorefInputError("one_to_one needs link_only: it is a constraint between the records of two sources")
+    _check_options(nulls, probabilities, one_to_one, link_only)
     con = connection_of(con)
     stored, model, fields = _stored_model_args(con, model, model_name, fields, comparisons, compare)
-    if comparisons is None and not fields:
-        raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
+    _check_fields(fields, comparisons)
     own = con is None
     con = duckdb.connect() if own else con
     t0 = time.perf_counter()
@@ -257,6 +251,25 @@ def dedupe(
             con.close()
         else:
             con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+
+
+def _check_options(nulls, probabilities, one_to_one, link_only) -> None:
+    if nulls not in ("ignore", "error"):
+        raise CorefInputError(f"nulls must be 'ignore' or 'error', got {nulls!r}")
+    if not isinstance(probabilities, (bool, CorefConfig)):
+        raise CorefInputError(f"probabilities must be True, False or a CorefConfig, got {probabilities!r}")
+    if one_to_one and link_only is None:
+        raise CorefInputError("one_to_one needs link_only: it is a constraint between the records of two sources")
+
+
+def _check_fields(fields, comparisons) -> None:
+    if comparisons is not None:
+        return
+    if not fields:
+        raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
+    twice = next((f for i, f in enumerate(fields) if f in fields[:i]), None)
+    if twice is not None:  # its evidence would be counted twice
+        raise CorefInputError(f"field {twice!r} is listed twice in fields={list(fields)}")
 
 
 def _resolve(con, graph, config, source, ids, warnings):

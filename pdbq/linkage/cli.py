@@ -182,7 +182,6 @@ def _write_stdout(table: pa.Table) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pdbq.linkage import _FS_CONFIG, dedupe, evaluate
-    from pdbq.linkage.labels import read_labels
 
     try:
         _check_model_args(args)
@@ -209,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                   blocking=[Blocking(b) for b in args.block] if args.block else None,
                   max_pairs=args.max_pairs, nulls=args.nulls, config=config, output=args.out, con=con,
                   probabilities=bool(args.pairs or args.cluster_confidence))
+        if args.gold and not args.link:  # a bad label file costs no clustering and stores no model
+            _gold_labels(con, args, _record_ids(con, args))
         if args.link:
             from pdbq.linkage.link import link  # noqa: PLC0415
 
@@ -235,11 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"holdout ({h['records']} labelled records not used to fit): B3 F1 {h['b3_f1']:.4f}; "
                              f"pairwise P {h['pairwise_precision']:.4f} R {h['pairwise_recall']:.4f} F1 {h['pairwise_f1']:.4f}\n")
         if args.gold:
-            try:
-                lab = read_labels(con, args.gold, res.ids, args.id, "--gold")
-            except (TypeError, ValueError) as exc:  # ids of another type than the records' (numpy's comparison)
-                raise CorefInputError(f"--gold {args.gold!r}: its ids cannot be matched to the records' "
-                                      f"{args.id!r} column ({exc})") from None
+            lab = _gold_labels(con, args, res.ids)
             ids = res.ids[lab.index]
             # by `res.ids` (a link result's clusters repeat ids across sources)
             clusters = pa.table({"id": res.ids, "cluster": res.clusters.column("cluster")})
@@ -268,6 +265,32 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     finally:
         con.close()
+
+
+def _record_ids(con, args) -> np.ndarray | None:
+    """The input's id column (None when there is none or it has NULLs: dedupe says so)."""
+    from pdbq.coref.model import source_relation  # noqa: PLC0415
+
+    rel = source_relation(con, args.input)
+    if args.id not in rel.columns:
+        return None
+    ids = rel.select(f'"{args.id.replace(chr(34), chr(34) * 2)}" AS i').fetchnumpy()["i"]
+    if np.ma.isMaskedArray(ids) and np.ma.getmaskarray(ids).any():
+        return None  # NULL ids: dedupe names them
+    return np.asarray(ids)
+
+
+def _gold_labels(con, args, ids):
+    """--gold read against the record ids (`pdbq.linkage.labels.read_labels`); None without ids."""
+    from pdbq.linkage.labels import read_labels  # noqa: PLC0415
+
+    if ids is None:
+        return None
+    try:
+        return read_labels(con, args.gold, ids, args.id, "--gold")
+    except (TypeError, ValueError) as exc:  # ids of another type than the records' (numpy's comparison)
+        raise CorefInputError(f"--gold {args.gold!r}: its ids cannot be matched to the records' "
+                              f"{args.id!r} column ({exc})") from None
 
 
 def _check_model_args(args) -> None:

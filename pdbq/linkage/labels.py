@@ -48,7 +48,8 @@ def _positions(record_ids: np.ndarray, values: np.ndarray, what: str) -> np.ndar
     bad = srt[pos] != vals
     if np.any(bad):
         k = int(np.flatnonzero(bad)[0])
-        raise CorefInputError(f"{what}: {int(bad.sum())} id(s) are not among the records, e.g. {values[k]!r}")
+        example = values[k].item() if isinstance(values[k], np.generic) else values[k]  # 99, not np.int64(99)
+        raise CorefInputError(f"{what}: {int(bad.sum())} id(s) are not among the records, e.g. {example!r}")
     return order[pos]
 
 
