@@ -1,15 +1,16 @@
-"""Which sampled targets have a constant full conditional: their Rao-Blackwellised estimate is
-exact (standard error 0, R-hat 1) instead of being held to the sampler's resolution floor or read
-as a frozen chain (`pdbq.inference.mcmc.estimates`)."""
+"""Which sampled targets have a constant full conditional, or a value the evidence forces: their
+Rao-Blackwellised estimate is exact (standard error 0, R-hat 1) instead of being held to the
+sampler's resolution floor or read as a frozen chain (`pdbq.inference.mcmc.estimates`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from pdbq.graph.layout import FactorGraph
+from pdbq.inference.mcmc.feasibility import forced_values
 from pdbq.inference.mcmc.kernels import KernelGraph
 
-__all__ = ["constant_targets"]
+__all__ = ["constant_targets", "forced_targets"]
 
 
 def constant_targets(graph: FactorGraph, kg: KernelGraph, live: np.ndarray) -> np.ndarray:
@@ -30,6 +31,16 @@ def constant_targets(graph: FactorGraph, kg: KernelGraph, live: np.ndarray) -> n
     only_self = (lo < 0) | ((lo == v) & (hi == v))
     out[check] = np.bincount(owner, weights=~only_self, minlength=check.size) == 0
     return out
+
+
+def forced_targets(graph: FactorGraph, live: np.ndarray) -> np.ndarray:
+    """True where the evidence and the hard factors leave a target one possible value
+    (`feasibility.forced_values`): its marginal is that point mass, so batch means that never
+    move are its answer, not a frozen chain (a pedigree's alleles that the markers pin down).
+    A chain in a world the hard factors forbid is still caught (the samplers' final-state
+    check), and one that visited other values shows them in its batch means."""
+    forced, _ = forced_values(graph)
+    return np.isin(live, forced) if forced.size else np.zeros(live.shape[0], dtype=bool)
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

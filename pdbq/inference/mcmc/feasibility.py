@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HardFactors", "Violation", "propagate", "violated_table_factor", "MAX_PROPAGATION_ENTRIES"]
+__all__ = ["HardFactors", "Violation", "propagate", "forced_values", "violated_table_factor", "MAX_PROPAGATION_ENTRIES"]
 
 # Tables larger than this are skipped (their support is not computed): propagation stays a cheap
 # check before inference; exact inference or the samplers still catch what it misses.
@@ -118,10 +118,16 @@ def _needs_a_look(hard: HardFactors, ev_vids: np.ndarray) -> np.ndarray:
 def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> Violation | None:
     """The first factor that the evidence (``ev_vids`` sorted, with ``ev_values``) leaves without an
     entry of non-zero probability, after propagating every factor's constraints; None if none."""
+    return _propagate(hard, ev_vids, ev_values)[0]
+
+
+def _propagate(hard: HardFactors, ev_vids: np.ndarray,
+               ev_values: np.ndarray) -> tuple[Violation | None, dict[int, np.ndarray]]:
+    """(`propagate`'s answer, the domains propagation narrowed: bool[card] per variable it looked at)."""
     n = hard.n_factors
-    if n == 0:
-        return None
     domains: dict[int, np.ndarray] = {}
+    if n == 0:
+        return None, domains
 
     def domain(v: int, card: int) -> np.ndarray:
         d = domains.get(v)
@@ -162,7 +168,7 @@ def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> 
             ok = ok & domain(v, c).reshape(shape)
         if not ok.any():
             fixed = all(int(domain(v, c).sum()) == 1 for v, c in zip(vids, cards))
-            return Violation(f, fixed)
+            return Violation(f, fixed), domains
         for axis, (v, c) in enumerate(zip(vids, cards)):
             other = tuple(a for a in range(len(cards)) if a != axis)
             support = ok.any(axis=other) if other else ok
@@ -174,7 +180,55 @@ def propagate(hard: HardFactors, ev_vids: np.ndarray, ev_values: np.ndarray) -> 
                 if g != f and not queued[g]:
                     queued[g] = True
                     queue.append(g)
-    return None
+    return None, domains
+
+
+# Graphs with more hard factors than this are not propagated for `forced_values` (a Python loop
+# over the factors): their forced variables keep being sampled like any other.
+MAX_FORCED_FACTORS = 50_000
+
+
+def forced_values(graph) -> tuple[np.ndarray, np.ndarray]:
+    """(variables, values): the free variables of ``graph`` (a `FactorGraph`) that the evidence and
+    the hard factors leave exactly one possible value (generalised arc consistency, `propagate`).
+    Sound: every world of non-zero probability gives such a variable that value, so its marginal
+    is that point mass. Empty when the evidence is impossible as far as propagation tells (the
+    samplers report that) or the graph has more than `MAX_FORCED_FACTORS` hard factors."""
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    tables = graph.tables
+    if not tables.size or np.all(np.isfinite(tables)):
+        return none
+    tf = np.flatnonzero(graph.table_offset >= 0)
+    lo = graph.factor_offsets[tf]
+    hi = graph.factor_offsets[tf + 1]
+    card = graph.cardinality.astype(np.int64)
+    sizes = np.ones(tf.size, dtype=np.int64)
+    for k in range(int((hi - lo).max()) if tf.size else 0):
+        m = hi - lo > k
+        sizes[m] *= card[graph.factor_vars[lo[m] + k]]
+    start = graph.table_offset[tf]
+    ends = np.cumsum(sizes)
+    entry_factor = np.repeat(np.arange(tf.size), sizes)
+    entries = tables[np.repeat(start, sizes) + np.arange(int(sizes.sum())) - np.repeat(ends - sizes, sizes)]
+    infinite = np.zeros(tf.size, dtype=bool)
+    infinite[entry_factor[~np.isfinite(entries)]] = True
+    keep = np.flatnonzero(infinite & (hi > lo))
+    if keep.size == 0 or keep.size > MAX_FORCED_FACTORS:
+        return none
+    arity = (hi - lo)[keep]
+    vids = np.concatenate([graph.factor_vars[lo[f] : hi[f]] for f in keep.tolist()]).astype(np.int64)
+    tabs = np.concatenate([tables[start[f] : start[f] + sizes[f]] for f in keep.tolist()])
+    hard = HardFactors(np.concatenate([[0], np.cumsum(arity)]), vids, np.concatenate([[0], np.cumsum(sizes[keep])]),
+                       tabs, card[vids])
+    ev = np.flatnonzero(graph.evidence >= 0).astype(np.int64)
+    found, domains = _propagate(hard, ev, graph.evidence[ev].astype(np.int64))
+    if found is not None:
+        return none
+    out = [(v, int(np.flatnonzero(d)[0])) for v, d in domains.items() if graph.evidence[v] < 0 and int(d.sum()) == 1]
+    if not out:
+        return none
+    arr = np.array(sorted(out), dtype=np.int64)
+    return arr[:, 0], arr[:, 1]
 
 
 def violated_table_factor(graph, values: np.ndarray) -> int:

@@ -37,7 +37,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig
-from pdbq.inference.mcmc.constant import constant_targets
+from pdbq.inference.mcmc.constant import constant_targets, forced_targets
 from pdbq.inference.mcmc.feasibility import violated_table_factor
 from pdbq.inference.mcmc.estimates import STORE_BYTES, BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
 from pdbq.inference.mcmc.kernels import (
@@ -447,7 +447,7 @@ class _Chains:
         n_live = live.shape[0]
         unit = max(int(moves.unit), 1)
         self.unit = unit
-        self.constant = constant_targets(graph, kg, live)
+        self.constant = constant_targets(graph, kg, live) | forced_targets(graph, live)
         if moves.exact is not None:
             self.constant = self.constant | moves.exact[live]
         self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed",
