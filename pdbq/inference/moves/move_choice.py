@@ -58,7 +58,9 @@ from pdbq.inference.moves.cutset import Cutset, choose_cutset, describe_cutset, 
 from pdbq.inference.moves.domains import SLOW_ESS_RATIO, describe_domains, domain_blocks, slow_variables, sweeps_per_cycle
 from pdbq.inference.mcmc.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
+from pdbq.inference.moves.blocks import block_edges, build_blocks
 from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
+from pdbq.inference.moves.tied import split_components, tied_blocks, tied_components
 from pdbq.language.nodes import FactorFunction
 
 __all__ = ["MoveDecision", "choose_moves", "run_auto", "STRONG_WEIGHT", "MAX_BLOCK_VARS", "TEMPERING_COPIES",
@@ -239,6 +241,33 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     return r, describe_domains(blocks, int(slow.size), cut, sweeps)
 
 
+def _tied_instead(graph: FactorGraph, cached: list, mixing: MixingConfig, deadline) -> tuple[list, str] | None:
+    """Blocks that hold every tied component whole (`tied`), when the ordinary blocks split one
+    (variables a zero entry ties to a block's but left outside it cannot move: the block is drawn
+    given them) and every split one fits ``block_table`` under its own elimination order; the
+    free variables outside every component get ordinary blocks among themselves. None: keep
+    ``cached``."""
+    edges = block_edges(graph)
+    comps = tied_components(graph, edges)
+    split = split_components(cached, comps)
+    if not split:
+        return None
+    made = tied_blocks(graph, comps, max_table=mixing.block_table, edges=edges, deadline=deadline)
+    if len(split_components(made, split)) or getattr(made, "cut", False):
+        return None  # some split component does not fit whole: the ordinary blocks stay
+    rest = graph.evidence < 0
+    for b in made:
+        rest[b.vars] = False
+    others = list(build_blocks(graph, max_table=mixing.block_table, edges=edges, within=rest,
+                               deadline=deadline)) if rest.any() else []
+    held = sum(b.size for b in made)
+    why = (f"the blocks of the global elimination order split {len(split)} group(s) of variables that zero entries "
+           f"tie together, which single-site moves cannot move on their own; {len(made)} exact block(s) hold "
+           f"each tied group whole ({held} variables, largest clique table "
+           f"{max(b.max_table for b in made):,} entries under its own elimination order)")
+    return made + others, why
+
+
 def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
     if free > CUTSET_SCAN_VARS:
         return None
@@ -339,7 +368,13 @@ def run_auto(
         else:
             free = max(int(np.count_nonzero(graph.evidence < 0)), 1)
             largest = max((b.size for b in cached), default=0)
-            if not moves.walls and largest < BLOCK_SHARE * free:
+            t_tied = time.perf_counter()
+            tied = _tied_instead(graph, cached, mixing, deadline) if moves.walls else None
+            if tied is not None:
+                cached, why = tied
+                if rest.time_limit is not None:  # choosing the blocks comes out of the budget
+                    rest = dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t_tied), 1e-3))
+            elif not moves.walls and largest < BLOCK_SHARE * free:
                 # strong couplings across every block boundary (a dense bipartite core): blocks
                 # cannot flip a whole mode; jumps between the local modes met in burn-in can, and
                 # hot copies find modes no chain started in
