@@ -212,3 +212,35 @@ def test_auto_keeps_single_site_moves_on_an_ordered_model_without_a_slow_domain(
     assert "domain block" not in why and ("single-site moves only" in why or "no slow domain" in why), why
     ok, err = within(r, exact_marginals(g).marginals)
     assert ok, err
+
+
+def test_an_ordered_models_pilot_keeps_its_start_and_is_never_the_answer(monkeypatch):
+    """Chains from the dispersed starts begin in both states of a slow domain; once all have left
+    the rarer one, every within-run check passes. The pilot of an ordered model therefore keeps
+    its start (no burn-in dropped), where the settling shows, and has no tolerance stop, so it is
+    never the answer by itself; other models' pilots are unchanged."""
+    import pdbq.inference.moves.move_choice as mc  # noqa: PLC0415
+
+    seen = []
+    real = mc.run_gibbs
+
+    def spy(graph, targets, config, **kw):
+        seen.append(config)
+        return real(graph, targets, config, **kw)
+
+    monkeypatch.setattr(mc, "run_gibbs", spy)
+    g = domain_grid(6, 4)
+    d = choose_moves(g)
+    assert d.ordered
+    r, why = run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=40_000, seed=0, tolerance=0.5), d)
+    assert seen[0].burn_in == 0 and seen[0].tolerance is None
+    assert "reached the tolerance" not in why
+    # an explicit burn-in is the user's: kept
+    seen.clear()
+    run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=40_000, seed=0, burn_in=500), d)
+    assert seen[0].burn_in == 500
+    # a model that is not ordered keeps the plain pilot, which may be the answer
+    seen.clear()
+    plain = dataclasses.replace(d, ordered=False, mixing=MixingConfig(blocks="auto"))
+    r, why = run_auto(g, np.arange(g.n_vars), GibbsConfig(steps=40_000, seed=0, tolerance=0.5), plain)
+    assert seen[0].burn_in is None and seen[0].tolerance == 0.5
