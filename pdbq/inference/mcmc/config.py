@@ -81,6 +81,9 @@ class GibbsConfig:
     time_limit: seconds (burn-in included) by which the run stops; a round the clock cuts short is
         discarded (docs/inference.md, "Run length and burn-in").
     tolerance: stop once every target's 95% half-width (1.96 standard errors) is at most this.
+    tolerance_stops: False keeps sampling to the budget (steps, time limit) even once the
+        tolerance is met; a tolerance not met at the end is still a warning (AUTO's domain
+        blocks: chains that all agree on one state of a slow domain meet it too early).
     scan: ``"sweep"`` (systematic, in `sites` order) or ``"random"`` (uniform); ignored when a
         selection distribution (alias table) is given.
     init: ``"dispersed"`` (see `chains`) or ``"random"`` (every chain uniform at random).
@@ -100,6 +103,7 @@ class GibbsConfig:
     seed: int = 0
     time_limit: float | None = None
     tolerance: float | None = None
+    tolerance_stops: bool = True
     scan: str = "sweep"
     init: str = "dispersed"
     default_sweeps: int = 200

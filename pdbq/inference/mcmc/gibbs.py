@@ -591,7 +591,7 @@ class _Chains:
         """The stopping rule, after a kept round: every target's 95% half-width within the
         tolerance and its split R-hat within the threshold (also sets ``max_se``)."""
         config = self.config
-        if config.tolerance is None or self.rounds_done < self.next_check:
+        if config.tolerance is None or not config.tolerance_stops or self.rounds_done < self.next_check:
             return False
         # checked on a fixed schedule of rounds (every round at first, then about every
         # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
