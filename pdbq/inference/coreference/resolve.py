@@ -4,8 +4,9 @@ Both run the entity moves of `pdbq.inference.coreference.entity_moves`, one expl
 chain (`pdbq.inference.mcmc.rng`). MAP anneals τ geometrically from `temperature` to
 `min_temperature` over `sweeps` passes (one pass = n mention-level steps), keeps each chain's
 best state at pass boundaries, finishes with zero-temperature passes until nothing is accepted
-(at most `greedy_sweeps`), and returns the best chain, each entity split into the connected
-components of its within-entity candidate pairs (a tie: no pair across them scores anything). Sampling runs at τ = 1 and counts, per
+(at most `greedy_sweeps`) and best single-mention moves until none raises ψ
+(`pdbq.inference.coreference.polish`), and returns the best chain, each entity split into
+the connected components of its within-entity candidate pairs (a tie: no pair across them scores anything). Sampling runs at τ = 1 and counts, per
 asked pair, the passes at which both mentions share an entity; the standard error is taken
 across chains.
 
@@ -40,6 +41,7 @@ from pdbq.inference.coreference.entity_moves import (
     run_moves,
     state_from_labels,
 )
+from pdbq.inference.coreference.polish import polish_moves
 from pdbq.inference.coreference.member_moves import check_sorted_rows, members_of, run_witness_moves
 from pdbq.inference.mcmc.rng import chain_states
 from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_seeds, subsample_state
@@ -390,6 +392,8 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
             move(sc, rng, n, 0.0, counters, log)
             if counters[C_ACCEPTED] == before:
                 break
+        if tokens is None:  # a token model scores pairs the graph does not hold: its ψ is not theirs
+            counters[C_ACCEPTED] += polish_moves(g, st, group)
         score = psi(st.label)
         chain_scores[c] = score
         if score > best_score:
