@@ -248,3 +248,41 @@ def test_bad_input_is_a_clear_error_or_warning(tmp_path):
     con.execute("CREATE TABLE p AS SELECT * FROM src")
     res = dedupe("p", id="rid", fields=["given", "surname", "dob"], con=con, em=EmSettings(max_iter=1))
     assert any("did not converge" in w for w in res.warnings)
+
+
+# --- swapped fields ---------------------------------------------------------------------------
+
+def test_names_swapped_level_from_value_overlap():
+    # two name columns drawn from one pool of names (named neutrally: the pairing comes from the
+    # values, not the column names), a third string column from other words; a quarter of the
+    # duplicates have the two names swapped
+    rng = np.random.default_rng(11)
+    pool = [_word(rng, int(rng.integers(5, 9))) for _ in range(400)]
+    towns = [_word(rng, 7) for _ in range(300)]
+    rows, ent, swapped = [], [], []
+    for e in range(700):
+        x, y = pool[int(rng.integers(400))], pool[int(rng.integers(400))]
+        born = f"{rng.integers(1930, 2005)}{rng.integers(1, 13):02d}{rng.integers(1, 29):02d}"
+        town = towns[int(rng.integers(300))]
+        for d in range(int(rng.integers(1, 3))):
+            sw = d > 0 and rng.random() < 0.25
+            rows.append({"c1": y if sw else x, "c2": x if sw else y, "born": born if rng.random() < 0.8 else _typo(rng, born),
+                         "town": town})
+            ent.append(e)
+            swapped.append(sw)
+    con = duckdb.connect()
+    con.register("src", pa.table({"rid": np.arange(len(rows)), **{f: [r[f] for r in rows] for f in rows[0]}}))
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    res = dedupe("t", id="rid", fields=["c1", "c2", "born", "town"], con=con)
+    swap = {f.field: f.levels.swap_with for f in res.pair_model.fields}
+    assert swap == {"c1": "c2", "c2": "c1", "born": None, "town": None}
+    ent, swapped = np.asarray(ent), np.asarray(swapped)
+    s = res.scores
+    names = s.contributions[:, 0] + s.contributions[:, 1]
+    same = ent[s.a] == ent[s.b]
+    sw_pairs = same & (swapped[s.a] | swapped[s.b])
+    assert sw_pairs.sum() > 30
+    # a swapped pair's names are evidence for a match, far above a different person's
+    assert np.median(names[sw_pairs]) > np.percentile(names[~same], 99) + 4
+    pw = pairwise(res.clusters.column("cluster").to_numpy(), ent)
+    assert pw.recall > 0.95, pw

@@ -140,8 +140,8 @@ def _states(model: PairModel, q: np.ndarray):
         ex = q[k] * m[0]
         if f.levels.kind == "text":
             share = q[k] * (1.0 - m[-1])
-        elif f.levels.kind == "string" and m.size > 2:
-            share = q[k] * (m[0] + m[1])
+        elif f.levels.kind == "string" and m.size > f.levels.first_similar + 1:
+            share = q[k] * (m[0] + m[f.levels.first_similar])
         else:
             share = ex
         out.append((ex, max(share - ex, 0.0)))

@@ -79,13 +79,16 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class FieldLevels:
-    """A field's resolved comparison: its kind, thresholds, level names (index = level), and for
-    dates the format the values were parsed with."""
+    """A field's resolved comparison: its kind, thresholds, level names (index = level), for
+    dates the format the values were parsed with, and `swap_with`: another string field whose
+    values this one's are often written in (given name and surname, two address lines), which
+    adds the level "swapped": this record's value is the other record's value of that field."""
 
     field: str
     kind: str
     thresholds: tuple[float, ...]
     date_format: str | None = None
+    swap_with: str | None = None
 
     def __post_init__(self):
         # these reach SQL text (formatted numbers, a fixed format): only known values pass
@@ -93,6 +96,8 @@ class FieldLevels:
             raise CorefInputError(f"field {self.field!r}: unknown comparison kind {self.kind!r}; expected one of {', '.join(KINDS)}")
         if self.date_format is not None and self.date_format not in _DATE_FORMATS:
             raise CorefInputError(f"field {self.field!r}: date format must be one of {', '.join(_DATE_FORMATS)}")
+        if self.swap_with is not None and (self.kind != "string" or self.swap_with == self.field):
+            raise CorefInputError(f"field {self.field!r}: a swapped level needs a string field and another field to swap with")
         for x in self.thresholds:
             _num(x)
 
@@ -111,11 +116,17 @@ class FieldLevels:
             mid = tuple(f"relative diff<={x:g}" for x in t)
         else:
             mid = ()
-        return ("exact", *mid, "else")
+        swap = (f"swapped with {self.swap_with}",) if self.swap_with is not None else ()
+        return ("exact", *swap, *mid, "else")
 
     @property
     def n_levels(self) -> int:
         return len(self.names)
+
+    @property
+    def first_similar(self) -> int:
+        """The level of the first similarity threshold (after exact and a swapped level)."""
+        return 2 if self.swap_with is not None else 1
 
     def describe(self) -> str:
         return f"{self.field}: {self.kind} ({' / '.join(self.names)})"
@@ -207,7 +218,41 @@ def sniff_fields(con, source: str, columns: dict[str, str], fields: list[str], s
             kind = spec.kind
         th = tuple(spec.thresholds) if spec.thresholds is not None else _DEFAULTS[kind]
         out.append(FieldLevels(f, kind, th, fmt if kind == "date" else None))
-    return tuple(out)
+    partners = _swap_partners(con, source, [fl.field for fl in out if fl.kind == "string"])
+    return tuple(FieldLevels(fl.field, fl.kind, fl.thresholds, fl.date_format, partners.get(fl.field)) for fl in out)
+
+
+# two string fields are swap partners when at least this share of each one's records (sampled)
+# holds a value that is also a value of the other: names and surnames, two address lines; below
+# it (a suburb that is also a street name) a swapped level would cost a comparison per pair for
+# pairs that hardly ever occur
+_SWAP_OVERLAP = 0.05
+
+
+def _swap_partners(con, source: str, fields: list[str]) -> dict[str, str]:
+    """Each string field's swap partner (`FieldLevels.swap_with`), chosen from the values: the
+    field whose value set holds the largest share of this one's values, both ways at least
+    `_SWAP_OVERLAP`; each field has at most one partner and partners are mutual."""
+    if len(fields) < 2:
+        return {}
+    share: dict[tuple[str, str], float] = {}
+    for f in fields:
+        for g in fields:
+            if f == g:
+                continue
+            nf, ng = _norm_string(q(f)), _norm_string(q(g))
+            x = con.execute(
+                f"WITH a AS (SELECT {nf} AS v FROM {source} USING SAMPLE {_SNIFF_SAMPLE} ROWS (reservoir, 7)), "
+                f"b AS (SELECT DISTINCT {ng} AS v FROM {source}) "
+                f"SELECT count(*) FILTER (WHERE v IN (SELECT v FROM b WHERE v IS NOT NULL)) / greatest(count(v), 1) "
+                f"FROM a WHERE v IS NOT NULL").fetchall()[0][0]
+            share[(f, g)] = float(x or 0.0)
+    pairs = sorted(((min(share[(f, g)], share[(g, f)]), f, g) for f in fields for g in fields if f < g), reverse=True)
+    out: dict[str, str] = {}
+    for s, f, g in pairs:
+        if s >= _SWAP_OVERLAP and f not in out and g not in out:
+            out[f], out[g] = g, f
+    return out
 
 
 def _norm_string(col: str) -> str:
@@ -282,14 +327,20 @@ def _edits(a: str, b: str, x: float) -> str:
             f"levenshtein({a}, {b}) <= {_num(x + 1)} AND damerau_levenshtein({a}, {b}) <= {_num(x)}))")
 
 
-def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r") -> str:
-    """The level of field k for a pair of `pdbq_fs_values` rows aliased `left`, `right` (SQL)."""
+def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partner: int | None = None) -> str:
+    """The level of field k for a pair of `pdbq_fs_values` rows aliased `left`, `right` (SQL);
+    `partner`: the column index of `fl.swap_with` (needed when it is set)."""
     lv, rv = f"{left}.v{k}", f"{right}.v{k}"
     whens = [f"WHEN {lv} IS NULL OR {rv} IS NULL THEN -1", f"WHEN {lv} = {rv} THEN 0"]
     preds: list[str] = []
+    if fl.swap_with is not None:
+        if partner is None:
+            raise CorefInputError(f"field {fl.field!r}: the swapped level needs the column of {fl.swap_with!r}")
+        lp, rp = f"{left}.v{int(partner)}", f"{right}.v{int(partner)}"
+        preds.append(f"coalesce({lv} = {rp} OR {rv} = {lp}, false)")
     t = fl.thresholds
     if fl.kind == "string":
-        preds = [f"jaro_winkler_similarity({lv}, {rv}) >= {_num(x)}" for x in t]
+        preds += [f"jaro_winkler_similarity({lv}, {rv}) >= {_num(x)}" for x in t]
     elif fl.kind == "text":
         jac = _jaccard(f"{left}.t{k}", f"{right}.t{k}")
         preds = [f"{jac} >= {_num(x)}" if x > 0 else f"{jac} > 0" for x in t]

@@ -72,7 +72,13 @@ def _set_levels(indptr, tok, null, a, b, thresholds, out):
 def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
     """(a, b, levels int8[pairs, fields]) (module docstring)."""
     sql_ks = [k for k, fl in enumerate(fields) if fl.kind not in TOKEN_KINDS]
-    cols = [f"{gamma_sql(k, fields[k])} AS g{k}" for k in sql_ks]
+    col_of = {fl.field: k for k, fl in enumerate(fields)}
+    for fl in fields:
+        if fl.swap_with is not None and fl.swap_with not in col_of:
+            from pdbq.coref.layout import CorefInputError  # noqa: PLC0415
+
+            raise CorefInputError(f"field {fl.field!r} swaps with {fl.swap_with!r}, which is not a compared field")
+    cols = [f"{gamma_sql(k, fields[k], partner=col_of.get(fields[k].swap_with))} AS g{k}" for k in sql_ks]
     if cols:
         q = (f"SELECT p.a, p.b, {', '.join(cols)} FROM ({pairs_sql}) p "
              f"JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b")

@@ -107,13 +107,14 @@ class PairModel:
         return {
             "prior": self.prior, "source": self.source,
             "fields": [{"field": f.field, "kind": f.levels.kind, "thresholds": list(f.levels.thresholds),
-                        "date_format": f.levels.date_format, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
+                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
                        for f in self.fields],
         }
 
     @staticmethod
     def from_dict(d: dict) -> PairModel:
-        fields = tuple(FieldModel(FieldLevels(x["field"], x["kind"], tuple(x["thresholds"]), x.get("date_format")),
+        fields = tuple(FieldModel(FieldLevels(x["field"], x["kind"], tuple(x["thresholds"]), x.get("date_format"),
+                                              x.get("swap_with")),
                                   np.asarray(x["m"], float), np.asarray(x["u"], float), bool(x["tf"])) for x in d["fields"])
         return PairModel(fields, float(d["prior"]), d.get("source", "em"))
 
