@@ -13,6 +13,14 @@
    logit λ = logit λ_r − Σ_forced ln(m_f0 / u_f0) (the median over rules).
 3. EM stops when no parameter moves by more than `tol`; a rule that does not converge in
    `max_iter` iterations is dropped with a warning (its estimates are not used).
+4. **Dependent fields.** Within a rule that forces field f equal, the non-matching pairs are
+   not random pairs: where fields depend on each other given a non-match (restaurants in one
+   hotel share its address and its phone), they agree on the other fields far more often than
+   the random pairs' u says, and EM with u fixed would take them for matches (and learn that
+   matches often have different names). So EM within such a rule fits the rule's own u too,
+   shrunk toward the random pairs' u by `_RULE_U_STRENGTH` pairs' worth; that u only serves to
+   estimate m. Scoring uses the random pairs' u, corrected for pairs of dependent fields
+   (`pdbq.coref.dependence`).
 
 The level vectors are computed and counted in DuckDB (`level_counts`: GROUP BY over the
 pairs); EM runs in numpy on the distinct vectors and their counts (a few hundred rows).
@@ -32,6 +40,9 @@ from pdbq.coref.pair_model import FieldModel, PairModel, level_counts
 __all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql"]
 
 _NO_TF = ("list",)
+# EM within a training rule also fits u for the pairs the rule selects, shrunk toward the random
+# pairs' u by this many pairs' worth (module docstring; 1 and 10 gave the same clusterings)
+_RULE_U_STRENGTH = 10.0
 
 
 @dataclass(frozen=True)
@@ -161,19 +172,25 @@ def _init_m(L: int) -> np.ndarray:
 
 
 def em(pats: np.ndarray, counts: np.ndarray, us: list[np.ndarray], m0: list[np.ndarray], prior0: float,
-       active: list[bool], max_iter: int = 200, tol: float = 1e-5, fixed_m: bool = False) -> EmResult:
+       active: list[bool], max_iter: int = 200, tol: float = 1e-5, fixed_m: bool = False,
+       u_strength: float | None = None) -> EmResult:
     """EM for m (active fields only) and the match share λ on level-vector counts, u fixed.
-    `fixed_m` keeps m at `m0` (λ only)."""
+    `fixed_m` keeps m at `m0` (λ only). `u_strength`: also fit u of the active fields from the
+    non-matching share of the pairs, with `us` as a prior worth that many pairs (u is then the
+    rule's own: P(level | non-match, the rule's fields equal)); the returned m is estimated
+    against it."""
     K = len(us)
     m = [x.copy() for x in m0]
+    u0 = us
+    us = [x.copy() for x in us]
     lam = float(prior0)
-    lu = np.zeros(len(counts))
-    for k in range(K):
-        if active[k]:
-            g = pats[:, k]
-            lu += np.where(g >= 0, np.log(us[k][np.maximum(g, 0)]), 0.0)
     ll = -math.inf
     for it in range(1, max_iter + 1):
+        lu = np.zeros(len(counts))
+        for k in range(K):
+            if active[k]:
+                g = pats[:, k]
+                lu += np.where(g >= 0, np.log(us[k][np.maximum(g, 0)]), 0.0)
         lm = np.zeros(len(counts))
         for k in range(K):
             if active[k]:
@@ -205,6 +222,16 @@ def em(pats: np.ndarray, counts: np.ndarray, us: list[np.ndarray], m0: list[np.n
             x = (c + 0.5) / (c.sum() + 0.5 * L)
             delta = max(delta, float(np.abs(x - m[k]).max()))
             new_m.append(x)
+        if u_strength is not None:
+            wn = counts * (1.0 - p)
+            for k in range(K):
+                if active[k]:
+                    g = pats[:, k]
+                    L = us[k].size
+                    c = np.bincount(g[g >= 0], weights=wn[g >= 0], minlength=L)[:L]
+                    x = (c + u_strength * u0[k]) / (c.sum() + u_strength)
+                    delta = max(delta, float(np.abs(x - us[k]).max()))
+                    us[k] = x
         m, lam = new_m, new_lam
         if delta < tol:
             return EmResult(m, lam, it, True, ll)
@@ -252,7 +279,10 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
             level_counts(con, fields, rule_pairs_sql(rule))
         active = [k not in rule.forced for k in range(K)]
         prior0 = 1.0 / n if not rule.forced else 0.1
-        res = em(pats, counts, us, [_init_m(fl.n_levels) for fl in fields], prior0, active, settings.max_iter, settings.tol)
+        # pairs equal on the rule's fields are not random pairs: where fields depend on each other
+        # among non-matches (one hotel's address and phone), the others agree more often than u says
+        res = em(pats, counts, us, [_init_m(fl.n_levels) for fl in fields], prior0, active, settings.max_iter, settings.tol,
+                 u_strength=_RULE_U_STRENGTH if rule.forced else None)
         (results if res.converged else unconverged).append((rule, res))
     if not results:
         if not unconverged:

@@ -82,13 +82,17 @@ class FieldLevels:
     """A field's resolved comparison: its kind, thresholds, level names (index = level), for
     dates the format the values were parsed with, and `swap_with`: another string field whose
     values this one's are often written in (given name and surname, two address lines), which
-    adds the level "swapped": this record's value is the other record's value of that field."""
+    adds the level "swapped": this record's value is the other record's value of that field;
+    `words`: for strings of several words (restaurant names, street addresses), a level after
+    the Jaro–Winkler ones for pairs sharing at least this Jaccard share of their words ("the
+    palm" and "palm the (los angeles)", where the characters' order differs too much)."""
 
     field: str
     kind: str
     thresholds: tuple[float, ...]
     date_format: str | None = None
     swap_with: str | None = None
+    words: float | None = None
 
     def __post_init__(self):
         # these reach SQL text (formatted numbers, a fixed format): only known values pass
@@ -98,6 +102,8 @@ class FieldLevels:
             raise CorefInputError(f"field {self.field!r}: date format must be one of {', '.join(_DATE_FORMATS)}")
         if self.swap_with is not None and (self.kind != "string" or self.swap_with == self.field):
             raise CorefInputError(f"field {self.field!r}: a swapped level needs a string field and another field to swap with")
+        if self.words is not None and (self.kind != "string" or not 0.0 < float(self.words) <= 1.0):
+            raise CorefInputError(f"field {self.field!r}: a words level needs a string field and a share in (0, 1]")
         for x in self.thresholds:
             _num(x)
 
@@ -106,6 +112,8 @@ class FieldLevels:
         t = self.thresholds
         if self.kind == "string":
             mid = tuple(f"jaro_winkler>={x:g}" for x in t)
+            if self.words is not None:
+                mid += (f"words jaccard>={self.words:g}",)
         elif self.kind in ("text", "list"):
             mid = tuple(f"jaccard>={x:g}" if x > 0 else "jaccard>0" for x in t)
         elif self.kind == "code":
@@ -218,8 +226,22 @@ def sniff_fields(con, source: str, columns: dict[str, str], fields: list[str], s
             kind = spec.kind
         th = tuple(spec.thresholds) if spec.thresholds is not None else _DEFAULTS[kind]
         out.append(FieldLevels(f, kind, th, fmt if kind == "date" else None))
-    partners = _swap_partners(con, source, [fl.field for fl in out if fl.kind == "string"])
-    return tuple(FieldLevels(fl.field, fl.kind, fl.thresholds, fl.date_format, partners.get(fl.field)) for fl in out)
+    strings = [fl.field for fl in out if fl.kind == "string"]
+    partners = _swap_partners(con, source, strings)
+    several = {f for f in strings if _several_words(con, source, f)}
+    return tuple(FieldLevels(fl.field, fl.kind, fl.thresholds, fl.date_format, partners.get(fl.field),
+                             _WORDS_LEVEL if fl.field in several else None) for fl in out)
+
+
+_WORDS_LEVEL = 0.5  # half the words shared (Jaccard): "the palm" / "palm the (los angeles)"
+
+
+def _several_words(con, source: str, field: str) -> bool:
+    """Whether most (sampled) values of a string field have more than one word."""
+    col = _norm_string(q(field))
+    x = con.execute(f"SELECT avg(CASE WHEN strpos(v, ' ') > 0 THEN 1.0 ELSE 0.0 END) FROM (SELECT {col} AS v FROM {source} "
+                    f"USING SAMPLE {_SNIFF_SAMPLE} ROWS (reservoir, 7)) WHERE v IS NOT NULL").fetchall()[0][0]
+    return x is not None and float(x) >= 0.5
 
 
 # two string fields are swap partners when at least this share of each one's records (sampled)
@@ -235,18 +257,16 @@ def _swap_partners(con, source: str, fields: list[str]) -> dict[str, str]:
     `_SWAP_OVERLAP`; each field has at most one partner and partners are mutual."""
     if len(fields) < 2:
         return {}
-    share: dict[tuple[str, str], float] = {}
-    for f in fields:
-        for g in fields:
-            if f == g:
-                continue
-            nf, ng = _norm_string(q(f)), _norm_string(q(g))
-            x = con.execute(
-                f"WITH a AS (SELECT {nf} AS v FROM {source} USING SAMPLE {_SNIFF_SAMPLE} ROWS (reservoir, 7)), "
-                f"b AS (SELECT DISTINCT {ng} AS v FROM {source}) "
-                f"SELECT count(*) FILTER (WHERE v IN (SELECT v FROM b WHERE v IS NOT NULL)) / greatest(count(v), 1) "
-                f"FROM a WHERE v IS NOT NULL").fetchall()[0][0]
-            share[(f, g)] = float(x or 0.0)
+    sampled = " UNION ALL ".join(f"SELECT {k} AS f, {_norm_string(q(x))} AS v FROM s" for k, x in enumerate(fields))
+    distinct = " UNION ALL ".join(f"SELECT DISTINCT {k} AS g, {_norm_string(q(x))} AS v FROM {source}" for k, x in enumerate(fields))
+    # per ordered pair (f, g): how many of f's sampled non-NULL values are values of g
+    rows = con.execute(
+        f"WITH s AS (SELECT * FROM {source} USING SAMPLE {_SNIFF_SAMPLE} ROWS (reservoir, 7)), "
+        f"sv AS ({sampled}), dv AS ({distinct}), tot AS (SELECT f, count(v) AS n FROM sv GROUP BY f) "
+        f"SELECT sv.f, dv.g, count(*) / any_value(tot.n) FROM sv JOIN dv ON sv.v = dv.v AND sv.f <> dv.g "
+        f"JOIN tot ON tot.f = sv.f GROUP BY sv.f, dv.g").fetchall()
+    share = {(f, g): 0.0 for f in fields for g in fields if f != g}
+    share.update({(fields[a], fields[b]): float(x) for a, b, x in rows})
     pairs = sorted(((min(share[(f, g)], share[(g, f)]), f, g) for f in fields for g in fields if f < g), reverse=True)
     out: dict[str, str] = {}
     for s, f, g in pairs:
@@ -327,9 +347,13 @@ def _edits(a: str, b: str, x: float) -> str:
             f"levenshtein({a}, {b}) <= {_num(x + 1)} AND damerau_levenshtein({a}, {b}) <= {_num(x)}))")
 
 
-def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partner: int | None = None) -> str:
+def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partner: int | None = None,
+              words: bool = True) -> str:
     """The level of field k for a pair of `pdbq_fs_values` rows aliased `left`, `right` (SQL);
-    `partner`: the column index of `fl.swap_with` (needed when it is set)."""
+    `partner`: the column index of `fl.swap_with` (needed when it is set). `words=False` leaves
+    out the words level (its pairs and the else level's share the words level's index), for a
+    caller that splits them itself (`pdbq.coref.pair_levels`: per-pair word lists in DuckDB
+    cost ~40 µs a pair)."""
     lv, rv = f"{left}.v{k}", f"{right}.v{k}"
     whens = [f"WHEN {lv} IS NULL OR {rv} IS NULL THEN -1", f"WHEN {lv} = {rv} THEN 0"]
     preds: list[str] = []
@@ -341,6 +365,9 @@ def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partne
     t = fl.thresholds
     if fl.kind == "string":
         preds += [f"jaro_winkler_similarity({lv}, {rv}) >= {_num(x)}" for x in t]
+        if fl.words is not None and words:
+            w = _jaccard(f"list_distinct(string_split({lv}, ' '))", f"list_distinct(string_split({rv}, ' '))")
+            preds.append(f"{w} >= {_num(fl.words)}")
     elif fl.kind == "text":
         jac = _jaccard(f"{left}.t{k}", f"{right}.t{k}")
         preds = [f"{jac} >= {_num(x)}" if x > 0 else f"{jac} > 0" for x in t]

@@ -27,7 +27,7 @@ def _token_csr(con, k: int, kind: str, n: int):
         return _CACHE[key]
     for old in [x for x in _CACHE if x[2] != key[2]]:
         del _CACHE[old]  # token sets of older values are never asked for again
-    col = f"t{k}" if kind == "text" else f"v{k}"
+    col = {"text": f"t{k}", "list": f"v{k}"}.get(kind, f"list_distinct(string_split(v{k}, ' '))")
     res = con.execute(
         f"SELECT m, dense_rank() OVER (ORDER BY w) AS t FROM (SELECT m, unnest({col}) AS w FROM {VALUES}) ORDER BY m, t"
     ).fetchnumpy()
@@ -69,6 +69,23 @@ def _set_levels(indptr, tok, null, a, b, thresholds, out):
         out[p] = lev
 
 
+@njit(cache=True)
+def _words_levels(indptr, tok, a, b, threshold, level, out):
+    """Pairs at `level` (the words level or else, not told apart in SQL) stay there when their
+    word sets' Jaccard reaches `threshold`, else go to `level + 1` (else)."""
+    for p in range(a.shape[0]):
+        if out[p] != level:
+            continue
+        i = a[p]
+        j = b[p]
+        x, xe = indptr[i], indptr[i + 1]
+        y, ye = indptr[j], indptr[j + 1]
+        inter = sorted_overlap(tok, x, xe, y, ye)
+        union = (xe - x) + (ye - y) - inter
+        if union <= 0 or inter / union < threshold:
+            out[p] = level + 1
+
+
 def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
     """(a, b, levels int8[pairs, fields]) (module docstring)."""
     sql_ks = [k for k, fl in enumerate(fields) if fl.kind not in TOKEN_KINDS]
@@ -78,7 +95,7 @@ def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
             from pdbq.coref.layout import CorefInputError  # noqa: PLC0415
 
             raise CorefInputError(f"field {fl.field!r} swaps with {fl.swap_with!r}, which is not a compared field")
-    cols = [f"{gamma_sql(k, fields[k], partner=col_of.get(fields[k].swap_with))} AS g{k}" for k in sql_ks]
+    cols = [f"{gamma_sql(k, fields[k], partner=col_of.get(fields[k].swap_with), words=False)} AS g{k}" for k in sql_ks]
     if cols:
         q = (f"SELECT p.a, p.b, {', '.join(cols)} FROM ({pairs_sql}) p "
              f"JOIN {VALUES} l ON l.m = p.a JOIN {VALUES} r ON r.m = p.b")
@@ -95,6 +112,10 @@ def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
         if fl.kind in TOKEN_KINDS:
             indptr, tok, null = _token_csr(con, k, fl.kind, n)
             _set_levels(indptr, tok, null, a, b, np.asarray(fl.thresholds, np.float64), levels[:, k])
+    for k, fl in enumerate(fields):
+        if fl.kind == "string" and fl.words is not None:
+            indptr, tok, _ = _token_csr(con, k, fl.kind, n)
+            _words_levels(indptr, tok, a, b, float(fl.words), fl.n_levels - 2, levels[:, k])
     return a, b, levels
 
 

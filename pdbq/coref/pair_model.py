@@ -43,7 +43,7 @@ from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 from pdbq.coref.levels import VALUES, FieldLevels
 from pdbq.coref.pair_levels import pair_levels, record_tf
 
-__all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts"]
+__all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts", "interaction_bits"]
 
 LN2 = math.log(2.0)
 
@@ -75,12 +75,16 @@ class FieldModel:
 @dataclass(frozen=True, eq=False)
 class PairModel:
     """A fitted pair model (module docstring). `prior`: λ. `source`: how it was fitted
-    ("em" or "labels"); `diagnostics`: what the fit measured (iterations, rules, ...)."""
+    ("em" or "labels"); `diagnostics`: what the fit measured (iterations, rules, ...);
+    `interactions`: (i, j, bits) added to field j's contribution of a pair agreeing on fields i
+    and j, which agree together more often among non-matches than independence says
+    (`pdbq.coref.dependence`, `interaction_bits`)."""
 
     fields: tuple[FieldModel, ...]
     prior: float
     source: str = "em"
     diagnostics: dict = field(default_factory=dict)
+    interactions: tuple[tuple[int, int, float], ...] = ()
 
     def __post_init__(self):
         if not 0.0 < self.prior < 1.0:
@@ -90,13 +94,21 @@ class PairModel:
                 raise CorefInputError(f"field {f.field!r}: m and u need one entry per level ({f.levels.n_levels})")
             if np.any(f.m <= 0) or np.any(f.u <= 0):
                 raise CorefInputError(f"field {f.field!r}: m and u must be positive")
+        for i, j, bits in self.interactions:
+            if not (0 <= i < j < len(self.fields)) or not math.isfinite(bits):
+                raise CorefInputError(f"an interaction needs two field indices i < j and finite bits, got {(i, j, bits)}")
 
     @property
     def prior_bits(self) -> float:
         return math.log2(self.prior / (1.0 - self.prior))
 
     def with_prior(self, prior: float) -> PairModel:
-        return PairModel(self.fields, prior, self.source, self.diagnostics)
+        return PairModel(self.fields, prior, self.source, self.diagnostics, self.interactions)
+
+    def interactions_table(self) -> list[dict]:
+        """One row per interaction: the two fields and the bits a pair exact on both gets."""
+        return [{"field": self.fields[i].field, "given": self.fields[j].field, "bits": float(b)}
+                for i, j, b in self.interactions]
 
     def table(self) -> list[dict]:
         """One row per field and level: m, u, weight in bits, whether TF-adjusted."""
@@ -107,16 +119,19 @@ class PairModel:
         return {
             "prior": self.prior, "source": self.source,
             "fields": [{"field": f.field, "kind": f.levels.kind, "thresholds": list(f.levels.thresholds),
-                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
+                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "words": f.levels.words, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
                        for f in self.fields],
+            "interactions": [[self.fields[i].field, self.fields[j].field, float(b)] for i, j, b in self.interactions],
         }
 
     @staticmethod
     def from_dict(d: dict) -> PairModel:
         fields = tuple(FieldModel(FieldLevels(x["field"], x["kind"], tuple(x["thresholds"]), x.get("date_format"),
-                                              x.get("swap_with")),
+                                              x.get("swap_with"), x.get("words")),
                                   np.asarray(x["m"], float), np.asarray(x["u"], float), bool(x["tf"])) for x in d["fields"])
-        return PairModel(fields, float(d["prior"]), d.get("source", "em"))
+        col = {f.field: k for k, f in enumerate(fields)}
+        inter = tuple(sorted((col[a], col[b], float(x)) for a, b, x in d.get("interactions", [])))
+        return PairModel(fields, float(d["prior"]), d.get("source", "em"), interactions=inter)
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,10 +155,28 @@ class PairScores:
         return pair_graph(n, self.a, self.b, self.match_weight * LN2)
 
 
+def interaction_bits(model: PairModel, levels: np.ndarray) -> np.ndarray:
+    """Per pair and field, the model's interactions' bits (pairs × fields, float64): δ_ij goes to
+    field j (the second agreement, whose u it conditions) of every pair that *agrees* on both i
+    and j — a level that is evidence for a match (m > u: exact, or similar enough), not only the
+    exact level the interaction was counted on, since two neighbours' shared address written
+    with a typo is the same coincidence."""
+    out = np.zeros(levels.shape, np.float64)
+    agree = {}
+    for k in {x for i, j, _ in model.interactions for x in (i, j)}:
+        g = levels[:, k].astype(np.int64)
+        pos = model.fields[k].m > model.fields[k].u
+        agree[k] = (g >= 0) & pos[np.maximum(g, 0)]
+    for i, j, bits in model.interactions:
+        out[agree[i] & agree[j], j] += bits
+    return out
+
+
 def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.ndarray | None) -> np.ndarray:
     """Bits per pair and field from levels (pairs × fields, -1 = NULL) and the term frequencies
     of each record (`tf`: records × fields, NaN = NULL; `pair_levels.record_tf`): an exact level
-    is weighed by the term frequency of the pair's left record `a`."""
+    is weighed by the term frequency of the pair's left record `a`; the model's interactions
+    included."""
     out = np.zeros(levels.shape, np.float64)
     for k, f in enumerate(model.fields):
         g = levels[:, k]
@@ -156,6 +189,8 @@ def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.nd
             ex, t = ex[np.isfinite(t)], t[np.isfinite(t)]
             # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0)
             out[ex, k] = np.log2(f.m[0]) - np.log2(np.maximum(t, 1e-12))
+    if model.interactions:
+        out += interaction_bits(model, levels)
     return out
 
 

@@ -9,9 +9,10 @@ choice with its recall estimate (None when the caller gave blocking keys), and w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pdbq.coref.autoblock import BlockingChoice, build_candidates, choose_blocking
+from pdbq.coref.dependence import exact_interactions
 from pdbq.coref.estimate import EmSettings, fit_from_labels, fit_pair_model, refine_prior
 from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
 from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
@@ -47,11 +48,14 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
 
             raise CorefInputError(f"the pair model compares field {missing[0]!r}, which is not a column of the records")
     prepare_values(con, RECORDS, MENTION, records.columns, fls)
+    fitted = model is None
     if model is None and labels is not None:
         model = fit_from_labels(con, fls, records.n, labels.index, labels.entity, labels.shape, settings)
     elif model is None:
         model, w = fit_pair_model(con, fls, records.n, settings)
         warnings.extend(w)
+    if fitted:
+        model = replace(model, interactions=exact_interactions(con, model, settings))
     choice = None
     if blocking:
         n_pairs = candidate_pairs(con, records, CorefModel((), tuple(blocking), max_pairs=max_pairs))
@@ -72,7 +76,7 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
             warnings.append("the match prior did not converge over the candidate pairs; the training rules' estimate is kept")
         else:
             diag = dict(model.diagnostics, prior_training_rules=model.prior)
-            model = PairModel(model.fields, lam, model.source, diag)
+            model = replace(model, prior=lam, diagnostics=diag)
             scores = PairScores(scores.a, scores.b, scores.levels, scores.contributions,
                                 scores.match_weight - scores.prior_bits + model.prior_bits, model.prior_bits)
         if choice is not None:

@@ -5,6 +5,8 @@ stored one without re-estimating (`pdbq.catalog.pair_models` holds the rows).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import duckdb
 
 from pdbq.catalog.pair_models import check_writable, load_pair_model, parse_model_ref, store_pair_model
@@ -33,8 +35,7 @@ def stored_model(con, ref: str, fields: list[str] | None) -> tuple[PairModel, st
     data, name, version = load_pair_model(con, ref)
     model = PairModel.from_dict(data)
     if data.get("prior_training_rules") is not None:
-        model = PairModel(model.fields, model.prior, model.source,
-                          {"prior_training_rules": float(data["prior_training_rules"])})
+        model = replace(model, diagnostics={"prior_training_rules": float(data["prior_training_rules"])})
     have = [f.field for f in model.fields]
     if fields is not None and sorted(dict.fromkeys(fields)) != sorted(have):
         raise CorefInputError(f"pair model {name!r} version {version} compares fields {have}, "
