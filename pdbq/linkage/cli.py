@@ -107,6 +107,8 @@ def _print_model(res, show_levels: bool) -> None:
         if show_levels:
             for row in f.describe():
                 w(f"      {row['name']:<26} m {row['m']:.4f}  u {row['u']:.6f}  weight {row['weight_bits']:+.2f} bits\n")
+    for row in pm.interactions_table():
+        w(f"  {row['field']} and {row['given']} agree together among non-matches: {row['bits']:+.2f} bits when both agree\n")
     b = res.blocking
     if b is not None:
         w(f"blocking ({res.diagnostics['candidate_pairs']:,} candidate pairs; estimated recall {b.recall:.4f}, "
