@@ -6,8 +6,9 @@ its connected components; a connected graph has width ``1 + min_φ hw(G − φ)`
 Hyperedges are given as collections of variable ids (the free variables of a factor or head group,
 see `pdbq.analysis.hypergraph`); variables outside every hyperedge are irrelevant (width 0).
 
-The exact search recurses over connected components with memoisation on the frozenset of
-hyperedge ids of each connected sub-hypergraph, and prunes with two facts:
+Hierarchy width is the treedepth of the line graph (one vertex per hyperedge, adjacent when two
+share a variable). The exact search recurses over connected components with memoisation on the
+bitmask of hyperedge ids of each connected sub-hypergraph, and prunes with three facts:
 
 - a lower bound (`lower_bound`): Statement 3 (``hw ≥ d``, the largest number of hyperedges at one
   variable) strengthened to ``d + 1`` when every hyperedge at that variable ``v`` also touches a
@@ -15,7 +16,10 @@ hyperedge ids of each connected sub-hypergraph, and prunes with two facts:
   contain ``v``; all ``d`` hyperedges at ``v`` are removed there, and when the last one, ``e``, goes,
   a hyperedge at ``u ∈ e`` without ``v`` is either already removed inside ``v``'s component — one
   more removal on that path — or still present, costing one more removal in ``u``'s component);
-- hyperedges with the same variable set are interchangeable, so only one of them is tried.
+- domination: when every hyperedge meeting ``u`` also meets ``v`` (N[u] ⊆ N[v] in the line
+  graph), removing ``v`` first is never worse, so ``u`` is not tried; this covers hyperedges with
+  the same variable set (one is tried) and a prior ``{x}`` beside any hyperedge containing ``x``
+  (on the 13-variable movies demo the search visits 32 states instead of 2,366).
 
 A candidate removal is skipped when one plus the lower bound of what it leaves cannot beat the
 best found, and the search stops as soon as it meets the lower bound. Components of a path are
@@ -62,7 +66,9 @@ class HierarchySearch:
                 self.var_edges.setdefault(v, []).append(i)
         self.state_limit = state_limit
         self.states = 0
-        self._memo: dict[frozenset[int], int] = {}
+        self._memo: dict[int, int] = {}  # connected states as bitmasks of hyperedge ids
+        self._bounds: dict[int, int] = {}
+        self._nb: list[int] | None = None  # per hyperedge: the hyperedges sharing a variable
 
     # ------------------------------------------------------------------ structure
     def components(self, ids: Iterable[int]) -> list[frozenset[int]]:
@@ -116,10 +122,71 @@ class HierarchySearch:
         Raises `SearchBudgetExceeded` after ``state_limit`` connected states.
         """
         ids = range(len(self.edges)) if ids is None else ids
-        return max((self._connected(c) for c in self.components(ids)), default=0)
+        self._prepare_masks()
+        return max((self._connected(_mask(c)) for c in self.components(ids)), default=0)
 
-    def _connected(self, c: frozenset[int]) -> int:
-        if len(c) == 1:
+    def _prepare_masks(self) -> None:
+        if self._nb is not None:
+            return
+        nb = []
+        for e in self.edges:
+            m = 0
+            for v in e:
+                for f in self.var_edges[v]:
+                    m |= 1 << f
+            nb.append(m)
+        self._nb = nb
+
+    def _mask_components(self, c: int) -> list[int]:
+        nb = self._nb
+        out = []
+        while c:
+            comp = frontier = c & -c
+            while frontier:
+                grow = 0
+                while frontier:
+                    low = frontier & -frontier
+                    grow |= nb[low.bit_length() - 1]
+                    frontier ^= low
+                frontier = grow & c & ~comp
+                comp |= frontier
+            out.append(comp)
+            c &= ~comp
+        return out
+
+    def _mask_bound(self, c: int) -> int:
+        hit = self._bounds.get(c)
+        if hit is None:
+            hit = self._bounds[c] = self.lower_bound(_ids(c))
+        return hit
+
+    def _candidates(self, c: int) -> list[int]:
+        """Hyperedges of ``c`` worth removing first. In the line graph (hyperedges adjacent when
+        they share a variable) the width is the treedepth; when N[u] ⊆ N[v] within ``c``,
+        ``c − v`` maps into a subgraph of ``c − u`` (u ↦ v), whose width is no larger, so u
+        need not be tried (of equal neighbourhoods, the lowest id stays)."""
+        nb = self._nb
+        ids = _ids(c)
+        near = {e: nb[e] & c for e in ids}
+        out = []
+        for u in ids:
+            nu = near[u]
+            dominated = False
+            m = nu & ~(1 << u)
+            while m:
+                low = m & -m
+                v = low.bit_length() - 1
+                m ^= low
+                nv = near[v]
+                if nu & ~nv == 0 and (nv != nu or v < u):
+                    dominated = True
+                    break
+            if not dominated:
+                out.append(u)
+        return out
+
+    def _connected(self, c: int) -> int:
+        if c & (c - 1) == 0:
             return 1
         hit = self._memo.get(c)
         if hit is not None:
@@ -127,22 +194,18 @@ class HierarchySearch:
         self.states += 1
         if self.states > self.state_limit:
             raise SearchBudgetExceeded
-        lb = self.lower_bound(c)
-        best = len(c)  # removing every hyperedge one by one always works
-        seen: set[frozenset[int]] = set()
+        lb = self._mask_bound(c)
+        best = c.bit_count()  # removing every hyperedge one by one always works
         candidates = []
-        for e in c:
-            if self.edges[e] in seen:
-                continue
-            seen.add(self.edges[e])
-            comps = self.components(c - {e})
-            candidates.append((max((len(x) for x in comps), default=0), e, comps))
+        for e in self._candidates(c):
+            comps = self._mask_components(c & ~(1 << e))
+            candidates.append((max((x.bit_count() for x in comps), default=0), e, comps))
         candidates.sort(key=lambda t: (t[0], t[1]))
         for _, _, comps in candidates:
             if best <= lb:
                 break
-            comps = sorted(comps, key=len, reverse=True)
-            if 1 + max((self.lower_bound(x) for x in comps), default=0) >= best:
+            comps = sorted(comps, key=int.bit_count, reverse=True)
+            if 1 + max((self._mask_bound(x) for x in comps), default=0) >= best:
                 continue
             val = 1
             for comp in comps:
@@ -240,6 +303,22 @@ class HierarchySearch:
         while parent[chain[-1]] is not None:
             chain.append(parent[chain[-1]])  # type: ignore[arg-type]
         return chain[len(chain) // 2]
+
+
+def _mask(ids: Iterable[int]) -> int:
+    m = 0
+    for e in ids:
+        m |= 1 << e
+    return m
+
+
+def _ids(m: int) -> list[int]:
+    out = []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
 
 
 def hierarchy_width(edges: Sequence[Iterable[int]], *, state_limit: int = DEFAULT_STATE_LIMIT) -> int | None:
