@@ -26,6 +26,10 @@ CREATE RULE prior WEIGHT 0.1 AS v(x) :- nodes(x);
 """
 
 
+# Region grounding itself: small models are otherwise grounded whole at once (whole_model_factors).
+REGION = GroundingConfig(whole_model_factors=0)
+
+
 def factor_count(con, rule: str) -> int:
     return con.execute(f'SELECT count(*) FROM "pdbq_fs_factors__{rule}"').fetchone()[0]
 
@@ -35,14 +39,14 @@ def test_query_grounds_only_the_reachable_part():
     V, R = load_model(con, TWO_PARTS)
     sync_variables(con, V)
     seed = keys_to_vids(con, "v", [(1,)])
-    g, vids, stats = query_graph(con, V, R, seed, {})
+    g, vids, stats = query_graph(con, V, R, seed, {}, config=REGION)
     # component {1,2,3,4}: 3 chain factors + 4 priors; the other component is never grounded
     assert g.n_vars == 4 and g.n_factors == 7 and not stats.full_fallback
     assert factor_count(con, "chain") == 3 and factor_count(con, "prior") == 4
     keys = vids_to_keys(con, vids)["v"].order("pos").fetchall()
     assert [k[-1] for k in keys] == [1, 2, 3, 4]
     # the other part, asked next, is grounded then and the first part reused
-    g2, vids2, _ = query_graph(con, V, R, keys_to_vids(con, "v", [(12,)]), {})
+    g2, vids2, _ = query_graph(con, V, R, keys_to_vids(con, "v", [(12,)]), {}, config=REGION)
     assert g2.n_vars == 3 and g2.n_factors == 5
     assert factor_count(con, "chain") == 5 and factor_count(con, "prior") == 7
     # a full grounding afterwards completes without duplicating anything
@@ -55,14 +59,14 @@ def test_evidence_stops_expansion():
     V, R = load_model(con, TWO_PARTS)
     sync_variables(con, V)
     v1, v2 = keys_to_vids(con, "v", [(1,), (2,)])
-    g, vids, _ = query_graph(con, V, R, [v1], {int(v2): 1})
+    g, vids, _ = query_graph(con, V, R, [v1], {int(v2): 1}, config=REGION)
     # v(2) is evidence: its factor with v(1) is kept (clamped), nothing behind it is reached
     assert list(vids) == [v1, v2]
     assert g.n_factors == 2  # chain(1,2) and prior(1)
     assert list(g.evidence) == [-1, 1]
     assert factor_count(con, "chain") == 1 and factor_count(con, "prior") == 1
     # without the evidence the same seed reaches the whole component (teeth: the stop matters)
-    g, vids, _ = query_graph(con, V, R, [v1], {})
+    g, vids, _ = query_graph(con, V, R, [v1], {}, config=REGION)
     assert len(vids) == 4 and g.n_factors == 7
 
 
@@ -80,7 +84,7 @@ def test_head_group_is_reached_whole():
     bart, lisa = keys_to_vids(con, "is_fan", [("bart",), ("lisa",)])
     up = keys_to_vids(con, "is_popular", [("Up",)])[0]
     # Up is evidence, yet lisa is in bart's Markov blanket through the RATIO group of Up
-    g, vids, _ = query_graph(con, V, R, [bart], {int(up): 1})
+    g, vids, _ = query_graph(con, V, R, [bart], {int(up): 1}, config=REGION)
     assert set(vids) == {bart, lisa, up} and g.n_factors == 2 and g.n_groups == 1
     assert factor_count(con, "r") == 2
 
@@ -90,11 +94,11 @@ def test_fallback_to_full_grounding_matches_sql_region():
     V, R = load_model(con, TWO_PARTS)
     sync_variables(con, V)
     seed = keys_to_vids(con, "v", [(1,)])
-    g1, vids1, s1 = query_graph(con, V, R, seed, {}, config=GroundingConfig(max_frontier_rounds=1))
+    g1, vids1, s1 = query_graph(con, V, R, seed, {}, config=GroundingConfig(max_frontier_rounds=1, whole_model_factors=0))
     assert s1.full_fallback
     con2 = duckdb.connect()
     V2, R2 = load_model(con2, TWO_PARTS)
-    g2, vids2, s2 = query_graph(con2, V2, R2, seed, {})
+    g2, vids2, s2 = query_graph(con2, V2, R2, seed, {}, config=REGION)
     assert not s2.full_fallback
     assert np.array_equal(vids1, vids2)
     for a, b in zip(g1, g2):

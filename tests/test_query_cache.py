@@ -34,7 +34,8 @@ def test_repeat_is_cached_and_answers_the_same(db):
     second, cached2 = ask(db)
     assert (cached1, cached2) == (False, True)
     assert first == second == pytest.approx(chain_exact({3: 1})[1], abs=1e-9)
-    assert db.graph_cache.hits == 1 and len(db.graph_cache) == 1
+    # the small model is grounded whole at once: its graph and the query's entry
+    assert db.graph_cache.hits == 1 and len(db.graph_cache) == 2
 
 
 def test_sampled_answer_with_cache_equals_answer_without(db):
@@ -195,7 +196,8 @@ def test_whole_model_graph_serves_other_regions_in_memory():
     d = pdbq.connect()
     d.execute(TWO_CHAINS)
     first = query_plan(d, SAMPLED.format(i=0))
-    assert first.grounding.full_fallback and first.graph.n_vars == 40
+    # a small model: grounded whole at once, not region by region
+    assert first.grounding.small_model and not first.grounding.full_fallback and first.graph.n_vars == 40
     other = query_plan(d, SAMPLED.format(i=20))  # same component, another query variable
     assert other.grounding.cached == "model" and other.grounding.rounds == 0
     assert other.graph is first.graph  # the same region: one graph, one set of kernel arrays

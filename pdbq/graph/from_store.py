@@ -34,7 +34,7 @@ from pdbq.errors import GroundingError
 from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, RAW_VALUE, FactorGraph, GraphError, validate
 from pdbq.graph.subgraph import subgraph
 from pdbq.graph.cache import CachedGraph, GraphCache, graph_key
-from pdbq.grounding.ground import GroundingStats, Prepared, ground_all, prepare, store_token, tie_json, transaction
+from pdbq.grounding.ground import GroundingStats, Prepared, ground_all, model_size_bound, prepare, store_token, tie_json, transaction
 from pdbq.grounding.imported import ImportInfo, import_arrays, live_imports
 from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.reach import REGION_TABLE, expand, region_factor_select
@@ -517,6 +517,15 @@ def _read_whole(p: Prepared) -> bool:
     return n <= WHOLE_READ_FACTORS
 
 
+def _small_model(p: Prepared, config: GroundingConfig) -> bool:
+    """Whether the row counts already read bound the whole model by ``config.whole_model_factors``
+    factors: grounding it all is then one statement per rule, fewer than the frontier rounds."""
+    if config.whole_model_factors <= 0:
+        return False
+    bound = model_size_bound(p)
+    return bound is not None and bound <= config.whole_model_factors
+
+
 def full_graph(
     con: duckdb.DuckDBPyConnection,
     variables: Mapping[str, CreateVariable],
@@ -562,7 +571,9 @@ def query_graph(
 
     When every rule is grounded in full (always for imported models) and the store holds at most
     `WHOLE_READ_FACTORS` factors, the whole model's graph is read at once and the region found
-    in memory (``stats.cached`` stays "", the model graph is cached for later queries).
+    in memory (``stats.cached`` stays "", the model graph is cached for later queries). When the
+    row counts read by `prepare` bound the whole model by ``config.whole_model_factors``, every
+    rule is grounded at once and the region found in memory the same way (``stats.small_model``).
     """
     seeds = unique(np.asarray(seeds, dtype=np.int64))
     ek, evv = _evidence_arrays(evidence)
@@ -608,7 +619,8 @@ def query_graph(
             built = True
             if cache is not None:
                 cache.put(key_of(token, whole=True), model)
-        if model is None:
+        whole = model is None and _small_model(p, config)
+        if model is None and not whole:
             region = expand(con, p, seeds, ek, config)
             stats.rounds = region.rounds
             stats.new_factors = region.new_factors
@@ -622,10 +634,12 @@ def query_graph(
                 return graph, vids, stats
             con.execute(f"DROP TABLE IF EXISTS {REGION_TABLE}")
     if model is None:
-        # The region is still growing after max_frontier_rounds: ground in full, explore in memory.
+        # A small model, or a region still growing after max_frontier_rounds: ground in full,
+        # explore in memory.
         with transaction(con):  # ground_all joins it: the graph and its token see one state
             full = ground_all(con, variables, rules, config)
-            stats.full_fallback = True
+            stats.small_model = whole
+            stats.full_fallback = not whole
             stats.grounded += full.grounded
             stats.new_factors += full.new_factors
             stats.factors = full.factors

@@ -27,7 +27,7 @@ from pdbq.grounding.variables import VariableSync, sync_variables
 from pdbq.language.nodes import CreateRule, CreateVariable, DomainKind, WeightKind
 
 __all__ = [
-    "GroundingStats", "Prepared", "prepare", "ground_all", "ground_rows", "transaction", "rule_order", "tie_json",
+    "GroundingStats", "Prepared", "prepare", "model_size_bound", "size_bound", "ground_all", "ground_rows", "transaction", "rule_order", "tie_json",
     "store_token",
 ]
 
@@ -43,6 +43,7 @@ class GroundingStats:
     factors: dict[str, int] = field(default_factory=dict)
     rounds: int = 0  # query-driven: frontier rounds run in SQL
     full_fallback: bool = False  # query-driven: region still growing after max rounds -> ground_all
+    small_model: bool = False  # query-driven: the whole model was small enough to ground at once
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     # (rule, first weight index, end) of the graph built from this grounding (pdbq.graph.from_store)
@@ -65,6 +66,20 @@ class Prepared:
     pending: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     weightless: set[str] = field(default_factory=set)  # fresh rules that have no weight rows
     fingerprints: dict[str, str] = field(default_factory=dict)  # observed table -> fingerprint taken by this call
+
+
+def model_size_bound(p: Prepared) -> int | None:
+    """An upper bound on the whole model's factors (stored ones plus every incomplete rule's
+    `size_bound`), or None when a rule's bound is unknown."""
+    total = sum(i.n_factors for i in p.imports) + sum(n for r, n in p.stats.factors.items() if p.complete.get(r))
+    for name, c in p.compiled.items():
+        if p.complete[name]:
+            continue
+        b = size_bound(p, c)
+        if b is None:
+            return None
+        total += b
+    return total
 
 
 def size_bound(p: Prepared, c: CompiledRule) -> int | None:

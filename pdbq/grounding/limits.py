@@ -22,12 +22,17 @@ class GroundingConfig:
         raises `GroundingError`; nothing is written.
     max_frontier_rounds: query-driven grounding expands the frontier in SQL for at most this many
         rounds; a region still growing after that is grounded fully and explored in memory.
+    whole_model_factors: query-driven grounding grounds every rule in full at once, instead of
+        expanding the region round by round, when the row counts already read bound the whole
+        model's factors by this many: a small model costs one statement per rule then, where a
+        frontier round costs several per rule (0: always expand the region).
     fingerprint: "hash" (row count + a hash aggregate over every row: notices any change made
         through plain DuckDB SQL) or "count" (row count only: cheaper, misses in-place UPDATEs).
     """
 
     max_groundings: int = 100_000_000
     max_frontier_rounds: int = 12
+    whole_model_factors: int = 100_000
     fingerprint: str = "hash"
 
     def __post_init__(self) -> None:
@@ -35,6 +40,8 @@ class GroundingConfig:
             raise OptionError(f"max_groundings must be a non-negative integer, got {self.max_groundings!r}")
         if not isinstance(self.max_frontier_rounds, int) or self.max_frontier_rounds < 0:
             raise OptionError(f"max_frontier_rounds must be a non-negative integer, got {self.max_frontier_rounds!r}")
+        if not isinstance(self.whole_model_factors, int) or self.whole_model_factors < 0:
+            raise OptionError(f"whole_model_factors must be a non-negative integer, got {self.whole_model_factors!r}")
         if self.fingerprint not in ("hash", "count"):
             raise OptionError(f"fingerprint must be 'hash' or 'count', got {self.fingerprint!r}")
 

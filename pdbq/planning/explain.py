@@ -60,6 +60,9 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
             what = "cached graph" if g.cached == "graph" else "region found in the cached graph of the whole model"
             rows.append(("grounding", f"{what}: inputs unchanged since it was built, nothing grounded or loaded, "
                                       f"{plan.grounding_seconds:.3f} s"))
+        elif g.small_model:
+            rows.append(("grounding", f"{g.new_factors} new factors: the whole model at once (small enough), "
+                                      f"{plan.grounding_seconds:.3f} s"))
         else:
             rows.append(("grounding", f"{g.new_factors} new factors in {g.rounds} frontier rounds, "
                                       f"{plan.grounding_seconds:.3f} s" + (" (full fallback)" if g.full_fallback else "")))
