@@ -32,7 +32,7 @@ class GroundingConfig:
 
     max_groundings: int = 100_000_000
     max_frontier_rounds: int = 12
-    whole_model_factors: int = 100_000
+    whole_model_factors: int = 10_000
     fingerprint: str = "hash"
 
     def __post_init__(self) -> None:
