@@ -20,13 +20,24 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
   next prompt are what it prints, results and then warnings and errors, compared as above. A step
   may fail only where its shown output says ``Error:``. ``$ pdbq [FILE]`` opens ``FILE`` (the
   banner it prints is checked by its own test, not in transcripts).
+* a ``sh example`` block holds ``pdbq`` command lines (``pdbq ARGS``, ``pdbq ARGS > FILE``,
+  ``cat FILE | pdbq ARGS``; ``# comments``); each runs through ``pdbq.shell.cli.main`` with an
+  empty standard input (so ``pdbq FILE`` opens the file and exits) and must exit with status 0.
+  They run in the page's command directory, a fresh one apart from the page's database files
+  (a reader's own shell, not the page's session), holding ``examples/`` and the page's files:
+* ``<!-- file NAME`` ... ``-->`` is a hidden file (data a reader has) written into both
+  directories, and ``sql example file=NAME`` saves a shown block as NAME there too (the
+  ``model.sql`` a page tells the reader to write).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +53,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 HISTORY_PAGES = {"benchmarks.md"}
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
-_HIDDEN = re.compile(r"^<!--\s*(sql|python) example\s*$")
+_HIDDEN = re.compile(r"^<!--\s*(sql|python|sh) example\s*$")
+_HIDDEN_FILE = re.compile(r"^<!--\s*file\s+(\S+)\s*$")
 _INTERNAL_HISTORY = re.compile(r"\bissues?\s+#?\d+|\bseeds?\s+0\d\d\b|\bNOTES\.md\b", re.IGNORECASE)
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 _PROMPT = "pdbq> "
@@ -58,6 +70,7 @@ class Block:
     text: str
     line: int  # 1-based line of the opening fence
     hidden: bool = False
+    file: str | None = None  # a hidden file's name, or ``file=NAME`` on an example
 
 
 def blocks(text: str) -> list[Block]:
@@ -76,14 +89,19 @@ def blocks(text: str) -> list[Block]:
                 j += 1
             lang = info[0] if info else ""
             role = info[1] if len(info) > 1 else ""
-            found.append(Block(lang, role, "\n".join(body), i + 1))
+            name = next((t[len("file="):] for t in info[2:] if t.startswith("file=")), None)
+            found.append(Block(lang, role, "\n".join(body), i + 1, file=name))
             i = j + 1
-        elif hidden:
+        elif hidden or _HIDDEN_FILE.match(lines[i]):
             body, j = [], i + 1
             while j < len(lines) and lines[j].strip() != "-->":
                 body.append(lines[j])
                 j += 1
-            found.append(Block(hidden.group(1), "example", "\n".join(body), i + 1, hidden=True))
+            if hidden:
+                found.append(Block(hidden.group(1), "example", "\n".join(body), i + 1, hidden=True))
+            else:
+                name = _HIDDEN_FILE.match(lines[i]).group(1)
+                found.append(Block("file", "example", "\n".join(body) + "\n", i + 1, hidden=True, file=name))
             i = j + 1
         else:
             i += 1
@@ -171,9 +189,25 @@ def run_examples(page: Path) -> None:
     db = pdbq.connect()
     shell = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
     namespace: dict = {"__name__": f"docs_{page.stem}", "db": db}
+    commands = Path("sh").resolve()  # the page's command directory (see the module docstring)
+    commands.mkdir()
+    (commands / "examples").symlink_to(ROOT / "examples")
     try:
         for block, shown in _examples(page):
             where = f"{name}:{block.line}"
+            if block.lang == "file":
+                for folder in (Path.cwd(), commands):
+                    (folder / block.file).write_text(block.text, encoding="utf-8")
+                continue
+            if block.lang == "sh":
+                printed = "".join(run_command(line, commands, f"{name}:{block.line + 1 + k}")
+                                  for k, line in enumerate(block.text.splitlines()))
+                if shown is not None:
+                    assert _same(printed, shown.text), f"{where}: the commands printed\n{printed}\nthe page shows\n{shown.text}"
+                continue
+            if block.file is not None:
+                for folder in (Path.cwd(), commands):
+                    (folder / block.file).write_text(block.text + "\n", encoding="utf-8")
             if block.lang == "sql" and is_transcript(block):
                 assert shown is None, f"{where}: a transcript shows its output after each prompt"
                 for step in transcript(block):
@@ -196,6 +230,41 @@ def run_examples(page: Path) -> None:
         if own is not db and isinstance(own, pdbq.Database):  # one the page's examples opened
             own.close()
         db.close()
+
+
+def run_command(line: str, folder: Path, where: str) -> str:
+    """Run one ``pdbq`` command line of a ``sh example`` in ``folder``; what it printed to the
+    terminal (standard output unless redirected, then standard error)."""
+    from pdbq.shell.cli import main
+
+    words = shlex.split(line, comments=True)
+    if not words:
+        return ""
+    stdin, target = "", None
+    if words[:1] == ["cat"] and "|" in words:
+        bar = words.index("|")
+        stdin = "".join((folder / w).read_text(encoding="utf-8") for w in words[1:bar])
+        words = words[bar + 1:]
+    if ">" in words:
+        at = words.index(">")
+        words, target = words[:at], words[at + 1]
+    assert words[:1] == ["pdbq"] and "|" not in words, f"{where}: a sh example runs pdbq command lines, not {line!r}"
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    saved = sys.stdin
+    os.chdir(folder)
+    try:
+        sys.stdin = io.StringIO(stdin)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(words[1:])
+    finally:
+        sys.stdin = saved
+        os.chdir(old)
+    assert status == 0, f"{where}: {line!r} exited with status {status}:\n{out.getvalue()}{err.getvalue()}"
+    if target is not None:
+        (folder / target).write_text(out.getvalue(), encoding="utf-8")
+        return err.getvalue()
+    return out.getvalue() + err.getvalue()
 
 
 def _check_step(shell: Shell, step: Step, where: str) -> None:
@@ -310,3 +379,19 @@ def test_the_shell_page_shows_the_banner_the_shell_prints() -> None:
     version = re.compile(r"\d+\.\d+\.\d+\S*")
     shown = [b.text for b in blocks(text) if "Connected to" in b.text]
     assert shown and version.sub("X", shown[0]) == version.sub("X", want)
+
+
+def test_sh_examples_run_their_command_lines_and_fail_on_a_failing_one(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- file setup.sql\nCREATE OR REPLACE TABLE t AS SELECT 42 AS x;\n-->\n\n"
+        "```sh example\npdbq t.duckdb -f setup.sql   # a comment\ncat setup.sql | pdbq t.duckdb\n"
+        "pdbq t.duckdb -c \".mode csv\" -c \"SELECT x FROM t;\" > t.csv\npdbq -c \"SELECT 1 AS one;\"\n```\n",
+        encoding="utf-8")
+    run_examples(page)
+    assert (tmp_path / "sh" / "t.csv").read_text() == "x\n42\n"
+    page.write_text("```sh example\npdbq -f missing.sql\n```\n", encoding="utf-8")
+    (tmp_path / "sh").rename(tmp_path / "sh-before")
+    with pytest.raises(AssertionError, match="exited with status 1"):
+        run_examples(page)
