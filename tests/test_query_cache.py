@@ -238,3 +238,10 @@ def test_selection_with_shared_edge_influences_equals_the_direct_one():
         a = selection_distribution(g, [7], sites, cfg)
         b = selection_distribution(g, [7], sites, cfg, influence=inf)
         np.testing.assert_array_equal(a.p, b.p)
+
+
+def test_explain_says_a_small_model_was_grounded_whole(db):
+    rows = dict(db.execute("EXPLAIN SELECT PROB(v) FROM x v WHERE v.i = 2").fetchall())
+    assert "the whole model at once" in rows["grounding"] and "frontier rounds" not in rows["grounding"]
+    rows = dict(db.execute("EXPLAIN SELECT PROB(v) FROM x v WHERE v.i = 2").fetchall())
+    assert rows["grounding"].startswith("cached graph")
