@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc import run_book
 from pdbq.inference.mcmc.config import GibbsConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -31,5 +32,5 @@ def test_a_longer_run_is_not(monkeypatch):
     r = _run(5000)
     assert float(np.min(r.ess)) >= 400 and not r.warnings, r.warnings
     # and the rule is per chain: the same short run with the threshold at 100 in all passes
-    monkeypatch.setattr(gibbs_mod, "MIN_ESS", 25.0)
+    monkeypatch.setattr(run_book, "MIN_ESS", 25.0)
     assert not _run(1500).warnings

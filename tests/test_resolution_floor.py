@@ -13,6 +13,7 @@ import pytest
 
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc import run_book
 from pdbq.inference.mcmc.config import GibbsConfig
 from pdbq.inference.mcmc.estimates import Z95
 from pdbq.inference.exact.elimination import exact_marginals
@@ -64,8 +65,8 @@ def test_unvisited_rare_mass_is_inside_the_interval(model):
 
 def test_without_the_floor_the_same_runs_miss(model, monkeypatch):
     g, exact = model
-    orig = gibbs_mod.batch_statistics
-    monkeypatch.setattr(gibbs_mod, "batch_statistics", lambda s, c, k=None, **kw: orig(s, c, k, floor=False))
+    orig = run_book.batch_statistics
+    monkeypatch.setattr(run_book, "batch_statistics", lambda s, c, k=None, **kw: orig(s, c, k, floor=False))
     z, unwarned = _runs(g, exact, range(6))
     assert unwarned == 6  # nothing warns: a confident wrong answer
     assert np.all(z > 1000), z
@@ -76,8 +77,8 @@ def test_the_floor_leaves_a_resolved_value_alone(model, monkeypatch):
     g, _ = model
     cfg = GibbsConfig(steps=4 * 2500, chains=4, seed=0, threads=1)
     with_floor = gibbs_mod.run_gibbs(g, np.arange(4), cfg)
-    orig = gibbs_mod.batch_statistics
-    monkeypatch.setattr(gibbs_mod, "batch_statistics", lambda s, c, k=None, **kw: orig(s, c, k, floor=False))
+    orig = run_book.batch_statistics
+    monkeypatch.setattr(run_book, "batch_statistics", lambda s, c, k=None, **kw: orig(s, c, k, floor=False))
     without = gibbs_mod.run_gibbs(g, np.arange(4), cfg)
     np.testing.assert_array_equal(with_floor.marginals, without.marginals)
     np.testing.assert_array_equal(with_floor.stderr[2:], without.stderr[2:])

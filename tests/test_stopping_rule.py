@@ -15,6 +15,7 @@ import pytest
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.exact.elimination import exact_marginals
 from pdbq.inference.mcmc import gibbs as gibbs_mod
+from pdbq.inference.mcmc import run_book
 from pdbq.inference.mcmc.config import GibbsConfig
 from pdbq.inference.mcmc.estimates import pooled_mean
 from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
@@ -106,7 +107,7 @@ def test_hard_target_runs_until_its_error_allows(hard, easy):
 
 def test_a_rule_ignoring_autocorrelation_stops_the_hard_target_early_and_misses(hard, monkeypatch):
     g, q, exact = hard
-    monkeypatch.setattr(gibbs_mod, "batch_statistics", _naive)
+    monkeypatch.setattr(run_book, "batch_statistics", _naive)
     rs = [_run(g, q, 0.05, seed) for seed in range(3)]
     first = gibbs_mod._MIN_ROUNDS_FOR_TOLERANCE * gibbs_mod._MIN_ROUND
     assert all(r.steps + r.burn_in == first for r in rs)

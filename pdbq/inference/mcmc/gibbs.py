@@ -39,7 +39,7 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig
 from pdbq.inference.mcmc.constant import constant_targets, forced_targets
 from pdbq.inference.mcmc.feasibility import violated_table_factor
-from pdbq.inference.mcmc.estimates import STORE_BYTES, BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
+from pdbq.inference.mcmc.estimates import STORE_BYTES, BatchStore
 from pdbq.inference.mcmc.kernels import (
     MODE_ALIAS,
     MODE_SWEEP,
@@ -54,6 +54,21 @@ from pdbq.inference.mcmc.kernels import (
     run_chain,
 )
 from pdbq.inference.mcmc.rng import chain_generators, chain_states
+from pdbq.inference.mcmc.run_book import (  # noqa: F401 - BURN_IN_SHARE, MIN_ESS: re-exported, as before
+    BURN_IN_SHARE,
+    MIN_ESS,
+    MIN_ROUNDS_FOR_TOLERANCE,
+    ChainBatches,
+    LiveEstimates,
+    RunBook,
+    RunPlan,
+    batch_estimates,
+    diagnose,
+    no_estimates,
+    plan_run,
+)
+
+_MIN_ROUNDS_FOR_TOLERANCE = MIN_ROUNDS_FOR_TOLERANCE
 
 __all__ = [
     "run_gibbs",
@@ -70,6 +85,9 @@ __all__ = [
     "ChainBatches",
     "batch_estimates",
     "moves_seed",
+    "start_chains",
+    "StartedRun",
+    "result_from_book",
 ]
 
 _FIXED_ROUNDS = 64  # rounds of a run with an exact step count (batches for the error estimates)
@@ -77,17 +95,9 @@ _MAX_ROUND = 1 << 20
 _MIN_ROUND = 1 << 12  # updates (~2 ms): a kernel call and the thread hand-off cost tens of µs
 _CHUNK_SECONDS = 0.05  # with a deadline, kernel calls are cut into chunks of about this wall time
 _FIRST_CHUNK = 1000  # the first call also compiles (or loads) the kernels
-_MIN_ROUNDS_FOR_TOLERANCE = 16
-BURN_IN_SHARE = 0.25  # of a run the budget ends (no explicit burn_in), dropped as burn-in
 # With a deadline, explicit burn-in ends after this share of the run's time at most, so that the
 # rest of it samples: a run the clock cuts answers from what it kept, with a warning, not NULL.
 BURN_IN_TIME_SHARE = 0.5
-TRACE_MAX_TARGETS = 1000  # more targets than this: no running-estimate trace (time and memory)
-# An estimate from fewer effective draws than MIN_ESS per chain carries a warning: below ~100 per
-# chain the ESS and R-hat estimates themselves are unreliable (Vehtari et al. 2021), and the
-# standard error with them (Segmentation_11: runs at ESS 120-240 whose slowly switching mode
-# was under-visited had both the estimate and its error too small, z down to -3.9).
-MIN_ESS = 100.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,23 +143,6 @@ class GibbsResult:
     def max_halfwidth(self) -> float:
         """Largest 95% half-width (1.96 stderr) over all targets and values."""
         return float(1.96 * np.nanmax(self.stderr)) if self.stderr.size else 0.0
-
-
-class ChainBatches(NamedTuple):
-    """The kept batches a run's estimates come from, so the chain groups of one answer run
-    apart (`pdbq.distributed.chains`) pool into exactly the estimates of one run: chains are
-    independent, the round schedule is the whole run's (`GibbsConfig.total_chains`), so the
-    groups' batches line up chain by chain."""
-
-    sums: np.ndarray  # float64[chains, batches, n_live, max_card]: Rao-Blackwellised sums
-    counts: np.ndarray  # int64[chains, batches, n_live]
-    live: np.ndarray  # int64[n_live]: the distinct non-evidence targets, sorted
-    constant: np.ndarray  # bool[n_live]: conditional independent of every sampled variable
-    kept: int  # updates per chain kept
-    burned: int  # updates per chain of explicit burn-in run
-    burn_in: int  # updates per chain of explicit burn-in planned
-    stopped_by: str  # "steps" | "time" | "tolerance" | ""
-    gibbs_warnings: tuple[str, ...]  # the warnings computed from these batches (not the moves')
 
 
 @dataclass(frozen=True)
@@ -379,64 +372,10 @@ class _Pool:
 # the driver
 
 
-class RunPlan(NamedTuple):
-    """A run's length, fixed before the first update (docs/inference.md "Run length and
-    reproducibility"): ``steps`` kept updates per chain (None: the budget ends the run),
-    ``burn_in`` explicit burn-in updates, ``share`` of the run dropped as burn-in at the end,
-    ``fixed`` (exactly ``steps``), ``stop_at`` the `time.perf_counter()` deadline (or None)."""
-
-    steps: int | None
-    burn_in: int
-    share: float
-    fixed: bool
-    stop_at: float | None
-
-
-def plan_run(config: GibbsConfig, moves: Moves, n_sites: int, n_live: int, t0: float,
-             deadline: float | None) -> RunPlan:
-    """The `RunPlan` of a run of ``config`` over ``n_sites`` sites and ``n_live`` sampled targets."""
-    unit = max(int(moves.unit), 1)
-    fixed = config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
-    steps_target = config.steps
-    if steps_target is None and config.tolerance is None and config.time_limit is None and deadline is None:
-        steps_target = max(config.default_sweeps * max(n_sites, unit), 10_000)
-        fixed = True
-    # Burn-in: an explicit count, steps/10 of a fixed run, or else (a run the budget ends) the
-    # leading `BURN_IN_SHARE` of whatever was run, dropped at the end in whole batches.
-    share = 0.0
-    if config.burn_in is not None:
-        burn_in = config.burn_in
-    elif fixed:
-        burn_in = steps_target // 10
-    else:
-        burn_in, share = int(moves.burn_in), BURN_IN_SHARE
-    if n_sites == 0 or n_live == 0:
-        steps_target, burn_in, fixed, share = 0, 0, True, 0.0
-    stop_at = None
-    if config.time_limit is not None:
-        stop_at = t0 + config.time_limit
-    if deadline is not None:
-        stop_at = deadline if stop_at is None else min(stop_at, deadline)
-    return RunPlan(steps_target, burn_in, share, fixed, stop_at)
-
-
-class LiveEstimates(NamedTuple):
-    """Per sampled target (rows of ``live``): estimate, stderr, R-hat, ESS (NaN where unknown)."""
-
-    est: np.ndarray
-    se: np.ndarray
-    rhat: np.ndarray
-    ess: np.ndarray
-
-
-def _no_estimates(n_live: int, kmax: int) -> LiveEstimates:
-    return LiveEstimates(np.full((n_live, kmax), np.nan), np.full((n_live, kmax), np.nan), np.full(n_live, np.nan),
-                         np.zeros(n_live))
-
-
 class _Chains:
     """The chains of one `run_gibbs` call and its steps: `burn_in`, `sample` (the kept rounds
-    with the stopping rule), `estimates`. Built by `run_gibbs` after the input checks."""
+    with the stopping rule, booked in ``book``, a `RunBook`), `estimates`. Built by
+    `start_chains` after the input checks."""
 
     def __init__(self, graph: FactorGraph, kg: KernelGraph, sched: Schedule, live: np.ndarray, kmax: int,
                  config: GibbsConfig, plan: RunPlan, moves: Moves, t0: float,
@@ -447,9 +386,9 @@ class _Chains:
         n_live = live.shape[0]
         unit = max(int(moves.unit), 1)
         self.unit = unit
-        self.constant = constant_targets(graph, kg, live) | forced_targets(graph, live)
+        constant = constant_targets(graph, kg, live) | forced_targets(graph, live)
         if moves.exact is not None:
-            self.constant = self.constant | moves.exact[live]
+            constant = constant | moves.exact[live]
         self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed",
                                                     config.first_chain)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
@@ -460,33 +399,16 @@ class _Chains:
         self.step = (moves.start or _single_site)(
             MoveContext(graph, kg, sched, self.states, self.accs, moves_seed(config.seed, config.first_chain)))
         # sized as the whole run's store (a group of its chains batches as the whole run does)
-        self.store = BatchStore(chains, n_live, kmax, max_bytes=STORE_BYTES * chains // config.all_chains)
-        self.keep_trace = n_live <= TRACE_MAX_TARGETS
-        self.trace_every = 1
-        self.trace_steps: list[int] = []
-        self.trace_est: list[np.ndarray] = []
-        self.trace_se: list[np.ndarray] = []
-        self.rounds_done = 0
-        self.next_check = _MIN_ROUNDS_FOR_TOLERANCE
+        store = BatchStore(chains, n_live, kmax, max_bytes=STORE_BYTES * chains // config.all_chains)
         self.pool = _Pool(_threads(config.threads, chains))
         # The round schedule depends on the graph and the options alone, never on the clock, so
         # the sample sequence is a function of the seed; the clock only decides after which
         # round a run stops (a round cut short by the deadline is discarded).
         self.round_len = _whole(_round_length(plan.fixed, plan.steps, _sweep_equivalent(sched, live), n_live,
-                                              2 * self.store.slots), unit)
+                                              2 * store.slots), unit)
         self.chunk = (_whole(min(self.round_len, _FIRST_CHUNK), unit) if plan.stop_at is not None
                       else self.round_len)
-        self.max_se = float("nan")
-        self.done = 0  # updates per chain after an explicit burn-in (share burn-in included)
-        self.burned = 0
-        self.stopped_by = ""
-        self.cut_burn_in = False  # the time limit ended explicit burn-in early (`burn_in`)
-        self.share = plan.share  # of the kept rounds dropped as burn-in
-
-    def _cut_burn_in(self) -> None:
-        # a cut burn-in also drops the leading share of the kept rounds, as a budget-ended run does
-        self.cut_burn_in = True
-        self.share = max(self.share, BURN_IN_SHARE)
+        self.book = RunBook(graph, live, config, plan, constant, store, self.round_len)
 
     def _past_deadline(self) -> bool:
         return self.plan.stop_at is not None and time.perf_counter() >= self.plan.stop_at
@@ -518,119 +440,76 @@ class _Chains:
                     return n - left
         return n
 
+    def end_round(self, phase: str) -> None:
+        """Tell the moves a round ended (`ChainMoves.end_round`)."""
+        _end_round(self.step, phase)
+
     def burn_in(self) -> None:
         """The explicit burn-in rounds (none when burn-in is a share of the run). With a deadline,
         burn-in gets at most `BURN_IN_TIME_SHARE` of the time left: then it ends early (`cut_burn_in`)
         and the rest of the time samples, so a run the clock ends in burn-in still answers."""
-        stop_at = self.plan.stop_at
+        book, stop_at = self.book, self.plan.stop_at
         until = None if stop_at is None else self.t0 + BURN_IN_TIME_SHARE * max(stop_at - self.t0, 0.0)
-        while self.burned < self.plan.burn_in:
-            n = _whole(min(self.round_len, self.plan.burn_in - self.burned), self.unit)
+        while book.burned < self.plan.burn_in:
+            n = _whole(min(self.round_len, self.plan.burn_in - book.burned), self.unit)
             if self._past_deadline():
-                self.stopped_by = "time"
+                book.stopped_by = "time"
                 return
             if until is not None and time.perf_counter() >= until:
-                self._cut_burn_in()
+                book.burn_in_cut()
                 return
             made = self.run_round(n, False, until)
-            _end_round(self.step, "burn_in")  # a cut burn-in round still adapts: nothing was kept
-            self.burned += made
+            self.end_round("burn_in")  # a cut burn-in round still adapts: nothing was kept
+            book.burned += made
             if made < n:
-                self._cut_burn_in()
+                book.burn_in_cut()
                 return
             if self.on_round is not None:
-                self.on_round(RoundInfo(steps=self.burned, burn_in=True, max_stderr=float("nan"),
+                self.on_round(RoundInfo(steps=book.burned, burn_in=True, max_stderr=float("nan"),
                                         elapsed=time.perf_counter() - self.t0))
             if self._past_deadline():
-                self.stopped_by = "time"
+                book.stopped_by = "time"
                 return
 
     def sample(self) -> None:
         """Kept rounds until the step count, the deadline or the tolerance ends the run."""
-        steps_target = self.plan.steps
-        while not self.stopped_by:
-            n = self.round_len if steps_target is None else _whole(min(self.round_len, steps_target - self.done),
+        book, steps_target = self.book, self.plan.steps
+        while not book.stopped_by:
+            n = self.round_len if steps_target is None else _whole(min(self.round_len, steps_target - book.done),
                                                                    self.unit)
             if n <= 0:
-                self.stopped_by = "steps"
+                book.stopped_by = "steps"
                 return
             if self._past_deadline():
-                self.stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
+                book.stopped_by = "time"  # e.g. planning or the kernel arrays spent the budget
                 return
             if self.run_round(n, True) < n:
-                _end_round(self.step, "cut")
-                self.stopped_by = "time"
+                self.end_round("cut")
+                book.stopped_by = "time"
                 return
-            _end_round(self.step, "kept")
-            self.done += n
-            self.rounds_done += 1
-            self.store.add_round(self.rsums, self.rcounts)
-            self._record_trace()
-            reached = self.tolerance_reached()
+            self.end_round("kept")
+            reached = book.keep_round(self.rsums, self.rcounts, n)
             if self.on_round is not None:
-                self.on_round(RoundInfo(steps=self.burned + self.done, burn_in=False, max_stderr=self.max_se,
+                self.on_round(RoundInfo(steps=book.burned + book.done, burn_in=False, max_stderr=book.max_se,
                                         elapsed=time.perf_counter() - self.t0))
             if reached:
-                self.stopped_by = "tolerance"
+                book.stopped_by = "tolerance"
             elif self._past_deadline():
-                self.stopped_by = "time"
+                book.stopped_by = "time"
 
-    def _record_trace(self) -> None:
-        if not (self.keep_trace and self.rounds_done % self.trace_every == 0):
-            return
-        ks, kc, kd = self.store.kept(self.share)
-        self.trace_steps.append(self.done - kd * self.round_len)
-        self.trace_est.append(pooled_mean(ks, kc))
-        self.trace_se.append(batch_stderr(ks, kc))
-        if len(self.trace_steps) > self.config.trace_points:
-            self.trace_steps, self.trace_est, self.trace_se = (self.trace_steps[1::2], self.trace_est[1::2],
-                                                               self.trace_se[1::2])
-            self.trace_every *= 2
-
-    def tolerance_reached(self) -> bool:
-        """The stopping rule, after a kept round: every target's 95% half-width within the
-        tolerance and its split R-hat within the threshold (also sets ``max_se``)."""
-        config = self.config
-        if config.tolerance is None or not config.tolerance_stops or self.rounds_done < self.next_check:
-            return False
-        # checked on a fixed schedule of rounds (every round at first, then about every
-        # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
-        self.next_check = max(self.rounds_done + 1, int(self.rounds_done * 1.125))
-        ks, kc, _ = self.store.kept(self.share)
-        est, se, rh = batch_statistics(ks, kc, self.constant)
-        self.max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
-        if ks.shape[1] < _MIN_ROUNDS_FOR_TOLERANCE // 2 or not 1.96 * self.max_se <= config.tolerance:
-            return False
-        if not np.all(rh <= config.rhat_threshold):
-            return False
-        # the convergence checks the answer would warn about must pass too: an answer the
-        # tolerance ends is an unwarned one (or the run goes on)
-        ess = effective_sample_size(est, se, kc.sum(axis=(0, 1)), self.graph.cardinality[self.live], self.constant)
-        return bool(np.all(ess >= MIN_ESS * config.chains))
+    def check_hard(self) -> None:
+        """`ImpossibleStateError` when a chain's state breaks a hard constraint (`_check_hard`)."""
+        _check_hard(self.graph, self.states)
 
     def close(self) -> None:
         self.pool.close()
 
     def estimates(self) -> tuple[LiveEstimates, int, list[str], ChainBatches]:
-        """Estimates from the kept batches, the updates per chain dropped as burn-in, warnings, and
-        the batches themselves (`ChainBatches`: chain groups of one run pool them)."""
-        graph, live, config = self.graph, self.live, self.config
-        ks, kc, dropped_rounds = self.store.kept(self.share)
-        dropped = dropped_rounds * self.round_len
-        kept = self.done - dropped
-        if kept > 0:
+        """`RunBook.estimates`, after the hard-constraint check of the chains' states."""
+        if self.book.kept() > 0:
             # only a chain that ran can be blamed for its state (no kept sample: NaN and a warning)
-            _check_hard(graph, self.states)
-        est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, self.constant, kept)
-        warnings = _diagnose(live, est, se, rhat, ess, unknown, kept, config, self.stopped_by, self.burned,
-                             self.plan.burn_in)
-        if self.cut_burn_in and kept > 0:
-            warnings.insert(0, f"the time limit cut burn-in short ({self.burned:,} of {self.plan.burn_in:,} updates per "
-                               f"chain, then the leading {BURN_IN_SHARE:.0%} of the kept rounds dropped too): the "
-                               "moves adapted less than planned; raise time_limit or lower burn_in")
-        batches = ChainBatches(ks, kc, live, self.constant, int(kept), int(self.burned), int(self.plan.burn_in),
-                               self.stopped_by, tuple(warnings))
-        return LiveEstimates(est, se, rhat, ess), dropped, warnings, batches
+            self.check_hard()
+        return self.book.estimates()
 
 
 def _assemble(graph: FactorGraph, checked: CheckedTargets, kmax: int, live_est: LiveEstimates,
@@ -691,34 +570,64 @@ def run_gibbs(
     `mixing.run_mixing` passes block moves and replica exchange here, so rounds, stopping,
     estimates and warnings are the same for every move.
     """
+    started = start_chains(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=kernel,
+                           deadline=deadline, moves=moves)
+    run = started.chains
+    if run is None:
+        return result_from_book(graph, started, None, None)
+    try:
+        run.burn_in()
+        run.sample()
+    finally:
+        run.close()
+    return result_from_book(graph, started, run.book, run.estimates())
+
+
+class StartedRun(NamedTuple):
+    """A run's checked inputs, plan and chains (None: nothing to sample), from `start_chains`."""
+
+    config: GibbsConfig  # checked
+    checked: CheckedTargets
+    kmax: int  # largest cardinality of a target
+    plan: RunPlan
+    chains: _Chains | None
+    t0: float  # time.perf_counter() at the start
+
+
+def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None, selection=None, on_round=None,
+                 kernel: KernelGraph | None = None, deadline: float | None = None, moves: Moves = Moves()) -> StartedRun:
+    """The checks and set-up of `run_gibbs` (same arguments): the chains made, started from
+    their initial states, nothing run yet. Chain groups on Dask workers drive theirs round by
+    round (`pdbq.distributed.chain_rounds`)."""
     config = config.check()
     if kernel is None:
         validate(graph)
     t0 = time.perf_counter()
     checked = check_targets(graph, targets, sites)
-    tg, sites_arr, uniq, live = checked.targets, checked.sites, checked.uniq, checked.live
+    sites_arr, uniq, live = checked.sites, checked.uniq, checked.live
     sched = make_schedule(sites_arr, config.scan, selection)
     kmax_t = int(graph.cardinality[uniq].max()) if uniq.size else 2
-    n_live = live.shape[0]
     n_sites = sites_arr.shape[0]
-    plan = plan_run(config, moves, n_sites, n_live, t0, deadline)
-    kg = (kernel if kernel is not None else prepare_kernel_graph(graph)) if n_sites else None
-    warnings: list[str] = []
-    live_est = _no_estimates(n_live, kmax_t)
-    trace: tuple[list, list, list] = ([], [], [])
-    done = burned = dropped = 0
-    batches = None
-    if n_sites and n_live:
-        run = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round)
-        try:
-            run.burn_in()
-            run.sample()
-        finally:
-            run.close()
-        live_est, dropped, warnings, batches = run.estimates()
-        done, burned = run.done, run.burned
-        trace = (run.trace_steps, run.trace_est, run.trace_se)
+    plan = plan_run(config, moves, n_sites, live.shape[0], t0, deadline)
+    chains = None
+    if n_sites and live.shape[0]:
+        kg = kernel if kernel is not None else prepare_kernel_graph(graph)
+        chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round)
+    return StartedRun(config, checked, kmax_t, plan, chains, t0)
+
+
+def result_from_book(graph: FactorGraph, started: StartedRun, book: RunBook | None,
+                     estimates: tuple[LiveEstimates, int, list[str], ChainBatches] | None) -> GibbsResult:
+    """The `GibbsResult` of a run from its books (None: nothing was sampled) and their
+    ``estimates`` (`RunBook.estimates`)."""
+    checked, kmax_t, config = started.checked, started.kmax, started.config
+    live_est, dropped, warnings, batches = (estimates if estimates is not None
+                                            else (no_estimates(checked.live.shape[0], kmax_t), 0, [], None))
+    done = book.done if book is not None else 0
+    burned = book.burned if book is not None else 0
+    trace = (book.trace_steps, book.trace_est, book.trace_se) if book is not None else ([], [], [])
     marg, se, rhat, ess, gtrace = _assemble(graph, checked, kmax_t, live_est, trace)
+    tg = checked.targets
     return GibbsResult(
         targets=tg,
         cardinality=graph.cardinality[tg].astype(np.int64),
@@ -729,39 +638,11 @@ def run_gibbs(
         steps=int(done - dropped),
         burn_in=int(burned + dropped),
         chains=config.chains,
-        seconds=time.perf_counter() - t0,
+        seconds=time.perf_counter() - started.t0,
         warnings=tuple(warnings),
         trace=gtrace,
         batches=batches,
     )
-
-
-def batch_estimates(graph: FactorGraph, live: np.ndarray, ks: np.ndarray, kc: np.ndarray, constant: np.ndarray,
-                    kept: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(estimates, standard errors, split R-hat, ESS, unknown) of the ``live`` targets from the
-    kept batches ``ks``/``kc`` (`BatchStore.kept`) of all chains; ``kept``: updates per chain
-    they hold. A target with too few updates (none, or fewer than two batches per chain) gets
-    no estimate at all (NaN, flagged unknown), never a made-up number."""
-    n_live = live.shape[0]
-    kmax_t = ks.shape[-1]
-    est_live = np.full((n_live, kmax_t), np.nan)
-    se_live = np.full((n_live, kmax_t), np.nan)
-    rhat_live = np.full(n_live, np.nan)
-    ess_live = np.zeros(n_live)
-    counts = kc.sum(axis=(0, 1))
-    if kept > 0:
-        est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
-        ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
-        # beyond a target's cardinality there is nothing to estimate
-        mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]
-        se_live = np.where(mask, 0.0, se_live)
-    per_chain = (kc > 0).sum(axis=1).min(axis=0) if kc.shape[1] else np.zeros(n_live, dtype=np.int64)
-    unknown = (counts == 0) | (per_chain < 2) | np.isnan(se_live).any(axis=1)
-    est_live[unknown] = np.nan
-    se_live[unknown] = np.nan
-    ess_live[unknown] = np.nan
-    ess_live[np.isinf(rhat_live)] = 0.0  # a frozen chain carries no information
-    return est_live, se_live, rhat_live, ess_live, unknown
 
 
 def _whole(n: int, unit: int) -> int:
@@ -806,51 +687,3 @@ def _sweep_equivalent(sched: Schedule, live: np.ndarray) -> int:
     if pt.size == 0 or not pt.min() > 0:
         return n
     return int(min(math.ceil(1.0 / float(pt.min())), n))
-
-
-def _diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopped_by: str, burned: int,
-              burn_in: int) -> list[str]:
-    out: list[str] = []
-    if live.size == 0:
-        return out
-    if burned < burn_in and kept <= 0:
-        out.append(f"the time limit ended the run during burn-in ({burned:,} of {burn_in:,} updates per chain): "
-                   "no estimates; raise time_limit or lower burn_in")
-    if unknown.any():
-        first = int(live[np.flatnonzero(unknown)[0]])
-        out.append(
-            f"{int(unknown.sum())} of {live.size} target(s) got too few updates for an estimate and its error "
-            f"(first: variable {first}; {kept:,} updates per chain kept): their estimates are NULL (NaN); "
-            "raise time_limit or steps/sweeps"
-        )
-    ok = ~unknown
-    bad = np.flatnonzero(ok & (rhat > config.rhat_threshold))
-    if bad.size:
-        worst = int(bad[np.argmax(rhat[bad])])
-        what = ("a chain never moved it (not mixing)" if np.isinf(rhat[worst])
-                else "the chains (or the halves of one chain) disagree")
-        out.append(
-            f"not converged: {bad.size} of {int(ok.sum())} target(s) have split R-hat > {config.rhat_threshold:g} "
-            f"(worst {rhat[worst]:.3g} for variable {int(live[worst])}: {what}), so the estimates "
-            "are unreliable: run longer or use exact inference"
-        )
-    elif ok.any() and np.isnan(rhat[ok]).any():
-        out.append("R-hat unavailable: too few batches per chain to compare chain halves; run more steps")
-    min_ess = MIN_ESS * config.chains
-    low = np.flatnonzero(ok & (ess < min_ess))
-    if low.size and not bad.size:
-        worst = int(low[np.argmin(ess[low])])
-        out.append(
-            f"{low.size} target(s) have an effective sample size below {min_ess:g} ({MIN_ESS:g} per chain; worst "
-            f"{ess[worst]:.3g} for "
-            f"variable {int(live[worst])}): their standard errors are themselves uncertain; run longer"
-        )
-    if config.tolerance is not None and ok.any():
-        hw = 1.96 * float(np.nanmax(se[ok])) if not np.all(np.isnan(se[ok])) else float("nan")
-        if not hw <= config.tolerance:
-            why = {"time": " (stopped by the time limit)",
-                   "steps": " (stopped at the run's step count: steps/sweeps, or the share of them AUTO gave this "
-                            "part of the run)"}.get(stopped_by, "")
-            out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {kept:,} "
-                       "updates per chain" + why)
-    return out

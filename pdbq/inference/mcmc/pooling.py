@@ -32,7 +32,8 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.config import GibbsConfig
-from pdbq.inference.mcmc.gibbs import GibbsResult, GibbsTrace, _diagnose, batch_estimates
+from pdbq.inference.mcmc.gibbs import GibbsResult, GibbsTrace
+from pdbq.inference.mcmc.run_book import batch_estimates, diagnose
 
 __all__ = ["pool_groups", "chain_groups"]
 
@@ -91,7 +92,7 @@ def pool_groups(graph: FactorGraph, config: GibbsConfig, groups: Sequence[GibbsR
     kc = np.concatenate([r.batches.counts for r in groups], axis=0)
     live = b0.live
     est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, b0.constant, b0.kept)
-    warnings = _diagnose(live, est, se, rhat, ess, unknown, b0.kept, config, b0.stopped_by, b0.burned, b0.burn_in)
+    warnings = diagnose(live, est, se, rhat, ess, unknown, b0.kept, config, b0.stopped_by, b0.burned, b0.burn_in)
     moves_said: list[str] = []
     for r in groups:
         for w in r.warnings:
