@@ -38,6 +38,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -71,7 +72,8 @@ from pdbq.inference.moves.jumps import JumpSet, ModePool, empty_jumps, jump_move
 from pdbq.inference.mcmc.rng import chain_generators, chain_states
 from pdbq.inference.moves.tempering import adapt_ladder, initial_ladder, swap_probability
 
-__all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves"]
+__all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves", "mixing_moves", "MixingSetup", "mixing_report",
+           "MovesReport", "with_moves_report"]
 
 _MIN_CYCLE_UPDATES = 256
 ADAPT_CYCLES = 20  # cycles of burn-in for the ladder in a run the budget ends
@@ -302,6 +304,33 @@ def run_mixing(
     are too large raises `InferenceError` naming the factor. ``sweeps``: single-site passes per
     cycle with blocks or clusters (AUTO's domain blocks set it: `domains.sweeps_per_cycle`).
     """
+    setup = mixing_moves(graph, targets, config, mixing, sites=sites, kernel=kernel, blocks=blocks, deadline=deadline,
+                         sweeps=sweeps)
+    r = run_gibbs(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=setup.kernel,
+                  deadline=deadline, moves=setup.moves)
+    return with_moves_report(r, mixing_report(setup, r.steps))
+
+
+class MixingSetup(NamedTuple):
+    """The move step of a mixing run (`mixing_moves`), before any chain exists; ``made``
+    collects the cycle of each chain group started with it (one per `run_gibbs` call)."""
+
+    moves: Moves
+    made: list
+    mixing: MixingConfig
+    n_blocks: int
+    largest_block: int
+    largest_block_table: int
+    blocks_cut: bool
+    cluster_bonds: int  # -1: no cluster moves
+    kernel: KernelGraph | None
+
+
+def mixing_moves(graph: FactorGraph, targets, config: GibbsConfig, mixing: MixingConfig, *, sites=None,
+                 kernel: KernelGraph | None = None, blocks: list[Block] | None = None, deadline: float | None = None,
+                 sweeps: int = 1) -> MixingSetup:
+    """The checks of `run_mixing` and its move step (blocks built here unless given), for
+    `run_gibbs(..., moves=setup.moves, kernel=setup.kernel)`."""
     config = config.check()
     mixing = mixing.check()
     if kernel is None:
@@ -364,45 +393,64 @@ def run_mixing(
         work = per_cycle * mixing.tempering  # updates per chain of one cycle, all copies
         adapt = max(adapt, min(HARVEST_CYCLES, max(HARVEST_UPDATES // work, HARVEST_EVERY)))
     hook = Moves(unit=per_cycle, burn_in=adapt * per_cycle, start=start)
-    r = run_gibbs(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=kernel,
-                  deadline=deadline, moves=hook)
+    return MixingSetup(hook, made, mixing, len(blocks), max((b.size for b in blocks), default=0),
+                       max((b.max_table for b in blocks), default=0), blocks_cut,
+                       int(cg.bond_u.shape[0]) if cg is not None else -1, kernel)
+
+
+class MovesReport(NamedTuple):
+    """What a mixing run's moves did (the `MixingResult` fields beyond `GibbsResult`'s) and the
+    warnings they call for; from the first chain group's cycle."""
+
+    warnings: tuple[str, ...]
+    fields: dict
+
+
+def mixing_report(setup: MixingSetup, steps: int) -> MovesReport:
+    """The report of ``setup``'s moves after a run that kept ``steps`` updates per chain."""
+    mixing, made = setup.mixing, setup.made
     K = mixing.tempering
     betas = made[0].betas if made else initial_ladder(K, mixing.beta_min)
     swap_acc = made[0].swap_acc if made else np.zeros(max(K - 1, 0))
     swap_att = made[0].swap_att if made else np.zeros(max(K - 1, 0))
     rates = swap_acc / np.maximum(swap_att, 1)
-    warnings = list(r.warnings)
-    if K > 1 and rates.size and r.steps > 0:
+    warnings = []
+    if K > 1 and rates.size and steps > 0:
         low = np.flatnonzero(rates < LOW_SWAP_RATE)
         if low.size:
             warnings.append(
                 f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under "
                 f"{LOW_SWAP_RATE:.0%} of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
             )
-    if mixing.jumps and made and made[0].js.n_modes < 2 and r.steps > 0:
+    if mixing.jumps and made and made[0].js.n_modes < 2 and steps > 0:
         found = len(made[0].pool)
         warnings.append(f"jumps: burn-in met {found} distinct local mode(s), fewer than the 2 a jump needs, so no "
                         "jump was tried (the jumps are chosen in burn-in only: give burn_in > 0)")
-    if blocks_cut:
-        warnings.append(f"blocks: the time limit stopped choosing blocks after {len(blocks)}: fewer block moves than "
-                        "the graph allows; raise time_limit")
-    if cg is not None and cg.bond_u.shape[0] == 0:
+    if setup.blocks_cut:
+        warnings.append(f"blocks: the time limit stopped choosing blocks after {setup.n_blocks}: fewer block moves "
+                        "than the graph allows; raise time_limit")
+    if setup.cluster_bonds == 0:
         warnings.append("clusters: no factor can carry a bond (docs/inference.md, \"Cluster moves\"), so the "
                         "cluster pass only relabels single variables")
-    base = {f.name: getattr(r, f.name) for f in dataclasses.fields(GibbsResult)}
-    base["warnings"] = tuple(warnings)
-    return MixingResult(
-        **base,
+    fields = dict(
         betas=np.asarray(betas, dtype=np.float64),
         swap_rates=rates,
-        n_blocks=len(blocks),
-        largest_block=max((b.size for b in blocks), default=0),
-        largest_block_table=max((b.max_table for b in blocks), default=0),
-        cluster_bonds=int(cg.bond_u.shape[0]) if cg is not None else -1,
+        n_blocks=setup.n_blocks,
+        largest_block=setup.largest_block,
+        largest_block_table=setup.largest_block_table,
+        cluster_bonds=setup.cluster_bonds,
         jump_modes=len(made[0].pool) if made and made[0].pool is not None else 0,
         jump_pairs=made[0].js.n_pairs if made else 0,
         jump_rate=(made[0].jump_acc / made[0].jump_att) if made and made[0].jump_att else float("nan"),
     )
+    return MovesReport(tuple(warnings), fields)
+
+
+def with_moves_report(r: GibbsResult, report: MovesReport) -> MixingResult:
+    """``r`` as a `MixingResult` carrying ``report`` (its warnings after ``r``'s, once each)."""
+    base = {f.name: getattr(r, f.name) for f in dataclasses.fields(GibbsResult)}
+    base["warnings"] = tuple(r.warnings) + tuple(w for w in report.warnings if w not in r.warnings)
+    return MixingResult(**base, **report.fields)
 
 
 def block_set(graph: FactorGraph, mixing: MixingConfig, targets: np.ndarray | None = None,
