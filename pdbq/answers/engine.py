@@ -211,14 +211,10 @@ def dask_groups(options, chains: int) -> int:
 
 
 def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
-    """`OptionError` unless the query's chains can run on Dask (a fixed run length, whole chains
-    per worker, moves that run in chain groups); else one line on how they will run."""
-    from pdbq.distributed.chains import DASK_FIXED_LENGTH  # noqa: PLC0415 - Dask only when asked
-
+    """`OptionError` unless the query's chains can run on Dask (whole chains per worker, moves
+    that run in chain groups); else one line on how they will run."""
     if method in (Method.EXACT, Method.ANNEAL):  # refuse_inert has said so already
         raise OptionError(f"USING {method.value} does not run on Dask workers")
-    if not options.fixed_length:
-        raise OptionError(DASK_FIXED_LENGTH)
     chains = dask_chains(options, explicit)
     workers = dask_groups(options, chains)
     if workers > chains:
@@ -227,26 +223,39 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
     if options.cutset is not False and "cutset" in explicit:
         raise OptionError("cutset sampling does not run on Dask workers yet: drop cutset or workers/scheduler")
     where = f"the Dask scheduler at {options.scheduler}" if options.scheduler else "an in-process Dask cluster"
-    auto = ("; AUTO samples plain chains there (its pilot-and-moves choice runs in this process only)"
+    how = ("each group run to its end in one task" if options.fixed_length else
+           "the groups kept on their workers, their rounds booked here and the stopping rule (tolerance, time_limit) "
+           "evaluated on all chains between segments")
+    auto = ("; AUTO's pilot and its moves run there too (cutset sampling excepted: block moves instead)"
             if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit) else "")
-    return (f"{chains} chains in {workers} group(s) on {where}, the graph shipped once per worker, estimates pooled "
-            f"over all chains as in this process{auto}")
+    return (f"{chains} chains in {workers} group(s) on {where}, the graph shipped once per worker, {how}, estimates "
+            f"pooled over all chains as in this process{auto}")
 
 
-def _on_dask(graph, query, config: GibbsConfig, mixing: MixingConfig, blocks_for, options, sites, sel, kernel):
-    """The chains on Dask (`pdbq.distributed.chains`): the pooled result, the run's record and
-    one line on what ran."""
+def dask_runner(options, deadline: float | None, on_round) -> Callable:
+    """``run(graph, query, config, mixing=None, blocks=None, sweeps=1, **kw) -> (result, what, dask
+    record)``: chains on Dask (`pdbq.distributed.chains.run_chains`) with the query's workers or
+    scheduler; ``kw``: ``sites``, ``selection``, ``kernel``, ``deadline`` (default the query's)."""
     from pdbq.distributed.chains import run_chains  # noqa: PLC0415 - Dask only when asked
     from pdbq.inference.moves.mixing import MixingResult  # noqa: PLC0415
 
-    blocks = blocks_for(mixing) if mixing.active and mixing.uses_blocks else None
-    r, parts, run = run_chains(graph, query, config, workers=dask_groups(options, config.chains), sites=sites,
-                               selection=sel, mixing=mixing if mixing.active else None, blocks=blocks, kernel=kernel,
-                               scheduler=options.scheduler)
-    why = run.describe()
-    if isinstance(parts[0], MixingResult):
-        why += "; first group: " + describe_moves(parts[0])
-    return r, run.as_dict(), why
+    def run(graph, query, config: GibbsConfig, mixing: MixingConfig | None = None, blocks=None, sweeps: int = 1,
+            **kw):
+        until = kw.pop("deadline", deadline)
+        kw.pop("on_round", None)
+        r, parts, rec = run_chains(graph, query, config, workers=dask_groups(options, config.chains),
+                                   mixing=mixing if mixing is not None and mixing.active else None, blocks=blocks,
+                                   sweeps=sweeps, scheduler=options.scheduler, deadline=until, on_round=on_round,
+                                   sites=kw["sites"], selection=kw.get("selection"), kernel=kw.get("kernel"))
+        if rec.rounds == 1 and on_round is not None:  # one task per group: the run's one report (and a pending cancel)
+            se = r.stderr[np.isfinite(r.stderr)]
+            on_round(RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"), rec.wall))
+        why = rec.describe()
+        if isinstance(parts[0], MixingResult):
+            why += "; first group: " + describe_moves(parts[0])
+        return r, why, rec.as_dict()
+
+    return run
 
 
 def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | None,
@@ -312,7 +321,6 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
     """The sampling run the options and AUTO ask for: chains on Dask, cutset conditioning, AUTO's
     moves, the mixing moves written in the query, or plain chains. Returns the result, what it
     did and the Dask run's record (None in this process)."""
-    t_sample = time.perf_counter()
     graph_kernel = run_kw["kernel"]
     mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
                           clusters=options.clusters, jumps=options.jumps).check()
@@ -328,12 +336,8 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
         return made
 
     if on_dask:
-        r, dask_run, why = _on_dask(graph, query, config, mixing, blocks_for, options, run_kw["sites"],
-                                    run_kw["selection"], graph_kernel)
-        se = r.stderr[np.isfinite(r.stderr)]
-        run_kw["on_round"](RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"),
-                                     time.perf_counter() - t_sample))  # the run's one report: progress, and a pending cancel
-        return r, why, dask_run
+        return _sample_on_dask(graph, query, method, options, config, explicit, memo, deadline, run_kw, mixing,
+                               blocks_for)
     if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
         cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
@@ -352,6 +356,40 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
                        deadline=deadline, **run_kw)
         return r, describe_moves(r), None
     return run_gibbs(graph, query, config, deadline=deadline, **run_kw), "", None
+
+
+def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, explicit: frozenset[str],
+                    memo: Memo | None, deadline: float | None, run_kw: dict, mixing: MixingConfig, blocks_for):
+    """`_sample` with the chains on Dask: AUTO's pilot and chosen moves (cutset sampling excepted:
+    block moves instead), or the query's own moves, run by chain groups on the workers."""
+    run = dask_runner(options, deadline, run_kw["on_round"])
+    where = dict(sites=run_kw["sites"], selection=run_kw["selection"], kernel=run_kw["kernel"])
+    if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
+        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        moves = moves.without_cutset()
+        records: list[tuple[str, dict]] = []
+
+        def chains(g, targets, cfg, **kw):
+            r, why, rec = run(g, targets, cfg, **kw)
+            records.append((why, rec))
+            return r
+
+        r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, chains=chains, **where)
+        return r, why + "; " + "; then ".join(w for w, _ in records), merge_dask_records([rec for _, rec in records])
+    return run(graph, query, config, mixing, blocks_for(mixing) if mixing.active and mixing.uses_blocks else None,
+               **where)
+
+
+def merge_dask_records(records: list[dict]) -> dict:
+    """One record of several Dask runs of one answer (AUTO's pilot, then its moves): counts and
+    times summed, the last run's place."""
+    out = dict(records[-1])
+    for k in ("rounds", "wall", "compute_max", "compute_sum", "scatter", "reruns", "bytes_scattered",
+              "bytes_gathered", "start", "replayed", "overhead"):
+        out[k] = sum(r.get(k, 0) for r in records)
+    out["late"] = any(r.get("late") for r in records)
+    out["runs"] = len(records)
+    return out
 
 
 def _sampled_answer(out: EngineAnswer, r, live: np.ndarray) -> EngineAnswer:

@@ -17,9 +17,10 @@ elsewhere, and when a round still fails because the cluster lost a worker or the
 data, the data are scattered again and the round submitted again (`cluster.run_round`): the
 answer is that of an undisturbed run.
 
-Only runs of a fixed length distribute (``steps`` or ``sweeps``, no ``tolerance`` or
-``time_limit``): every group must keep the same batches for the pooled errors, and a stopping
-rule that looked at all chains between rounds would cost a round trip per round.
+A run of a fixed length (``steps`` or ``sweeps``, no ``tolerance``, ``time_limit`` or deadline)
+runs each group to its end in one task. A run its budget ends goes round by round instead
+(`chain_rounds`): the groups stay on their workers, and the client books their rounds and
+evaluates the stopping rule between segments, as one in-process run does.
 """
 
 from __future__ import annotations
@@ -41,12 +42,7 @@ from pdbq.inference.mcmc.kernels import KernelGraph, prepare_kernel_graph
 from pdbq.inference.mcmc.pooling import chain_groups, pool_groups
 from pdbq.inference.moves.mixing import run_mixing
 
-__all__ = ["DASK_FIXED_LENGTH", "ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_fixed_length"]
-
-
-DASK_FIXED_LENGTH = ("chains on Dask (workers/scheduler) need a fixed run length: give steps or sweeps, and neither "
-                     "tolerance nor time_limit (stopping on the errors of all chains across workers is not "
-                     "implemented)")
+__all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "fixed_length"]
 
 
 class ChainJob(NamedTuple):
@@ -60,6 +56,7 @@ class ChainJob(NamedTuple):
     mixing: MixingConfig | None  # None: single-site chains
     blocks: list | None  # the blocks of block moves, built once on the client
     kernel: KernelGraph  # the kernel arrays, derived once on the client (cheaper to ship than to derive again)
+    sweeps: int = 1  # single-site passes per mixing cycle (AUTO's domain blocks: `domains.sweeps_per_cycle`)
 
 
 class GroupTask(NamedTuple):
@@ -97,6 +94,8 @@ class DaskRun:
     bytes_scattered: int
     bytes_gathered: int
     start: float = 0.0
+    replayed: int = 0  # updates per chain replayed to rebuild groups lost with their workers (budget-governed runs)
+    late: bool = False  # the workers had not answered by the deadline: the answer is from the rounds booked before
 
     @property
     def overhead(self) -> float:
@@ -109,16 +108,22 @@ class DaskRun:
 
     def describe(self) -> str:
         """One line for the method's reason."""
+        how = "in one task each" if self.rounds == 1 else f"in {self.rounds} segment(s), the stopping rule pooled between them"
         return (f"chains on Dask ({self.scheduler}): {self.chains} chains in {self.groups} group(s) on "
-                f"{self.dask_workers} worker(s), slowest group {self.compute_max:.2f} s, overhead {self.overhead:.2f} s"
+                f"{self.dask_workers} worker(s) {how}, slowest group {self.compute_max:.2f} s, overhead {self.overhead:.2f} s"
                 + (f" (cluster start {self.start:.2f} s)" if self.start else "")
-                + (f", {self.reruns} re-run(s) after lost workers" if self.reruns else ""))
+                + (f", {self.reruns} re-run(s) after lost workers" if self.reruns else "")
+                + (f", {self.replayed:,} updates replayed" if self.replayed else "")
+                + ("; the workers were late for the time limit" if self.late else ""))
 
 
-def check_fixed_length(config: GibbsConfig, deadline: float | None, workers: int) -> None:
-    """`OptionError` unless the run can be cut into ``workers`` groups that pool exactly."""
-    if config.steps is None or config.tolerance is not None or config.time_limit is not None or deadline is not None:
-        raise OptionError(DASK_FIXED_LENGTH)
+def fixed_length(config: GibbsConfig, deadline: float | None) -> bool:
+    """Whether the run has a fixed length (each group then runs to its end in one task)."""
+    return config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
+
+
+def check_groups(config: GibbsConfig, workers: int) -> None:
+    """`OptionError` unless the run's chains can be cut into ``workers`` groups of whole chains."""
     if workers > config.chains:
         raise OptionError(f"workers = {workers} needs at least as many chains, got chains = {config.chains}: "
                           "each worker runs whole chains")
@@ -142,7 +147,7 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
                               total_chains=job.config.chains)
     kw = dict(sites=job.sites, selection=job.selection, kernel=job.kernel)
     if job.mixing is not None and job.mixing.active:
-        r = run_mixing(job.graph, job.targets, cfg, job.mixing, blocks=job.blocks, **kw)
+        r = run_mixing(job.graph, job.targets, cfg, job.mixing, blocks=job.blocks, sweeps=job.sweeps, **kw)
     else:
         r = run_gibbs(job.graph, job.targets, cfg, **kw)
     return GroupResult(task.group, r, time.perf_counter() - t0)
@@ -163,19 +168,33 @@ def run_chains(
     client: Any = None,
     processes: bool = False,
     retries: int = 3,
+    deadline: float | None = None,
+    on_round=None,
+    sweeps: int = 1,
 ) -> tuple[GibbsResult, list[GibbsResult], DaskRun]:
     """Run ``config.chains`` chains in ``workers`` groups on Dask and pool them (module
-    docstring). Returns the pooled answer, each group's own answer (for what its moves did) and
-    the run's record. Where: ``client`` (the caller's), else ``scheduler`` (an address), else an
-    in-process cluster of ``workers`` workers (a local process cluster with ``processes``).
-    ``kernel``: the graph's kernel arrays when the caller has them (else derived here, once)."""
+    docstring). Returns the pooled answer, each group's own answer (for what its moves did; the
+    pooled one for a run its budget ends) and the run's record. Where: ``client`` (the caller's),
+    else ``scheduler`` (an address), else an in-process cluster of ``workers`` workers (a local
+    process cluster with ``processes``). ``kernel``: the graph's kernel arrays when the caller
+    has them (else derived here, once). ``deadline`` (a `time.perf_counter()` instant),
+    ``on_round`` and ``sweeps`` (single-site passes per mixing cycle) as in `run_mixing`;
+    ``on_round`` is called only by a run its budget ends (after each booked round)."""
     config = config.check()
-    check_fixed_length(config, None, workers)
+    check_groups(config, workers)
+    if not fixed_length(config, deadline):
+        from pdbq.distributed.chain_rounds import run_chain_rounds  # noqa: PLC0415
+
+        r, counts = run_chain_rounds(graph, targets, config, workers=workers, sites=sites, selection=selection,
+                                     mixing=mixing, blocks=blocks, kernel=kernel, sweeps=sweeps, scheduler=scheduler,
+                                     client=client, processes=processes, retries=retries, deadline=deadline,
+                                     on_round=on_round)
+        return r, [r], DaskRun(**counts)
     if kernel is None:
         kernel = prepare_kernel_graph(validate(graph))
     tasks = [GroupTask(g, first, n) for g, (first, n) in enumerate(chain_groups(config.chains, workers))]
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection, config,
-                   mixing, blocks, kernel)
+                   mixing, blocks, kernel, sweeps)
     t_start = time.perf_counter()
     client, close = open_client(client, scheduler, processes, workers)
     try:

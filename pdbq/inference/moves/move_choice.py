@@ -205,7 +205,14 @@ def _choose(graph: FactorGraph, block_table: int) -> MoveDecision:
     return MoveDecision(MixingConfig(blocks="auto", block_table=block_table), blocks_why, walls, strong)
 
 
-def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: GibbsResult, deadline, kw):
+def _with_moves(graph, targets, config: GibbsConfig, mixing: MixingConfig, blocks, deadline, kw, chains, sweeps: int = 1):
+    """`run_mixing`, or the caller's ``chains`` (`run_auto`)."""
+    if chains is None:
+        return run_mixing(graph, targets, config, mixing, blocks=blocks, deadline=deadline, sweeps=sweeps, **kw)
+    return chains(graph, targets, config, mixing=mixing, blocks=blocks, sweeps=sweeps, deadline=deadline, **kw)
+
+
+def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: GibbsResult, deadline, kw, chains=None):
     """Domain blocks from the pilot's ESS (`domains`) and the run with them, or None when the
     pilot shows no slow domain or no block fits."""
     t0 = time.perf_counter()
@@ -241,7 +248,7 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
         # with the other never drawn (Segmentation_11 under load: unwarned, off by 0.08 after
         # 226,000 updates per chain): a slow domain's run samples to its budget
         rest = dataclasses.replace(rest, tolerance_stops=False)
-    r = run_mixing(graph, targets, rest, mixing, blocks=blocks, deadline=deadline, sweeps=sweeps, **kw)
+    r = _with_moves(graph, targets, rest, mixing, blocks, deadline, kw, chains, sweeps)
     cut = SLOW_ESS_RATIO * draws
     return r, describe_domains(blocks, int(slow.size), cut, sweeps)
 
@@ -315,15 +322,22 @@ def run_auto(
     *,
     blocks: Callable[[MixingConfig], list] | None = None,
     deadline: float | None = None,
+    chains: Callable[..., GibbsResult] | None = None,
     **kw,
 ) -> tuple[GibbsResult, str]:
     """AUTO's sampling run: plain chains, or a plain pilot then the moves of ``moves`` when the
     pilot's R-hat flags non-mixing (module docstring). The budget (``time_limit`` and the
     ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
     gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
-    sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`."""
+    sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`.
+    ``chains(graph, targets, config, mixing=None, blocks=None, sweeps=1, deadline=…, **kw)`` runs
+    the pilot and the moves elsewhere (chain groups on Dask workers) instead of `run_gibbs` /
+    `run_mixing`; cutset sampling then does not run (pass ``moves.without_cutset()``)."""
+    if chains is not None and moves.cutset is not None:
+        raise InferenceError("AUTO's cutset sampling runs in this process only: pass moves.without_cutset()")
+    plain = chains if chains is not None else run_gibbs
     if not moves.pilots:
-        return run_gibbs(graph, targets, config, deadline=deadline, **kw), moves.reason
+        return plain(graph, targets, config, deadline=deadline, **kw), moves.reason
     pilot_cfg, pilot_deadline = config, None
     if config.time_limit is not None:
         pilot_cfg = dataclasses.replace(pilot_cfg, time_limit=PILOT_SHARE * config.time_limit)
@@ -338,7 +352,7 @@ def run_auto(
         pilot_cfg = _ordered_pilot(pilot_cfg)
     t_pilot = time.perf_counter()
     try:
-        pilot = run_gibbs(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
+        pilot = plain(graph, targets, pilot_cfg, deadline=pilot_deadline, **kw)
     except ImpossibleStateError:
         pilot = None  # a plain chain stuck behind a zero-probability wall: the moves must cross it
     pilot_seconds = pilot.seconds if pilot is not None else time.perf_counter() - t_pilot
@@ -355,20 +369,20 @@ def run_auto(
         if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
             # the pilot mixed and already reached the tolerance: it is the answer
             return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
-        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw)
+        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw, chains)
         if found is not None:
             r, what = found
             return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot mixed by split R-hat ({rhat:.3g}) but {what}"
-        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
+        r = plain(graph, targets, rest, deadline=deadline, **kw)
         return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot mixed (split R-hat {rhat:.3g}), so single-site moves only")
     if not moves.mixing.active:  # an ordered model whose pilot did not mix: domain blocks if any
-        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw) if pilot is not None else None
+        found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw, chains) if pilot is not None else None
         verdict = (f"did not mix (split R-hat {rhat:.3g})" if not np.isnan(rhat)
                    else "gave no split R-hat (too few updates in its share of the budget)")
         if found is not None:
             r, what = found
             return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and {what}"
-        r = run_gibbs(graph, targets, rest, deadline=deadline, **kw)
+        r = plain(graph, targets, rest, deadline=deadline, **kw)
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     if moves.cutset is not None:
         r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
@@ -401,7 +415,7 @@ def run_auto(
                 mixing, cached = MixingConfig(tempering=HOT_COPIES, jumps=JUMP_MODES), None
                 why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
                        f"so mode jumps ({JUMP_MODES} local modes) and replica exchange ({HOT_COPIES} copies) instead")
-    r = run_mixing(graph, targets, rest, mixing, blocks=cached, deadline=deadline, **kw)
+    r = _with_moves(graph, targets, rest, mixing, cached, deadline, kw, chains)
     if pilot is None:
         verdict = "ended in a world a hard constraint forbids (a zero-probability wall)"
     elif not np.isnan(rhat):
