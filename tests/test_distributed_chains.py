@@ -290,6 +290,19 @@ def test_sql_workers_give_the_in_process_answer_and_say_where_they_ran(movies):
     assert auto.diagnostics["method"] == "EXACT" and "workers/scheduler unused" in auto.diagnostics["method_reason"]
 
 
+@needs_dask
+def test_sql_tolerance_and_time_limit_run_on_dask_as_in_process(movies):
+    q = "SELECT movie, PROB(is_popular) AS p, STDERR(is_popular) AS se FROM is_popular ORDER BY movie USING {} WITH ({})"
+    here = movies.execute(q.format("QAM", "tolerance = 0.02, seed = 3")).fetchall()
+    res = movies.execute(q.format("QAM", "tolerance = 0.02, seed = 3, workers = 2"))
+    assert res.fetchall() == here and res.diagnostics["dask"]["rounds"] > 1
+    rows = dict(movies.execute("EXPLAIN " + q.format("QAM", "tolerance = 0.02, workers = 2")).fetchall())
+    assert "stopping rule (tolerance, time_limit) evaluated on all chains" in rows["runs on"]
+    auto = movies.execute(q.format("AUTO", "exact_budget = 0.000001, time_limit = 3, seed = 3, workers = 2"))
+    assert auto.diagnostics["method"] == "QAM" and "chains on Dask" in auto.diagnostics["method_reason"]
+    assert "single-site moves" in auto.diagnostics["method_reason"]
+
+
 def test_sql_scheduler_alone_runs_one_group_per_chain_on_that_cluster(movies, client):
     q = "SELECT movie, PROB(is_popular) AS p FROM is_popular ORDER BY movie USING GIBBS WITH ({})"
     here = movies.execute(q.format("sweeps = 1000, seed = 5")).fetchall()
