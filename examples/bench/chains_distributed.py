@@ -13,6 +13,15 @@ same chains (the same seed: single-site chains must agree bit for bit).
     python examples/bench/chains_distributed.py --side 300 --workers 1 2              # 2 cores
     python examples/bench/chains_distributed.py --side 1000 --workers 1 8 14 --sweeps 16 # 16 cores
     python examples/bench/chains_distributed.py --scheduler tcp://host:8786 --workers 8 16
+
+With ``--tolerance T`` (and ``--time-limit S``) the runs are budget-governed instead: W chains
+stop when the pooled 95% half-width of every target is at most T (or at S seconds), on Dask the
+groups kept on their workers and run segment by segment (`pdbq.distributed.chain_rounds`). The
+table then adds the segments, the updates per chain at the stop and what stopped the run, and the
+check compares with the in-process run of the same chains and budget (a tolerance stop: bit for
+bit; a time stop: within the standard errors).
+
+    python examples/bench/chains_distributed.py --side 100 --workers 1 2 --tolerance 0.02 --time-limit 30
 """
 
 from __future__ import annotations
@@ -49,6 +58,8 @@ def main() -> None:
     ap.add_argument("--scheduler", default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-check", action="store_true", help="skip the in-process run of the same chains")
+    ap.add_argument("--tolerance", type=float, default=None, help="budget-governed: stop at this 95%% half-width")
+    ap.add_argument("--time-limit", type=float, default=None, help="budget-governed: stop after this many seconds")
     args = ap.parse_args()
     import distributed
 
@@ -68,11 +79,15 @@ def main() -> None:
     base_wall = time.perf_counter() - t
     rate0 = total * 1.1 / base_wall  # steps/10 of burn-in on top
     print(f"one process, one chain, one thread: {base_wall:.2f} s, {rate0 / 1e6:.1f} M updates/s\n")
+    budget = args.tolerance is not None or args.time_limit is not None
     print("| workers | chains | wall s | M updates/s | speed-up | slowest group s | overhead s | cluster start s | "
-          "MiB shipped | KiB gathered | worker RSS MiB | pooled = in-process |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "MiB shipped | KiB gathered | worker RSS MiB | pooled = in-process |" + (" segments | updates/chain | stopped by |" if budget else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---|" if budget else ""))
     for w in args.workers:
         cfg = GibbsConfig(steps=max(1, total // w), chains=w, threads=1, seed=args.seed)
+        if budget:
+            cfg = GibbsConfig(chains=max(w, 2), threads=1, seed=args.seed, tolerance=args.tolerance,
+                              time_limit=args.time_limit)
         t = time.perf_counter()
         if args.scheduler:
             client, cluster = distributed.Client(args.scheduler), None
@@ -98,10 +113,15 @@ def main() -> None:
             ref = run_gibbs(g, targets, cfg, sites=sites, kernel=kg)
             diff = float(np.nanmax(np.abs(ref.marginals - pooled.marginals)))
             same = "yes" if diff == 0.0 else f"max diff {diff:.2g}"
-        rate = cfg.steps * 1.1 * w / wall
-        print(f"| {w} | {w} | {wall:.2f} | {rate / 1e6:.1f} | {rate / rate0:.2f}x | {run.compute_max:.2f} | "
+            if budget and diff:
+                z = diff / float(np.nanmax(np.hypot(ref.stderr, pooled.stderr)))
+                same += f" ({z:.1f} se)"
+        updates = (pooled.steps + pooled.burn_in) if budget else cfg.steps * 1.1
+        rate = updates * cfg.chains / wall
+        print(f"| {w} | {cfg.chains} | {wall:.2f} | {rate / 1e6:.1f} | {rate / rate0:.2f}x | {run.compute_max:.2f} | "
               f"{run.overhead:.2f} | {start:.2f} | {run.bytes_scattered / 2**20:.1f} | {run.bytes_gathered / 2**10:.0f} | "
-              f"{max(rss.values()):.0f} | {same} |")
+              f"{max(rss.values()):.0f} | {same} |"
+              + (f" {run.rounds} | {pooled.steps + pooled.burn_in:,} | {pooled.batches.stopped_by} |" if budget else ""))
 
 
 if __name__ == "__main__":
