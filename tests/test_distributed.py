@@ -157,6 +157,40 @@ def test_sql_map_query_runs_distributed_rounds():
             db.execute(f"SELECT MAP(e) FROM e USING ANNEAL WITH ({bad})")
 
 
+_BLOCKED_SQL = """
+CREATE TABLE r AS SELECT i AS id, ['anna', 'bob', 'carl', 'dora', 'emil', 'fay'][i % 6 + 1] || ' ' ||
+    ['smith', 'smyth', 'jones'][i // 6 % 3 + 1] AS name FROM range(36) t(i);
+CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
+    FROM r a JOIN r b ON a.id < b.id AND a.id % 6 = b.id % 6;
+CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
+CREATE RULE aff WEIGHT = 10 * (sim - 0.9) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
+"""
+
+
+def test_sql_map_over_separate_components_runs_sharded_rounds():
+    """Candidate pairs inside six blocks: the SQL MAP query runs the sharded rounds (the workers
+    build their shards from files), finds the in-process clustering, and says so; with one
+    component (every pair) it runs the dealt rounds."""
+    import pdbq
+
+    db = pdbq.connect()
+    db.execute(_BLOCKED_SQL)
+    q = "SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH ({})"
+    here = db.execute(q.format("seed = 4")).fetchall()
+    res = db.execute(q.format("workers = 2, rounds = 3, seed = 4"))
+    rows = res.fetchall()
+    d = res.diagnostics
+    assert d["dask"]["mode"] == "sharded" and d["dask"]["groups"] == 2 and d["dask"]["shard_mentions_max"] == 18
+    assert rows == here and len({c for _, c in rows}) == 12  # first name x (smith/smyth | jones)
+    assert d["e.proposals"] > 0 and d["e.factor_evaluations"] > 0
+    again = db.execute(q.format("workers = 2, rounds = 3, seed = 4"))
+    assert again.fetchall() == rows
+    one = pdbq.connect()
+    one.execute(NAMES_CLUSTER_SQL)
+    dealt = one.execute("SELECT e.id, MAP(e) AS c FROM e USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4)")
+    assert dealt.diagnostics["dask"]["mode"] == "dealt"
+
+
 def test_affine_groups_join_entities_linked_by_attractive_pairs_and_cap_their_size():
     from pdbq.coref.contract import affine_groups
 

@@ -41,14 +41,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pdbq.coref.contract import dense_groups
 from pdbq.coref.layout import PairGraph, pair_graph
 from pdbq.distributed.cluster import lost, open_client, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import RoundTask, local_round
 from pdbq.errors import InferenceError, OptionError
-from pdbq.inference.coreference.entity_moves import C_ACCEPTED
+from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS
 
-__all__ = ["ShardSource", "ShardPlan", "ShardedResult", "plan_shards", "resolve_sharded", "write_pairs"]
+__all__ = ["ShardSource", "ShardPlan", "ShardedResult", "plan_shards", "resolve_sharded", "write_pairs",
+           "shard_by_components"]
 
 
 class ShardSource(NamedTuple):
@@ -66,9 +68,11 @@ class ShardPlan(NamedTuple):
     pairs: np.ndarray  # int64[shards]: pairs of each shard
 
 
-def write_pairs(directory: str, g: PairGraph, block: np.ndarray) -> ShardSource:
+def write_pairs(directory: str, g: PairGraph, block: np.ndarray, init: np.ndarray | None = None) -> ShardSource:
     """Write a pair graph and its blocking key as a `ShardSource` under ``directory`` (for
-    tests and benchmarks; a real source is written by whatever made the pairs)."""
+    tests, benchmarks and SQL queries, `shard_by_components`; a real source is written by
+    whatever made the pairs). ``init``: where the rounds start (an entity label per mention,
+    equal labels only inside a block; default singletons)."""
     import os
 
     import pyarrow as pa
@@ -79,9 +83,21 @@ def write_pairs(directory: str, g: PairGraph, block: np.ndarray) -> ShardSource:
     keep = src < g.nbr
     os.makedirs(directory, exist_ok=True)
     m_path, p_path = os.path.join(directory, "mentions.parquet"), os.path.join(directory, "pairs.parquet")
-    pq.write_table(pa.table({"mention": np.arange(n, dtype=np.int64), "block": np.asarray(block, np.int64)}), m_path)
+    cols = {"mention": np.arange(n, dtype=np.int64), "block": np.asarray(block, np.int64)}
+    if init is not None:
+        cols["init"] = np.asarray(init, np.int64)
+    pq.write_table(pa.table(cols), m_path)
     pq.write_table(pa.table({"a": src[keep], "b": g.nbr[keep].astype(np.int64), "score": g.score[keep]}), p_path)
     return ShardSource(m_path, p_path)
+
+
+def shard_by_components(directory: str, g: PairGraph, init: np.ndarray | None = None) -> ShardSource:
+    """`write_pairs` with the connected components of the candidate pairs as blocks: no pair
+    crosses two of them, so no entity gains from spanning two, and the sharded rounds are exact
+    for any pair graph (one giant component is one block: it bounds the slowest shard)."""
+    from pdbq.inference.coreference.resolve import candidate_components  # noqa: PLC0415
+
+    return write_pairs(directory, g, candidate_components(g), init)
 
 
 def _duckdb() -> Any:
@@ -137,6 +153,8 @@ class ShardReport(NamedTuple):
     seconds: float
     replayed: int  # rounds replayed before this one (0 when the shard's state was here)
     worker: str  # the worker that now holds the shard
+    evaluations: int = 0  # pair-score reads of this call (replayed rounds included)
+    proposals: int = 0
 
 
 @dataclass
@@ -151,22 +169,26 @@ _HELD: dict[tuple[str, int], _Shard] = {}  # per worker process: the shards it h
 _LOCK = threading.Lock()
 
 
-def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.ndarray]:
+def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.ndarray, np.ndarray]:
     """The shard's pair graph over its own mentions (local indices: rank among the sorted global
-    ids) and those ids, read from the Parquet files by this process."""
+    ids), those ids and their starting labels (the source's ``init`` column, else singletons),
+    read from the Parquet files by this process."""
     import pyarrow as pa  # noqa: PLC0415
 
     con = _duckdb()
     try:
         con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
-        mentions = con.execute("SELECT mention FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
-                               "ORDER BY mention", [source.mentions]).fetchnumpy()["mention"]
-        mentions = np.asarray(mentions, np.int64)
+        names = [d[0] for d in con.execute("SELECT * FROM read_parquet(?) LIMIT 0", [source.mentions]).description]
+        init_col = ", init" if "init" in names else ""
+        m = con.execute(f"SELECT mention{init_col} FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
+                        "ORDER BY mention", [source.mentions]).fetchnumpy()
+        mentions = np.asarray(m["mention"], np.int64)
         con.register("shard_mentions", pa.table({"mention": mentions}))
         p = con.execute("SELECT a, b, score FROM read_parquet(?) WHERE a IN (SELECT mention FROM shard_mentions)",
                         [source.pairs]).fetchnumpy()
     finally:
         con.close()
+    init = dense_groups(np.asarray(m["init"], np.int64))[0] if init_col else np.arange(mentions.size, dtype=np.int64)
     a, b, w = (np.asarray(p[c]) for c in ("a", "b", "score"))
     ia = np.searchsorted(mentions, a)
     ib = np.searchsorted(mentions, b)
@@ -175,8 +197,8 @@ def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.
         if outside.any():
             k = int(np.flatnonzero(outside)[0])
             raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) crosses blocks: sharded rounds need every "
-                                 "candidate pair inside one block (use resolve_distributed)")
-    return pair_graph(mentions.size, ia, ib, np.asarray(w, np.float64)), mentions
+                                 "candidate pair inside one block (use resolve_distributed, or shard_by_components)")
+    return pair_graph(mentions.size, ia, ib, np.asarray(w, np.float64)), mentions, init
 
 
 def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
@@ -187,15 +209,15 @@ def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
         held = _HELD.pop(key, None)
     replayed = 0
     if held is None or held.done != task.round:
-        g, mentions = build_shard(source, task.blocks)
-        held = _Shard(g, mentions, np.arange(mentions.size, dtype=np.int64), 0)
+        g, mentions, init = build_shard(source, task.blocks)
+        held = _Shard(g, mentions, init, 0)
         replayed = task.round
     cfg = task.config
     counters = np.zeros(4, np.int64)
     local = np.arange(held.mentions.size, dtype=np.int64)
     while held.done <= task.round:
         r = held.done
-        before = int(counters[C_ACCEPTED])
+        before = counters.copy()  # the report counts the task's own round, not the replayed ones
         rt = RoundTask(r, task.shard, local, held.labels, task.steps, task.temperatures[r], cfg.seed, cfg.hierarchy,
                        cfg.sub_bias, cfg.p_new, cfg.p_split_merge)
         labels = local_round(held.graph, rt, counters)
@@ -203,10 +225,11 @@ def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
             raise InferenceError(f"shard {task.shard} returned {labels.shape[0]} labels for {held.mentions.size} mentions")
         held.labels = labels
         held.done += 1
-        accepted = int(counters[C_ACCEPTED]) - before
+    own = counters - before
     with _LOCK:
         _HELD[key] = held
-    return ShardReport(task.shard, int(held.mentions.size), accepted, time.perf_counter() - t0, replayed, _worker())
+    return ShardReport(task.shard, int(held.mentions.size), int(own[C_ACCEPTED]), time.perf_counter() - t0, replayed,
+                       _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]))
 
 
 def _worker() -> str:
@@ -251,6 +274,8 @@ class ShardedRound:
     replayed: int  # shards rebuilt and replayed in this round
     reruns: int
     bytes_sent: int = 0  # array bytes of the round's tasks (each shard's block ids)
+    evaluations: int = 0  # pair-score reads of the round's moves
+    proposals: int = 0
 
     @property
     def overhead(self) -> float:
@@ -267,6 +292,19 @@ class ShardedResult:
     rounds: tuple[ShardedRound, ...]
     seconds: float
     scheduler: str
+    dask_workers: int = 0
+    stopped_by_time: bool = False  # time_limit ended the run before its planned rounds
+
+    def summary(self) -> dict:
+        """Where the run's time went, for diagnostics (the keys of
+        `pdbq.distributed.runner.DistributedResult.summary`, and ``mode``: 'sharded')."""
+        return {"mode": "sharded", "scheduler": self.scheduler, "dask_workers": self.dask_workers,
+                "groups": len(self.plan.blocks), "rounds": len(self.rounds), "wall": sum(r.wall for r in self.rounds),
+                "compute_max": sum(r.compute_max for r in self.rounds),
+                "compute_sum": sum(r.compute_sum for r in self.rounds), "redistribute": 0.0,
+                "overhead": sum(r.overhead for r in self.rounds), "reruns": sum(r.reruns for r in self.rounds),
+                "replayed": sum(r.replayed for r in self.rounds), "bytes_sent": sum(r.bytes_sent for r in self.rounds),
+                "shard_mentions_max": int(self.plan.mentions.max()) if self.plan.mentions.size else 0}
 
     def efficiency(self) -> float:
         """Compute summed over shards ÷ (shards × round time)."""
@@ -301,12 +339,17 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     temps = _temperatures(config)
     budget = config.steps_per_round * config.workers
     steps = [max(1, int(budget * m // max(n, 1))) for m in plan.mentions.tolist()]
-    client, close = open_client(client, scheduler, processes, config.workers)
+    client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
     token = uuid.uuid4().hex[:12]
     stats: list[ShardedRound] = []
     where: list[str | None] = [None] * config.workers  # the worker holding each shard
+    stopped_by_time = False
     try:
+        n_workers = len(client.scheduler_info()["workers"])
         for r, t in enumerate(temps):
+            if r and config.time_limit is not None and time.perf_counter() - t0 >= config.time_limit:
+                stopped_by_time = True  # no round starts after the time limit: the last round's clustering
+                break
             tasks = [ShardRound(token, s, plan.blocks[s], r, tuple(temps[: r + 1]), steps[s], config)
                      for s in range(config.workers)]
             done = run_round(client, shard_round, [source], lambda: [source], tasks, f"pdbq-shard-{token}-r{r}",
@@ -321,7 +364,8 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
             secs = [x.seconds for x in reports]
             st = ShardedRound(r, t, done.wall, max(secs), float(sum(secs)), sum(x.accepted for x in reports),
                               sum(1 for x in reports if x.replayed), done.reruns,
-                              sum(task.blocks.nbytes + 8 * len(task.temperatures) for task in tasks))
+                              sum(task.blocks.nbytes + 8 * len(task.temperatures) for task in tasks),
+                              sum(x.evaluations for x in reports), sum(x.proposals for x in reports))
             stats.append(st)
             if on_round is not None:
                 on_round(st, client)
@@ -337,7 +381,8 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
         close()
     from pdbq.inference.coreference.resolve import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
 
-    return ShardedResult(stable_labels(labels), plan, tuple(stats), time.perf_counter() - t0, address)
+    return ShardedResult(stable_labels(labels), plan, tuple(stats), time.perf_counter() - t0, address, n_workers,
+                         stopped_by_time)
 
 
 def _gather_labels(client, token, plan: ShardPlan, n: int, last: int, temps, steps, config, source,

@@ -139,11 +139,49 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
         temperature=config.temperature, min_temperature=config.min_temperature, p_new=config.p_new,
         p_split_merge=config.p_split_merge, seed=config.seed, time_limit=config.time_limit,
     ).check()
-    res = resolve_distributed(graph, cfg, labels=initial_labels(graph, config), scheduler=dist.get("scheduler"))
+    init = initial_labels(graph, config)
+    if dist.get("scheduler") is None and _shardable(graph, workers):
+        return _resolve_sharded(graph, cfg, init, rounds + greedy)
+    res = resolve_distributed(graph, cfg, labels=init, scheduler=dist.get("scheduler"))
     warnings = (f"time_limit {config.time_limit:g} s reached after {len(res.rounds)} of {rounds + greedy} distributed "
                 "rounds: the clustering is the last round's",) if res.stopped_by_time else ()
+    summary = {"mode": "dealt", **res.summary()}
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
-                          res.accepted, res.seconds, warnings), res.summary()
+                          res.accepted, res.seconds, warnings), summary
+
+
+def _shardable(graph, workers: int) -> bool:
+    """Whether sharded rounds fit the candidate pairs: their connected components can be dealt to
+    ``workers`` shards with none above its share (the largest component at most n / workers)."""
+    from pdbq.inference.coreference.resolve import candidate_components  # noqa: PLC0415
+
+    n = graph.indptr.shape[0] - 1
+    if workers < 2 or n == 0:
+        return False
+    sizes = np.bincount(candidate_components(graph))
+    return int(sizes.max()) <= n // workers
+
+
+def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int):
+    """The MAP rounds over shards of candidate-pair components that the workers build from
+    Parquet files this process writes to a temporary directory (removed after the run)."""
+    import shutil  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    from pdbq.distributed.shards import resolve_sharded, shard_by_components  # noqa: PLC0415
+    from pdbq.inference.coreference.entity_moves import partition_score  # noqa: PLC0415
+
+    where = tempfile.mkdtemp(prefix="pdbq-shards-")
+    try:
+        res = resolve_sharded(shard_by_components(where, graph, init), cfg)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    warnings = (f"time_limit {cfg.time_limit:g} s reached after {len(res.rounds)} of {planned} sharded rounds: the "
+                "clustering is the last round's",) if res.stopped_by_time else ()
+    score = float(partition_score(graph, res.labels))
+    return CorefMapResult(res.labels, score, np.array([score]), sum(r.evaluations for r in res.rounds),
+                          sum(r.proposals for r in res.rounds), sum(r.accepted for r in res.rounds), res.seconds,
+                          warnings), res.summary()
 
 
 def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> int:

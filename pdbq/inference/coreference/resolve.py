@@ -48,7 +48,8 @@ from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_seed
 
 PROPOSALS = ("neighbour", "witness")
 
-__all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels", "group_clash"]
+__all__ = ["PROPOSALS", "CorefConfig", "CorefMapResult", "PairPosterior", "resolve_map", "sample_pairs", "sample_sizes", "stable_labels", "initial_labels", "group_clash",
+           "candidate_components"]
 
 
 class _Mover:
@@ -252,6 +253,12 @@ def _within_components(g, label):
     joining mentions that no evidence links."""
     rows = np.repeat(np.arange(label.shape[0]), np.diff(g.indptr))
     return _components(g, label[rows] == label[g.nbr])
+
+
+def candidate_components(g) -> np.ndarray:
+    """The connected components of all candidate pairs (each mention's label: its component's
+    smallest mention): no entity gains from spanning two of them."""
+    return _components(g, np.ones(g.nbr.shape[0], np.bool_))
 
 
 def _components_above(g, threshold):
