@@ -183,6 +183,9 @@ def test_sql_map_over_separate_components_runs_sharded_rounds():
     assert d["dask"]["mode"] == "sharded" and d["dask"]["groups"] == 2 and d["dask"]["shard_mentions_max"] == 18
     assert rows == here and len({c for _, c in rows}) == 12  # first name x (smith/smyth | jones)
     assert d["e.proposals"] > 0 and d["e.factor_evaluations"] > 0
+    from pdbq.shell.diag import format_diagnostics
+
+    assert "sharded rounds" in format_diagnostics(d)
     again = db.execute(q.format("workers = 2, rounds = 3, seed = 4"))
     assert again.fetchall() == rows
     one = pdbq.connect()

@@ -54,7 +54,10 @@ def format_diagnostics(d: dict[str, Any]) -> str:
         k = d["dask"]
         rows.append(("dask", f"{k.get('scheduler')}: {k.get('groups')} task(s) per round on {k.get('dask_workers')} "
                              f"worker(s), {k.get('rounds')} round(s); compute {k.get('compute_max', 0.0):.3f} s "
-                             f"(slowest task, summed over rounds), overhead {k.get('overhead', 0.0):.3f} s"))
+                             f"(slowest task, summed over rounds), overhead {k.get('overhead', 0.0):.3f} s"
+                             + (f"; {k['mode']} rounds" if k.get("mode") else "")
+                             + (f"; {k['replayed']:,} updates replayed after lost workers" if k.get("replayed") else "")
+                             + ("; the workers were late for the time limit" if k.get("late") else "")))
     if d.get("seconds") is not None:
         text = f"{d['seconds']:.3f} s"
         parts = [f"{k} {d[k + '_seconds']:.3f} s" for k in ("grounding", "inference") if d.get(k + "_seconds") is not None]
