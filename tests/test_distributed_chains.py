@@ -424,15 +424,20 @@ def test_sharded_rounds_are_deterministic_accurate_and_survive_lost_shards(block
 
 
 @needs_dask
-def test_sharded_rounds_refuse_pairs_across_blocks(tmp_path, client):
+def test_blocks_linked_by_a_pair_share_a_shard(tmp_path, client):
+    """A candidate pair across two blocks ties them to one shard, so its factor is never lost:
+    the pair (1, 2) joins blocks {0, 1} and {2, 3}, and 0-1-2 end up as one entity."""
     from pdbq.coref.layout import pair_graph
     from pdbq.distributed import DistributedConfig
-    from pdbq.distributed.shards import resolve_sharded, write_pairs
+    from pdbq.distributed.shards import plan_shards, resolve_sharded, write_pairs
 
-    g = pair_graph(4, np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1.0]))
-    src = write_pairs(str(tmp_path), g, np.array([0, 0, 1, 1]))
-    with pytest.raises(InferenceError, match=r"pair \(1, 2\) crosses blocks"):
-        resolve_sharded(src, DistributedConfig(workers=2, rounds=1, steps_per_round=10), client=client)
+    g = pair_graph(6, np.array([0, 1, 4]), np.array([1, 2, 5]), np.array([1.0, 1.0, 1.0]))
+    src = write_pairs(str(tmp_path), g, np.array([0, 0, 1, 1, 2, 2]))
+    plan = plan_shards(src, 2)
+    assert (plan.cross_pairs, plan.groups) == (1, 2)
+    assert sorted(map(list, plan.blocks)) == [[0, 1], [2]]
+    res = resolve_sharded(src, DistributedConfig(workers=2, rounds=2, steps_per_round=200, seed=1), client=client)
+    assert res.labels.tolist() == [0, 0, 0, 3, 4, 4]
 
 
 @pytest.mark.slow

@@ -6,8 +6,10 @@ the candidate pairs come from blocking (every pair inside one block: a name, a p
 entity can gain from spanning two blocks, so a partition of the *blocks* never has to change:
 
 1. **plan** (client, once): the blocks' mention and pair counts (one DuckDB aggregate over the
-   Parquet files, O(blocks) rows back), dealt to ``workers`` shards greedily by pair count,
-   largest first — balanced, and the same for the same data and ``workers``;
+   Parquet files, O(blocks) rows back) and the links between blocks that a candidate pair
+   crosses (O(linked block pairs) rows); linked blocks form a group that stays on one shard, so
+   no pair ever crosses two shards; the groups are dealt to ``workers`` shards greedily by pair
+   count, largest first — balanced, and the same for the same data and ``workers``;
 2. **build** (each worker, once): the worker reads its own blocks' mentions and pairs from the
    Parquet files with DuckDB and keeps its shard's pair graph and labels in its memory —
    nothing is scattered from the client, and a worker holds only its shard;
@@ -17,7 +19,7 @@ entity can gain from spanning two blocks, so a partition of the *blocks* never h
 4. **labels** (once, at the end): each shard returns its mentions and labels.
 
 Checks: a worker refuses a pair whose second mention lies outside its shard (`InferenceError`
-naming it: the pairs cross blocks, so shards by block would lose factors); every round each
+naming it: the files changed after the plan, so the shard would lose factors); every round each
 shard reports the mentions it holds and the client checks they add up to the plan's; at the
 end every mention comes back exactly once.
 
@@ -66,6 +68,8 @@ class ShardPlan(NamedTuple):
     blocks: list[np.ndarray]  # int64 block ids of each shard
     mentions: np.ndarray  # int64[shards]: mentions of each shard
     pairs: np.ndarray  # int64[shards]: pairs of each shard
+    cross_pairs: int = 0  # candidate pairs across two blocks (their blocks share a shard)
+    groups: int = 0  # groups of linked blocks dealt (the blocks, when no pair crosses two)
 
 
 def write_pairs(directory: str, g: PairGraph, block: np.ndarray, init: np.ndarray | None = None) -> ShardSource:
@@ -108,28 +112,52 @@ def _duckdb() -> Any:
 
 def plan_shards(source: ShardSource, workers: int) -> ShardPlan:
     """Deal the blocks to ``workers`` shards, largest pair count first, each to the shard with
-    the fewest pairs so far (ties: fewer mentions, then the lower shard). Only per-block counts
-    reach the client."""
+    the fewest pairs so far (ties: fewer mentions, then the lower shard). Blocks linked by a
+    candidate pair across them travel together (a group: a connected component of blocks under
+    those links), so no pair ever crosses two shards. Only per-block counts and the links between
+    blocks reach the client."""
     con = _duckdb()
     try:
         rows = con.execute(
             "WITH m AS (SELECT mention, block FROM read_parquet(?)), "
             "c AS (SELECT block, count(*) AS n FROM m GROUP BY block), "
             "p AS (SELECT m.block, count(*) AS k FROM read_parquet(?) q JOIN m ON q.a = m.mention GROUP BY m.block) "
-            "SELECT c.block, c.n, coalesce(p.k, 0) FROM c LEFT JOIN p USING (block) ORDER BY 3 DESC, 2 DESC, 1",
+            "SELECT c.block, c.n, coalesce(p.k, 0) FROM c LEFT JOIN p USING (block) ORDER BY 1",
             [source.mentions, source.pairs]).fetchnumpy()
+        links = con.execute(
+            "WITH m AS (SELECT mention, block FROM read_parquet(?)) "
+            "SELECT least(ma.block, mb.block) AS lo, greatest(ma.block, mb.block) AS hi, count(*) AS k "
+            "FROM read_parquet(?) q JOIN m ma ON q.a = ma.mention JOIN m mb ON q.b = mb.mention "
+            "WHERE ma.block <> mb.block GROUP BY 1, 2", [source.mentions, source.pairs]).fetchnumpy()
     finally:
         con.close()
     block, n, k = (np.asarray(rows[c], np.int64) for c in rows)
+    group = _block_groups(block, np.asarray(links["lo"], np.int64), np.asarray(links["hi"], np.int64))
+    gn = np.bincount(group, weights=n).astype(np.int64)
+    gk = np.bincount(group, weights=k).astype(np.int64)
+    first = np.full(gn.shape[0], np.iinfo(np.int64).max)
+    np.minimum.at(first, group, block)
     pairs = np.zeros(workers, np.int64)
     mentions = np.zeros(workers, np.int64)
     owned: list[list[int]] = [[] for _ in range(workers)]
-    for b, nb, kb in zip(block.tolist(), n.tolist(), k.tolist()):
-        s = min(range(workers), key=lambda i: (pairs[i], mentions[i], i))
-        owned[s].append(b)
-        pairs[s] += kb
-        mentions[s] += nb
-    return ShardPlan([np.sort(np.array(o, np.int64)) for o in owned], mentions, pairs)
+    members = np.split(block[np.argsort(group, kind="stable")], np.cumsum(np.bincount(group))[:-1])
+    for gi in np.lexsort((first, -gn, -gk)).tolist():
+        sh = min(range(workers), key=lambda i: (pairs[i], mentions[i], i))
+        owned[sh].extend(members[gi].tolist())
+        pairs[sh] += gk[gi]
+        mentions[sh] += gn[gi]
+    return ShardPlan([np.sort(np.array(o, np.int64)) for o in owned], mentions, pairs,
+                     int(np.asarray(links["k"], np.int64).sum()), int(gn.shape[0]))
+
+
+def _block_groups(block: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Dense group of each of the sorted ``block`` ids: connected components of the links lo–hi."""
+    from pdbq.inference.coreference.resolve import candidate_components  # noqa: PLC0415
+
+    if lo.size == 0:
+        return np.arange(block.shape[0], dtype=np.int64)
+    g = pair_graph(block.shape[0], np.searchsorted(block, lo), np.searchsorted(block, hi), np.ones(lo.shape[0]))
+    return dense_groups(candidate_components(g))[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,8 +224,8 @@ def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.
         outside = mentions[np.minimum(ib, mentions.size - 1)] != b
         if outside.any():
             k = int(np.flatnonzero(outside)[0])
-            raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) crosses blocks: sharded rounds need every "
-                                 "candidate pair inside one block (use resolve_distributed, or shard_by_components)")
+            raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) has its second mention outside its shard: the "
+                                 "Parquet files changed after the shards were planned")
     return pair_graph(mentions.size, ia, ib, np.asarray(w, np.float64)), mentions, init
 
 
@@ -304,6 +332,7 @@ class ShardedResult:
                 "compute_sum": sum(r.compute_sum for r in self.rounds), "redistribute": 0.0,
                 "overhead": sum(r.overhead for r in self.rounds), "reruns": sum(r.reruns for r in self.rounds),
                 "replayed": sum(r.replayed for r in self.rounds), "bytes_sent": sum(r.bytes_sent for r in self.rounds),
+                "cross_pairs": self.plan.cross_pairs,
                 "shard_mentions_max": int(self.plan.mentions.max()) if self.plan.mentions.size else 0}
 
     def efficiency(self) -> float:
