@@ -215,6 +215,11 @@ def test_workers_late_for_the_deadline_are_left_behind(client, monkeypatch):
     assert time.perf_counter() - t < 0.8 + 0.6
     assert run.late and r.steps > 0 and any("had not answered" in w for w in r.warnings)
     assert np.all(np.abs(r.marginals[:, 1] - 0.5) < 0.45)  # an answer from what was booked, not NaN
+    end = time.perf_counter() + 3
+    while time.perf_counter() < end and not cg._RELEASED:
+        time.sleep(0.05)
+    time.sleep(1.6)  # the stalled segment ends: its group is dropped, not kept for nobody
+    assert not cg._HELD
 
 
 def test_tempered_chains_stopped_by_tolerance_on_dask_match_the_exact_marginals(client):

@@ -19,6 +19,7 @@ on the worker, so clocks of different machines never meet).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 import time
@@ -86,6 +87,9 @@ class _Group:
 
 _HELD: dict[tuple[str, int], _Group] = {}  # per worker process: the groups it holds
 _LOCK = threading.Lock()
+# Runs already released: a segment the client stopped waiting for (late for the deadline) may
+# still be running here; when it ends, its group is dropped instead of kept for nobody.
+_RELEASED: collections.deque[str] = collections.deque(maxlen=4096)
 
 
 def _open(job: ChainJob, task: SegmentTask) -> _Group:
@@ -193,11 +197,12 @@ def group_segment(job: ChainJob, task: SegmentTask) -> SegmentReport:
         moves = mixing_report(g.setup, task.kept_updates) if g.setup is not None else None
     else:
         raise InferenceError(f"unknown chain-group segment {task.kind!r}")
-    if task.kind == "finish":
-        ch.close()
-    else:
-        with _LOCK:
+    with _LOCK:
+        keep = task.kind != "finish" and task.token not in _RELEASED
+        if keep:
             _HELD[(task.token, task.group)] = g
+    if not keep:
+        ch.close()
     return SegmentReport(task.group, shape, burned, cut, sums, counts, time.perf_counter() - t0, replayed,
                          _worker(), moves)
 
@@ -214,6 +219,7 @@ def _worker() -> str:
 def release_groups(token: str) -> int:
     """Drop every group of run ``token`` this process holds; returns how many."""
     with _LOCK:
+        _RELEASED.append(token)
         keys = [k for k in _HELD if k[0] == token]
         groups = [_HELD.pop(k) for k in keys]
     for g in groups:
