@@ -40,6 +40,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -83,6 +84,9 @@ __all__ = [
     "cutset_for",
     "cutset_kernel",
     "describe_cutset",
+    "CutsetPlan",
+    "cutset_plan",
+    "cutset_result",
 ]
 
 DEFAULT_CUTSET_TABLE = 2**10  # the remainder's largest clique table (entries), as for blocks
@@ -411,9 +415,36 @@ def run_cutset(
     config = config.check()
     if kernel is None:
         validate(graph)
-    _, sites_arr, _, _, _, live = check_targets(graph, targets, None)
     if cutset is None:
+        check_targets(graph, targets, None)
         cutset = choose_cutset(graph, max_table=max_table, max_vars=max_vars, group_table=group_table)
+    plan = cutset_plan(graph, targets, cutset, kernel=kernel, collapsed=collapsed, naive=naive)
+    if plan.sampled.size:
+        r = run_gibbs(graph, plan.sampled, config, on_round=on_round, kernel=plan.kernel, deadline=deadline,
+                      moves=plan.moves)
+    else:
+        r = run_gibbs(graph, np.zeros(0, dtype=np.int64), config, kernel=plan.kernel)
+    return cutset_result(graph, plan, r)
+
+
+class CutsetPlan(NamedTuple):
+    """A cutset run's move step and its split of the targets (`cutset_plan`)."""
+
+    moves: Moves  # for run_gibbs over every free variable
+    targets: np.ndarray  # int64, as asked
+    sampled: np.ndarray  # the targets the chains estimate (the rest are answered exactly)
+    exact_rows: np.ndarray  # bool per target: answered exactly (a remainder no cutset variable touches)
+    exact_marginals: np.ndarray  # their marginals, rows by variable id
+    unit: int  # updates per sweep
+    cutset: Cutset
+    kernel: KernelGraph | None
+
+
+def cutset_plan(graph: FactorGraph, targets, cutset: Cutset, *, kernel: KernelGraph | None = None,
+                collapsed: bool = True, naive: bool = False) -> CutsetPlan:
+    """The move step of `run_cutset` (arguments as there) and which targets it samples; chain
+    groups on Dask workers build theirs from the same cutset."""
+    _, sites_arr, _, _, _, live = check_targets(graph, targets, None)
     if kernel is None and sites_arr.shape[0]:
         kernel = prepare_kernel_graph(graph)
     # a round is about _ROUND_COST table visits: `unit` updates per sweep so that run_gibbs's
@@ -422,34 +453,32 @@ def run_cutset(
     cost = cutset.sweep_cost if collapsed else cutset.alternate_cost
     per_round = max(1, _ROUND_COST // max(cost, 1))
     unit = max(1, math.ceil(base / per_round))
-    made: list[_Sweeps] = []
 
     def start(ctx: MoveContext) -> ChainMoves:
-        sw = _Sweeps(ctx, cutset, unit, naive, collapsed)
-        made.append(sw)
-        return ChainMoves(sw.advance)
+        return ChainMoves(_Sweeps(ctx, cutset, unit, naive, collapsed).advance)
 
     tg = np.asarray(targets, dtype=np.int64)
     fixed = _exact_part(graph, cutset)  # bool[n_vars], and marginals of those variables
     exact_rows = fixed[0][tg] if tg.size else np.zeros(0, dtype=bool)
-    sampled = tg[~exact_rows]
-    if sampled.size:
-        in_rem = graph.evidence < 0
-        in_rem[cutset.vars] = False  # the remainder's RB values are exact conditionals given the cutset
-        r = run_gibbs(graph, sampled, config, on_round=on_round, kernel=kernel, deadline=deadline,
-                      moves=Moves(unit=unit, start=start, exact=in_rem))
-    else:
-        r = run_gibbs(graph, np.zeros(0, dtype=np.int64), config, kernel=kernel)
+    in_rem = graph.evidence < 0
+    in_rem[cutset.vars] = False  # the remainder's RB values are exact conditionals given the cutset
+    return CutsetPlan(Moves(unit=unit, start=start, exact=in_rem), tg, tg[~exact_rows], exact_rows, fixed[1], unit,
+                      cutset, kernel)
+
+
+def cutset_result(graph: FactorGraph, plan: CutsetPlan, r: GibbsResult) -> CutsetResult:
+    """The `CutsetResult` of ``plan``'s targets from the run ``r`` over its sampled targets."""
     fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(GibbsResult)}
-    if exact_rows.any():
-        fields.update(_merge(graph, tg, exact_rows, r, fixed[1]))
+    if plan.exact_rows.any():
+        fields.update(_merge(graph, plan.targets, plan.exact_rows, r, plan.exact_marginals))
+    cs = plan.cutset
     return CutsetResult(
         **fields,
-        cutset_size=cutset.size,
-        cutset_groups=cutset.n_groups,
-        remainder_width=cutset.width,
-        remainder_table=cutset.max_table,
-        sweeps=int(r.steps // unit),
+        cutset_size=cs.size,
+        cutset_groups=cs.n_groups,
+        remainder_width=cs.width,
+        remainder_table=cs.max_table,
+        sweeps=int(r.steps // plan.unit),
     )
 
 
