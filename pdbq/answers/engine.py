@@ -40,7 +40,7 @@ from pdbq.inference.exact.elimination import exact_map, exact_marginals
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
-from pdbq.inference.moves.cutset import cutset_for, describe_cutset, run_cutset
+from pdbq.inference.moves.cutset import cutset_for, cutset_plan, cutset_result, describe_cutset, run_cutset
 from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
 from pdbq.inference.moves.move_choice import choose_moves, run_auto
 from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
@@ -220,13 +220,11 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
     if workers > chains:
         raise OptionError(f"workers = {workers} needs at least as many chains, got chains = {chains}: each worker "
                           "runs whole chains")
-    if options.cutset is not False and "cutset" in explicit:
-        raise OptionError("cutset sampling does not run on Dask workers yet: drop cutset or workers/scheduler")
     where = f"the Dask scheduler at {options.scheduler}" if options.scheduler else "an in-process Dask cluster"
     how = ("each group run to its end in one task" if options.fixed_length else
            "the groups kept on their workers, their rounds booked here and the stopping rule (tolerance, time_limit) "
            "evaluated on all chains between segments")
-    auto = ("; AUTO's pilot and its moves run there too (cutset sampling excepted: block moves instead)"
+    auto = ("; AUTO's pilot and its moves (cutset sampling included) run there too"
             if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit) else "")
     return (f"{chains} chains in {workers} group(s) on {where}, the graph shipped once per worker, {how}, estimates "
             f"pooled over all chains as in this process{auto}")
@@ -240,18 +238,25 @@ def dask_runner(options, deadline: float | None, on_round) -> Callable:
     from pdbq.inference.moves.mixing import MixingResult  # noqa: PLC0415
 
     def run(graph, query, config: GibbsConfig, mixing: MixingConfig | None = None, blocks=None, sweeps: int = 1,
-            **kw):
+            cutset=None, **kw):
         until = kw.pop("deadline", deadline)
         kw.pop("on_round", None)
-        r, parts, rec = run_chains(graph, query, config, workers=dask_groups(options, config.chains),
+        targets, sites, selection, plan = query, kw["sites"], kw.get("selection"), None
+        if cutset is not None:  # the chains sample every free variable; targets the cutset answers exactly are merged here
+            plan = cutset_plan(graph, query, cutset, kernel=kw.get("kernel"))
+            targets, sites, selection = plan.sampled, np.flatnonzero(graph.evidence < 0).astype(np.int32), None
+        r, parts, rec = run_chains(graph, targets, config, workers=dask_groups(options, config.chains),
                                    mixing=mixing if mixing is not None and mixing.active else None, blocks=blocks,
                                    sweeps=sweeps, scheduler=options.scheduler, deadline=until, on_round=on_round,
-                                   sites=kw["sites"], selection=kw.get("selection"), kernel=kw.get("kernel"))
+                                   sites=sites, selection=selection, kernel=kw.get("kernel"), cutset=cutset)
         if rec.rounds == 1 and on_round is not None:  # one task per group: the run's one report (and a pending cancel)
             se = r.stderr[np.isfinite(r.stderr)]
             on_round(RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"), rec.wall))
         why = rec.describe()
-        if isinstance(parts[0], MixingResult):
+        if plan is not None:
+            r = cutset_result(graph, plan, r)
+            why += "; " + describe_cutset(r)
+        elif isinstance(parts[0], MixingResult):
             why += "; first group: " + describe_moves(parts[0])
         return r, why, rec.as_dict()
 
@@ -360,13 +365,18 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
 
 def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, explicit: frozenset[str],
                     memo: Memo | None, deadline: float | None, run_kw: dict, mixing: MixingConfig, blocks_for):
-    """`_sample` with the chains on Dask: AUTO's pilot and chosen moves (cutset sampling excepted:
-    block moves instead), or the query's own moves, run by chain groups on the workers."""
+    """`_sample` with the chains on Dask: cutset sampling, AUTO's pilot and chosen moves, or the
+    query's own moves, run by chain groups on the workers."""
     run = dask_runner(options, deadline, run_kw["on_round"])
     where = dict(sites=run_kw["sites"], selection=run_kw["selection"], kernel=run_kw["kernel"])
+    if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
+        cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
+                       lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
+        return run(graph, query, config, cutset=cs, **where)
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
-        moves = moves.without_cutset()
+        if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
+            moves = moves.without_cutset()
         records: list[tuple[str, dict]] = []
 
         def chains(g, targets, cfg, **kw):

@@ -30,6 +30,7 @@ import numpy as np
 from pdbq.distributed.chains import ChainJob
 from pdbq.errors import InferenceError
 from pdbq.inference.mcmc.gibbs import Moves, StartedRun, start_chains
+from pdbq.inference.moves.cutset import cutset_plan
 from pdbq.inference.moves.mixing import MixingSetup, MovesReport, mixing_moves, mixing_report
 
 __all__ = ["SegmentTask", "SegmentReport", "GroupShape", "group_segment", "release_groups", "whole"]
@@ -95,15 +96,18 @@ _RELEASED: collections.deque[str] = collections.deque(maxlen=4096)
 def _open(job: ChainJob, task: SegmentTask) -> _Group:
     cfg = dataclasses.replace(job.config, chains=task.chains, first_chain=task.first_chain,
                               total_chains=job.config.chains, time_limit=None)
-    setup, moves = None, Moves()
-    if job.mixing is not None and job.mixing.active:
+    setup, moves, targets, sites, kernel = None, Moves(), job.targets, job.sites, job.kernel
+    if job.cutset is not None:  # every free variable is sampled; the sampled targets were given
+        plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)
+        moves, targets, sites, kernel = plan.moves, plan.sampled, None, plan.kernel
+    elif job.mixing is not None and job.mixing.active:
         setup = mixing_moves(job.graph, job.targets, cfg, job.mixing, sites=job.sites, kernel=job.kernel,
                              blocks=job.blocks, sweeps=job.sweeps)
-        moves = setup.moves
+        moves, kernel = setup.moves, setup.kernel
     # an endless deadline: the run is budget-governed as the client's (its round length, its
     # burn-in share) and its rounds are cut in clock-sized chunks; each segment brings its stop
-    run = start_chains(job.graph, job.targets, cfg, sites=job.sites, selection=job.selection,
-                       kernel=job.kernel if setup is None else setup.kernel, deadline=float("inf"), moves=moves)
+    run = start_chains(job.graph, targets, cfg, sites=sites, selection=job.selection if job.cutset is None else None,
+                       kernel=kernel, deadline=float("inf"), moves=moves)
     if run.chains is None:
         raise InferenceError("a chain group on Dask has nothing to sample (no sites or no live target)")
     return _Group(run, setup)

@@ -252,6 +252,7 @@ def run_chain_rounds(
     retries: int = 3,
     deadline: float | None = None,
     on_round: Callable[[RoundInfo], None] | None = None,
+    cutset=None,
 ):
     """Run ``config.chains`` chains in ``workers`` groups on Dask until ``config.tolerance``,
     ``config.time_limit`` / ``deadline`` (a `time.perf_counter()` instant) or ``config.steps``
@@ -274,7 +275,7 @@ def run_chain_rounds(
         return result_from_book(graph, StartedRun(config, checked, kmax, plan, None, t0), None, None), empty
     groups = chain_groups(config.chains, workers)
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection,
-                   config, mixing, blocks, kernel, sweeps)
+                   config, mixing, blocks, kernel, sweeps, cutset)
     stop = deadline
     if config.time_limit is not None:
         stop = t0 + config.time_limit if stop is None else min(stop, t0 + config.time_limit)

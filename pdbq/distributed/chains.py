@@ -40,6 +40,7 @@ from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.mcmc.gibbs import GibbsResult, run_gibbs
 from pdbq.inference.mcmc.kernels import KernelGraph, prepare_kernel_graph
 from pdbq.inference.mcmc.pooling import chain_groups, pool_groups
+from pdbq.inference.moves.cutset import cutset_plan
 from pdbq.inference.moves.mixing import run_mixing
 
 __all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "fixed_length"]
@@ -57,6 +58,7 @@ class ChainJob(NamedTuple):
     blocks: list | None  # the blocks of block moves, built once on the client
     kernel: KernelGraph  # the kernel arrays, derived once on the client (cheaper to ship than to derive again)
     sweeps: int = 1  # single-site passes per mixing cycle (AUTO's domain blocks: `domains.sweeps_per_cycle`)
+    cutset: Any = None  # a `cutset.Cutset`: cutset sampling's sweeps (targets: the sampled ones, sites: every free variable)
 
 
 class GroupTask(NamedTuple):
@@ -108,6 +110,8 @@ class DaskRun:
 
     def describe(self) -> str:
         """One line for the method's reason."""
+        if self.groups == 0:
+            return "workers/scheduler unused: no target left to sample"
         how = "in one task each" if self.rounds == 1 else f"in {self.rounds} segment(s), the stopping rule pooled between them"
         return (f"chains on Dask ({self.scheduler}): {self.chains} chains in {self.groups} group(s) on "
                 f"{self.dask_workers} worker(s) {how}, slowest group {self.compute_max:.2f} s, overhead {self.overhead:.2f} s"
@@ -146,7 +150,10 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
     cfg = dataclasses.replace(job.config, chains=task.chains, first_chain=task.first_chain,
                               total_chains=job.config.chains)
     kw = dict(sites=job.sites, selection=job.selection, kernel=job.kernel)
-    if job.mixing is not None and job.mixing.active:
+    if job.cutset is not None:
+        plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)
+        r = run_gibbs(job.graph, plan.sampled, cfg, kernel=plan.kernel, moves=plan.moves)
+    elif job.mixing is not None and job.mixing.active:
         r = run_mixing(job.graph, job.targets, cfg, job.mixing, blocks=job.blocks, sweeps=job.sweeps, **kw)
     else:
         r = run_gibbs(job.graph, job.targets, cfg, **kw)
@@ -171,6 +178,7 @@ def run_chains(
     deadline: float | None = None,
     on_round=None,
     sweeps: int = 1,
+    cutset: Any = None,
 ) -> tuple[GibbsResult, list[GibbsResult], DaskRun]:
     """Run ``config.chains`` chains in ``workers`` groups on Dask and pool them (module
     docstring). Returns the pooled answer, each group's own answer (for what its moves did; the
@@ -179,7 +187,9 @@ def run_chains(
     process cluster with ``processes``). ``kernel``: the graph's kernel arrays when the caller
     has them (else derived here, once). ``deadline`` (a `time.perf_counter()` instant),
     ``on_round`` and ``sweeps`` (single-site passes per mixing cycle) as in `run_mixing`;
-    ``on_round`` is called only by a run its budget ends (after each booked round)."""
+    ``on_round`` is called only by a run its budget ends (after each booked round). ``cutset``:
+    cutset sampling (`cutset.cutset_plan`) instead of mixing moves; then ``targets`` must be the
+    plan's sampled targets and ``sites`` every free variable (`cutset_result` merges the rest)."""
     config = config.check()
     check_groups(config, workers)
     if not fixed_length(config, deadline):
@@ -188,13 +198,13 @@ def run_chains(
         r, counts = run_chain_rounds(graph, targets, config, workers=workers, sites=sites, selection=selection,
                                      mixing=mixing, blocks=blocks, kernel=kernel, sweeps=sweeps, scheduler=scheduler,
                                      client=client, processes=processes, retries=retries, deadline=deadline,
-                                     on_round=on_round)
+                                     on_round=on_round, cutset=cutset)
         return r, [r], DaskRun(**counts)
     if kernel is None:
         kernel = prepare_kernel_graph(validate(graph))
     tasks = [GroupTask(g, first, n) for g, (first, n) in enumerate(chain_groups(config.chains, workers))]
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection, config,
-                   mixing, blocks, kernel, sweeps)
+                   mixing, blocks, kernel, sweeps, cutset)
     t_start = time.perf_counter()
     client, close = open_client(client, scheduler, processes, workers)
     try:

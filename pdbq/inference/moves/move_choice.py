@@ -330,11 +330,9 @@ def run_auto(
     ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
     gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
     sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`.
-    ``chains(graph, targets, config, mixing=None, blocks=None, sweeps=1, deadline=…, **kw)`` runs
-    the pilot and the moves elsewhere (chain groups on Dask workers) instead of `run_gibbs` /
-    `run_mixing`; cutset sampling then does not run (pass ``moves.without_cutset()``)."""
-    if chains is not None and moves.cutset is not None:
-        raise InferenceError("AUTO's cutset sampling runs in this process only: pass moves.without_cutset()")
+    ``chains(graph, targets, config, mixing=None, blocks=None, sweeps=1, cutset=None, deadline=…,
+    **kw)`` runs the pilot and the moves elsewhere (chain groups on Dask workers) instead of
+    `run_gibbs` / `run_mixing` / `run_cutset`."""
     plain = chains if chains is not None else run_gibbs
     if not moves.pilots:
         return plain(graph, targets, config, deadline=deadline, **kw), moves.reason
@@ -385,8 +383,11 @@ def run_auto(
         r = plain(graph, targets, rest, deadline=deadline, **kw)
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     if moves.cutset is not None:
-        r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
-                       on_round=kw.get("on_round"))
+        if chains is not None:
+            r = chains(graph, targets, rest, cutset=moves.cutset, deadline=deadline, **kw)
+        else:
+            r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
+                           on_round=kw.get("on_round"))
         verdict = ("ended in a world a hard constraint forbids (a zero-probability wall)" if pilot is None
                    else f"did not mix (split R-hat {rhat:.3g})")
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
