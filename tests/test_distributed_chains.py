@@ -191,6 +191,10 @@ def test_a_time_limited_run_on_dask_stops_in_time_and_says_so(client):
     assert r.batches.stopped_by == "time" and any("stopped by the time limit" in w for w in r.warnings)
     ok, err = within(r, exact)
     assert ok, err
+    # a tolerance that does not stop the run (AUTO's domain blocks): segments double, as without one
+    easy = dataclasses.replace(cfg, tolerance=0.5, tolerance_stops=False, time_limit=0.4)
+    r2, _, run2 = _rounds(g, free, easy, client)
+    assert r2.batches.stopped_by == "time" and run2.rounds < 20
 
 
 def test_workers_late_for_the_deadline_are_left_behind(client, monkeypatch):

@@ -178,10 +178,10 @@ class _Run:
 
     def lengths(self) -> list[int]:
         """The kept rounds of the next segment: up to the stopping rule's next check (doubling
-        without a tolerance), each as long as `run_gibbs` would make it."""
+        when no tolerance stops the run), each as long as `run_gibbs` would make it."""
         book, steps = self.book, self.book.plan.steps
-        upto = book.next_check if self.config.tolerance is not None else max(2 * book.rounds_done,
-                                                                                MIN_ROUNDS_FOR_TOLERANCE)
+        checks = self.config.tolerance is not None and self.config.tolerance_stops
+        upto = book.next_check if checks else max(2 * book.rounds_done, MIN_ROUNDS_FOR_TOLERANCE)
         out, done = [], book.done
         for _ in range(max(upto - book.rounds_done, 1)):
             n = book.round_len if steps is None else whole(min(book.round_len, steps - done), self.unit)
