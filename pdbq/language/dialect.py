@@ -332,6 +332,8 @@ class PdbqDialect(DuckDB):
             call = self._tokens[self._index - 2]
             tok = self._curr
             example = f"{kind}(m = 'PER')" if kind == "PROB" else f"{kind}(m)"
+            if tok and tok.token_type in _NAME_TOKENS and self._next and self._next.token_type == TokenType.DOT:
+                self._pdbq_dotted_estimate(kind)
             if not tok or tok.token_type not in _NAME_TOKENS or self._next.token_type not in (
                 TokenType.R_PAREN,
                 TokenType.EQ,
@@ -349,19 +351,37 @@ class PdbqDialect(DuckDB):
                     f"{kind} takes the alias of a variable relation in FROM, e.g. {example}", tok or call
                 )
             alias = self._pdbq_name(f"a relation alias in {kind}(...)")
-            value = None
+            value = other = None
             if self._curr.token_type == TokenType.EQ:
                 if kind not in ("PROB", "STDERR"):
                     self.raise_error(f"only PROB and STDERR take '= value'; write {kind}({alias.name})")
                 self._advance()
-                value = self._pdbq_constant()
-                if value is None:
-                    self.raise_error(f"expected a constant after '=' in PROB({alias.name} = ...)")
+                if self._curr and self._curr.token_type in _NAME_TOKENS and self._next \
+                        and self._next.token_type == TokenType.R_PAREN:
+                    other = self._pdbq_name(f"a relation alias in {kind}({alias.name} = ...)")
+                else:
+                    if self._curr and self._curr.token_type in _NAME_TOKENS and self._next \
+                            and self._next.token_type == TokenType.DOT:
+                        self._pdbq_dotted_estimate(kind)
+                    value = self._pdbq_constant()
+                if value is None and other is None:
+                    self.raise_error(f"expected a constant after '=' in {kind}({alias.name} = ...) (or, for a "
+                                     "DOMAIN CLUSTER relation, a second alias)")
             if self._curr.token_type != TokenType.R_PAREN:
                 self.raise_error(f"expected ')' to close {kind}(...)")
-            node = PdbqEstimate(this=alias, expression=value, kind=kind)
+            node = PdbqEstimate(this=alias, expression=value, kind=kind, other=other)
             node.update_positions(call)
             return self.expression(node)
+
+        def _pdbq_dotted_estimate(self, kind: str) -> None:
+            # PROB(a.e = b.e): a relation's value has no column name; its alias stands for it
+            self.raise_error(
+                f"{kind} takes the alias of a variable relation alone, not a column ('{self._curr.text}."
+                f"{self._tokens[self._index + 2].text if self._index + 2 < len(self._tokens) else ''}'): "
+                f"write {kind}(m = 'PER'), or for two aliases a, b of a DOMAIN CLUSTER relation "
+                f"{kind}(a = b) (P(the two rows' mentions are one entity))",
+                self._curr,
+            )
 
         def _pdbq_parse_map(self) -> exp.Expr | None:
             # MAP(v) with one bare identifier is pdbq's; anything else is DuckDB's MAP.
@@ -856,6 +876,7 @@ class PdbqDialect(DuckDB):
             PdbqEstimate: lambda self, e: (
                 f"{e.args['kind']}({self.sql(e, 'this')}"
                 + (f" = {self.sql(e, 'expression')}" if e.args.get("expression") else "")
+                + (f" = {self.sql(e, 'other')}" if e.args.get("other") else "")
                 + ")"
             ),
             PdbqGivenAtom: lambda self, e: (

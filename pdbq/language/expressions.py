@@ -16,9 +16,10 @@ FUNCTIONS = ("VOTE", "IMPLY", "IMPLY_MLN", "AND", "OR", "EQUAL", "ISTRUE")
 
 class PdbqEstimate(exp.Expression, exp.Func):
     """PROB(v), PROB(v = value), DIST(v), MAP(v), STDERR(v): `this` the alias identifier,
-    `expression` the optional value literal, `kind` one of ESTIMATE_KINDS."""
+    `expression` the optional value literal, `kind` one of ESTIMATE_KINDS; `other` the second
+    alias of PROB(a = b) / STDERR(a = b) (two aliases of one DOMAIN CLUSTER relation)."""
 
-    arg_types = {"this": True, "expression": False, "kind": True}
+    arg_types = {"this": True, "expression": False, "kind": True, "other": False}
 
 
 class PdbqGivenAtom(exp.Expression):

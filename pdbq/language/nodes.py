@@ -183,6 +183,9 @@ class Estimate:
     alias: str  # the FROM alias (or relation name) it names: PROB(m)
     value: str | None = None  # PROB(m = 'PER'): the value as SQL literal text
     placeholder: str = ""  # the column name that stands for it in `select` (see ProbQuery)
+    # PROB(a = b) / STDERR(a = b): the second alias (two aliases of one DOMAIN CLUSTER relation:
+    # P(the rows' mentions are one entity), per pair of rows the query's FROM/WHERE select)
+    other: str | None = None
 
 
 @dataclass(frozen=True)

@@ -540,20 +540,28 @@ def _prob_query(tree: px.PdbqQuery, text: str, chunk: Chunk) -> ProbQuery:
         alias = call.this.name.lower()
         value_node = call.args.get("expression")
         value = _sql(value_node) if value_node is not None else None
+        other = call.args["other"].name.lower() if call.args.get("other") is not None else None
         start = call.meta.get("start", chunk.start)
-        if alias not in in_scope:
-            hint = suggest(alias, in_scope)
-            raise _error_at(
-                f"{kind}({alias}): no relation or alias '{alias}' in the query's FROM.{hint}",
-                text,
-                start,
-                max(1, _call_end(chunk, start) - start),
-            )
-        key = (kind, alias, value)
+        for name in (alias, other) if other is not None else (alias,):
+            if name not in in_scope:
+                hint = suggest(name, in_scope)
+                shown = f"{kind}({alias} = {other})" if other is not None else f"{kind}({alias})"
+                raise _error_at(
+                    f"{shown}: no relation or alias '{name}' in the query's FROM.{hint}",
+                    text,
+                    start,
+                    max(1, _call_end(chunk, start) - start),
+                )
+        if other == alias:
+            raise _error_at(f"{kind}({alias} = {other}) compares an alias with itself; name two aliases of the "
+                            "DOMAIN CLUSTER relation, e.g. FROM entity AS a JOIN entity AS b ON ...",
+                            text, start, max(1, _call_end(chunk, start) - start))
+        key = (kind, alias, value, other)
         if key not in index:
             index[key] = len(estimates)
             estimates.append(
-                Estimate(EstimateKind(kind), alias, value, placeholder=f"{PLACEHOLDER_PREFIX}{len(estimates)}")
+                Estimate(EstimateKind(kind), alias, value, placeholder=f"{PLACEHOLDER_PREFIX}{len(estimates)}",
+                         other=other)
             )
         placeholder = exp.column(estimates[index[key]].placeholder, table=alias)
         parent = call.parent

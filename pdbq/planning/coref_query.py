@@ -37,6 +37,7 @@ from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
 from pdbq.inference.coreference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
+from pdbq.planning.coref_pairs import VID, check_pair_relations, lookup_pairs, pair_estimates, pair_rows
 from pdbq.planning.plan import QueryAnswer
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
 
@@ -51,6 +52,7 @@ _SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|ucx|inproc)://[^\s\x00/]+(:\d{1,5})?/
 
 def _relations(db, stmt: ProbQuery, variables=None) -> dict[str, str]:
     calls = {e.alias: e.kind.value for e in stmt.estimates}
+    calls.update({e.other: e.kind.value for e in stmt.estimates if e.other is not None and e.other not in calls})
     return check_aliases(stmt.tree, calls, set(db.catalog.variables() if variables is None else variables))
 
 
@@ -210,80 +212,37 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
     variables = db.catalog.variables()
     rules = db.catalog.rules()
     relations = _relations(db, stmt)
+    pair_rels = check_pair_relations(stmt, relations)
     diag: dict = {"method": "entity moves (MH: mention moves, split/merge)", "options": dict(stmt.options)}
     sources = {}
-    names = []
+    names: list[str] = []
     warnings: list[str] = []
+    grounded: dict[str, tuple] = {}
     try:
         for alias, relation in relations.items():
             v = variables[relation]
-            key = v.columns[0]
-            t0 = time.perf_counter()
-            keys, graph, n_ground = ground_cluster(con, v, variables, rules, max_pairs)
-            diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
+            if relation not in grounded:  # two aliases of one relation share its grounding
+                t0 = time.perf_counter()
+                grounded[relation] = ground_cluster(con, v, variables, rules, max_pairs)[:2]
+                diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
+            keys, graph = grounded[relation]
             diag[f"{alias}.mentions"] = int(keys.size)
             diag[f"{alias}.candidate_pairs"] = graph.n_pairs
             diag[f"{alias}.subsample"] = config.subsample.label()
-            ests = [e for e in stmt.estimates if e.alias == alias]
-            cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
-            if any(e.kind is EstimateKind.MAP for e in ests):
-                res, dask = _resolve_map(graph, config, stmt)
-                if dask is not None:
-                    diag["dask"] = dask
-                warnings.extend(res.warnings)
-                diag.update({f"{alias}.factor_evaluations": res.factor_evaluations, f"{alias}.proposals": res.proposals,
-                             f"{alias}.accepted": res.accepted, f"{alias}.log_score": res.log_score,
-                             f"{alias}.entities": res.n_entities, f"{alias}.map_seconds": res.seconds})
-                for e in ests:
-                    if e.kind is EstimateKind.MAP:
-                        cols[e.placeholder] = pa.array(keys[res.labels])
-            anchors = sorted({e.value for e in ests if e.kind is EstimateKind.PROB and e.value is not None}, key=str)
-            for e in ests:
-                if e.kind is EstimateKind.PROB and e.value is None:
-                    raise InferenceError(f"PROB({alias}) needs a key: PROB({alias} = <key>) is P(same entity as <key>)")
-                if e.kind is EstimateKind.STDERR and len(anchors) != 1:
-                    raise InferenceError(f"STDERR({alias}) is the standard error of the one PROB({alias} = <key>) of the query; "
-                                         f"it has {len(anchors)}")
-            n = keys.size
-            if anchors:
-                # pairs (row, anchor) for every row of the relation; the query's WHERE picks rows
-                qa = np.tile(np.arange(n), len(anchors))
-                qb = np.repeat([_anchor(con, key.type, a, keys, alias) for a in anchors], n)
-                post = sample_pairs(graph, qa, qb, config)
-                warnings.extend(post.warnings)
-                diag.update({f"{alias}.sample_factor_evaluations": post.factor_evaluations,
-                             f"{alias}.sample_proposals": post.proposals, f"{alias}.sample_seconds": post.seconds})
-                for e in ests:
-                    if e.kind in (EstimateKind.PROB, EstimateKind.STDERR):
-                        k = anchors.index(e.value) if e.kind is EstimateKind.PROB else 0
-                        block = slice(k * n, (k + 1) * n)
-                        cols[e.placeholder] = post.prob[block] if e.kind is EstimateKind.PROB else post.stderr[block]
-            if any(e.kind is EstimateKind.DIST for e in ests):
-                dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE))
-                entries = [{int(s): float(p) for s, p in enumerate(row) if p > 0} for row in dist]
-                arr = pa.array([list(d.items()) for d in entries], type=pa.map_(pa.int64(), pa.float64()))
-                for e in ests:
-                    if e.kind is EstimateKind.DIST:
-                        cols[e.placeholder] = arr
-            table = pa.table(cols)
+            ests = [e for e in stmt.estimates if e.alias == alias and e.other is None]
+            table = _alias_estimates(con, stmt, alias, v.columns[0], keys, graph, ests, config, diag, warnings)
             name = f"__pdbq_cluster_est_{uuid.uuid4().hex}"
             con.register(name, table)
             names.append(name)
-            placeholders = [e.placeholder for e in ests]
-
-            def make(a, v=v, key=key, name=name, placeholders=placeholders):
-                sel = exp.select(col(key.name, "__pdbq_m").as_(ident(key.name)), *[col(p, "__pdbq_e").as_(ident(p)) for p in placeholders])
-                sel = sel.from_(table_ref(map_table(v.name), "__pdbq_m")).join(
-                    table_ref(name, "__pdbq_e"), on=exp.EQ(this=col("vid", "__pdbq_m"), expression=col("__pdbq_cvid", "__pdbq_e")))
-                al = a.copy() if isinstance(a, exp.TableAlias) else exp.TableAlias(this=exp.to_identifier(a))
-                return exp.Subquery(this=sel, alias=al)
-
-            sources[alias] = make
-        out = con.sql(sql_text(substitute(stmt.tree, sources))).to_arrow_table()
+            sources[alias] = _source(v, name, [e.placeholder for e in ests])
+        tree = stmt.tree
+        if pair_rels:
+            tree = _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings)
+        out = con.sql(sql_text(substitute(tree, sources))).to_arrow_table()
     finally:
         for name in names:
             con.unregister(name)
-        for relation in relations.values():
+        for relation in set(relations.values()):
             drop_map(con, relation)
     keep = [c for c in out.column_names if not c.startswith(PLACEHOLDER_PREFIX)]
     if len(keep) != len(out.column_names):
@@ -291,6 +250,90 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
     diag["warnings"] = warnings
     diag["seconds"] = time.perf_counter() - started
     return QueryAnswer(out, diag)
+
+
+def _source(v, name: str, placeholders: list[str]):
+    """The relation standing for an alias of cluster relation `v` in the final query: its key,
+    its mention number (`VID`) and the alias's estimates (registered as `name`)."""
+    key = v.columns[0]
+
+    def make(a):
+        sel = exp.select(col(key.name, "__pdbq_m").as_(ident(key.name)), col("vid", "__pdbq_m").as_(ident(VID)),
+                         *[col(p, "__pdbq_e").as_(ident(p)) for p in placeholders])
+        sel = sel.from_(table_ref(map_table(v.name), "__pdbq_m")).join(
+            table_ref(name, "__pdbq_e"), on=exp.EQ(this=col("vid", "__pdbq_m"), expression=col("__pdbq_cvid", "__pdbq_e")))
+        al = a.copy() if isinstance(a, exp.TableAlias) else exp.TableAlias(this=exp.to_identifier(a))
+        node = exp.Subquery(this=sel, alias=al)
+        node.meta["pdbq_source"] = True
+        return node
+
+    return make
+
+
+def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, warnings) -> pa.Table:
+    """One row per mention of `alias`'s relation: its MAP, PROB(alias = k), STDERR, DIST columns."""
+    cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
+    if any(e.kind is EstimateKind.MAP for e in ests):
+        res, dask = _resolve_map(graph, config, stmt)
+        if dask is not None:
+            diag["dask"] = dask
+        warnings.extend(res.warnings)
+        diag.update({f"{alias}.factor_evaluations": res.factor_evaluations, f"{alias}.proposals": res.proposals,
+                     f"{alias}.accepted": res.accepted, f"{alias}.log_score": res.log_score,
+                     f"{alias}.entities": res.n_entities, f"{alias}.map_seconds": res.seconds})
+        for e in ests:
+            if e.kind is EstimateKind.MAP:
+                cols[e.placeholder] = pa.array(keys[res.labels])
+    anchors = sorted({e.value for e in ests if e.kind is EstimateKind.PROB and e.value is not None}, key=str)
+    for e in ests:
+        if e.kind is EstimateKind.PROB and e.value is None:
+            raise InferenceError(f"PROB({alias}) needs a key: PROB({alias} = <key>) is P(same entity as <key>), "
+                                 f"PROB({alias} = b) for a second alias b P(the two rows are one entity)")
+        if e.kind is EstimateKind.STDERR and len(anchors) != 1:
+            raise InferenceError(f"STDERR({alias}) is the standard error of the one PROB({alias} = <key>) of the query; "
+                                 f"it has {len(anchors)} (for two aliases write STDERR({alias} = b))")
+    n = keys.size
+    if anchors:
+        # pairs (row, anchor) for every row of the relation; the query's WHERE picks rows
+        qa = np.tile(np.arange(n), len(anchors))
+        qb = np.repeat([_anchor(con, key.type, a, keys, alias) for a in anchors], n)
+        post = sample_pairs(graph, qa, qb, config)
+        warnings.extend(post.warnings)
+        diag.update({f"{alias}.sample_factor_evaluations": post.factor_evaluations,
+                     f"{alias}.sample_proposals": post.proposals, f"{alias}.sample_seconds": post.seconds})
+        for e in ests:
+            if e.kind in (EstimateKind.PROB, EstimateKind.STDERR):
+                k = anchors.index(e.value) if e.kind is EstimateKind.PROB else 0
+                block = slice(k * n, (k + 1) * n)
+                cols[e.placeholder] = post.prob[block] if e.kind is EstimateKind.PROB else post.stderr[block]
+    if any(e.kind is EstimateKind.DIST for e in ests):
+        dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE))
+        entries = [{int(s): float(p) for s, p in enumerate(row) if p > 0} for row in dist]
+        arr = pa.array([list(d.items()) for d in entries], type=pa.map_(pa.int64(), pa.float64()))
+        for e in ests:
+            if e.kind is EstimateKind.DIST:
+                cols[e.placeholder] = arr
+    return pa.table(cols)
+
+
+def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings):
+    """`PROB(a = b)` / `STDERR(a = b)` (`pdbq.planning.coref_pairs`): sample the pairs the query
+    selects, register them, and return the tree with each pair estimate a lookup there."""
+    first = substitute(tree, sources)
+    tables = {}
+    for (alias, other), relation in pair_rels.items():
+        qa, qb = pair_rows(con, first, alias, other, max_pairs)
+        post = sample_pairs(grounded[relation][1], qa, qb, config)
+        warnings.extend(post.warnings)
+        tag = f"{alias}={other}"
+        diag.update({f"{tag}.pairs": int(qa.size), f"{tag}.sample_factor_evaluations": post.factor_evaluations,
+                     f"{tag}.sample_proposals": post.proposals, f"{tag}.sample_seconds": post.seconds})
+        name = f"__pdbq_cluster_pairs_{uuid.uuid4().hex}"
+        con.register(name, pa.table({"qa": qa, "qb": qb, "p": np.asarray(post.prob, np.float64),
+                                     "se": np.asarray(post.stderr, np.float64)}))
+        names.append(name)
+        tables[(alias, other)] = name
+    return lookup_pairs(tree, pair_estimates(stmt), tables)
 
 
 def _size_distribution(graph, config: CorefConfig, cap: int) -> np.ndarray:

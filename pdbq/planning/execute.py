@@ -19,6 +19,7 @@ from pdbq.answers.engine import DEFAULT_TIME_LIMIT, EngineAnswer, answer
 from pdbq.answers.plot import MAX_LINES as TRACE_MAX_LINES
 from pdbq.answers.warmup import compile_notice, warm_up
 from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, estimates_table
+from pdbq.errors import InferenceError
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.mcmc.gibbs import RoundInfo
 from pdbq.language.nodes import CreateVariable, EstimateKind, Method, ProbQuery
@@ -170,6 +171,12 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     variables = kept.variables if kept is not None else definitions[0][0]
     if is_cluster_query(db, stmt, variables):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
         return execute_cluster_query(db, stmt)
+    for e in stmt.estimates:
+        if e.other is not None:
+            raise InferenceError(f"{e.kind.value}({e.alias} = {e.other}) compares two aliases of one DOMAIN CLUSTER "
+                                 f"relation (P(the two rows are one entity)); '{e.alias}' and '{e.other}' are not: "
+                                 f"for another variable relation write {e.kind.value}({e.alias}) or "
+                                 f"{e.kind.value}({e.alias} = <value>)")
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query

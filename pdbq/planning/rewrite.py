@@ -34,6 +34,7 @@ __all__ = [
     "alias_tables",
     "check_aliases",
     "xq_selects",
+    "relax",
     "substitute",
 ]
 
@@ -99,6 +100,13 @@ def _strip_conjuncts(cond: exp.Expression | None) -> exp.Expression | None:
 
 
 def _relax(select: exp.Select, alias: str) -> exp.Select:
+    return relax(select, [exp.Column(this=exp.to_identifier(VID_COLUMN), table=exp.to_identifier(alias))])
+
+
+def relax(select: exp.Select, columns: list[exp.Expression]) -> exp.Select:
+    """``select`` (mutated) as SELECT DISTINCT ``columns`` over the same rows or a superset:
+    modifiers that cannot narrow the rows an estimate is asked for dropped, and every WHERE / JOIN
+    ON conjunct that mentions an estimate dropped (module docstring)."""
     for key in _DROPPED:
         select.set(key, None)
     where = select.args.get("where")
@@ -110,8 +118,7 @@ def _relax(select: exp.Select, alias: str) -> exp.Select:
         if on is not None:
             kept = _strip_conjuncts(on)
             join.set("on", kept if kept is not None else exp.true())
-    col = exp.Column(this=exp.to_identifier(VID_COLUMN), table=exp.to_identifier(alias))
-    select.set("expressions", [col])
+    select.set("expressions", list(columns))
     select.set("distinct", exp.Distinct())
     return select
 
