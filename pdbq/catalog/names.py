@@ -6,7 +6,8 @@ unquoted identifiers. Names starting with ``pdbq_`` are reserved for pdbq's own 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import re
 
@@ -18,6 +19,8 @@ from pdbq.errors import CatalogError, suggest
 from pdbq.language.nodes import Column
 
 __all__ = [
+    "in_transaction",
+    "transaction",
     "RESERVED_PREFIX",
     "normalize",
     "table_expr",
@@ -119,3 +122,36 @@ def explain_duckdb_error(e: duckdb.Error, relations: Iterable[str] = ()) -> str:
         candidates = [c.rsplit(".", 1)[-1] for c in _CANDIDATES.findall(rest)]
         return unknown("column", name, candidates)
     return " ".join(line.strip() for line in text.splitlines() if line.strip()) or type(e).__name__
+
+
+def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the caller has opened a transaction on ``con`` (``BEGIN`` without COMMIT yet).
+
+    In auto-commit mode every statement gets a new transaction id; inside a transaction two
+    statements share one. (Probing with ``BEGIN`` would abort the caller's transaction.)
+    """
+    first = fetch_one(con, "SELECT txid_current()")
+    second = fetch_one(con, "SELECT txid_current()")
+    return first == second
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the block in a DuckDB transaction, rolled back if it raises.
+
+    Inside a transaction the caller already opened, the block simply joins it (DuckDB has no
+    savepoints): the caller's COMMIT or ROLLBACK decides.
+    """
+    if in_transaction(con):
+        yield
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # the transaction is already gone; the original error matters
+        raise
+    con.execute("COMMIT")

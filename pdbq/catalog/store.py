@@ -26,8 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -41,9 +40,11 @@ from pdbq.catalog.names import (
     RESERVED_PREFIX,
     duckdb_relations,
     fetch_one,
+    in_transaction,
     normalize,
     relation_columns,
     name_table,
+    transaction,
     unknown,
 )
 from pdbq.catalog.text import domain_sql, rule_sql, statement_sql, weight_sql
@@ -127,39 +128,6 @@ def check_schema_version(con: duckdb.DuckDBPyConnection) -> None:
             f"this database's pdbq catalog has schema version {stored}, newer than this library's "
             f"({SCHEMA_VERSION}); upgrade pdbq to open it"
         )
-
-
-def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the caller has opened a transaction on ``con`` (``BEGIN`` without COMMIT yet).
-
-    In auto-commit mode every statement gets a new transaction id; inside a transaction two
-    statements share one. (Probing with ``BEGIN`` would abort the caller's transaction.)
-    """
-    first = fetch_one(con, "SELECT txid_current()")
-    second = fetch_one(con, "SELECT txid_current()")
-    return first == second
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Run the block in a DuckDB transaction, rolled back if it raises.
-
-    Inside a transaction the caller already opened, the block simply joins it (DuckDB has no
-    savepoints): the caller's COMMIT or ROLLBACK decides.
-    """
-    if in_transaction(con):
-        yield
-        return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-    except BaseException:
-        try:
-            con.execute("ROLLBACK")
-        except duckdb.Error:
-            pass  # the transaction is already gone; the original error matters
-        raise
-    con.execute("COMMIT")
 
 
 def _reparse(definition: str, expected: type) -> CreateVariable | CreateRule:
