@@ -11,8 +11,6 @@ minor version and the golden parser fixtures exist.
 
 from __future__ import annotations
 
-import math
-
 from collections.abc import Sequence
 
 import sqlglot.expressions as exp
@@ -30,6 +28,7 @@ if getattr(_sqlglot_tokens, "SQLGLOTC_INSTALLED", False):
 from sqlglot.dialects.duckdb import DuckDB  # noqa: E402
 from sqlglot.tokens import Token, TokenType  # noqa: E402
 
+from pdbq.language.weight_parsing import NAME_TOKENS as _NAME_TOKENS, WeightParsing  # noqa: E402
 from pdbq.language.expressions import (  # noqa: E402
     FUNCTIONS,
     LEARN_METHODS,
@@ -49,7 +48,6 @@ from pdbq.language.expressions import (  # noqa: E402
     PdbqOption,
     PdbqQuery,
     PdbqShow,
-    PdbqWeight,
     PdbqWildcard,
 )
 
@@ -57,7 +55,6 @@ __all__ = ["PdbqDialect", "looks_probabilistic", "QUERY_START_TOKENS"]
 
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
-_NAME_TOKENS = {TokenType.VAR, TokenType.IDENTIFIER}
 # Tokens after which a '^' is a binary operator (DuckDB's power) rather than a head marker.
 _OPERAND_END = {
     TokenType.VAR,
@@ -132,7 +129,7 @@ class PdbqDialect(DuckDB):
         # as one string; pdbq needs the query's tokens (EXPLAIN SELECT PROB(...)).
         KEYWORDS = {**DuckDB.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.VAR}
 
-    class Parser(DuckDB.Parser):
+    class Parser(WeightParsing, DuckDB.Parser):
         FUNCTION_PARSERS = {
             **DuckDB.Parser.FUNCTION_PARSERS,
             "PROB": lambda self: self._pdbq_parse_estimate("PROB"),
@@ -599,71 +596,6 @@ class PdbqDialect(DuckDB):
                 elif depth == 0 and tok.token_type == TokenType.FARROW:
                     return True
             return False
-
-        def _pdbq_parse_fact_probability(self) -> exp.Expr | None:
-            """``p::`` before a head (ProbLog's probabilistic fact): the weight that gives the head
-            prior probability p under FUNCTION ISTRUE, whose ±1 encoding makes P(true) =
-            sigmoid(2w), so w = logit(p) / 2. ``p`` is a number in (0, 1) or a body symbol
-            (a probability column): then the weight is computed per grounding."""
-            if self._next is None or self._next.token_type != TokenType.DCOLON:
-                return None
-            tok = self._curr
-            if tok.token_type == TokenType.NUMBER:
-                p = float(tok.text)
-                if not 0.0 < p < 1.0:
-                    self.raise_error(
-                        f"a fact's probability must lie strictly between 0 and 1, got {tok.text} "
-                        "(a certain fact is evidence: use the variable's EVIDENCE)", tok
-                    )
-                self._advance(2)
-                w = 0.5 * math.log(p / (1.0 - p))
-                return self.expression(PdbqWeight(this="CONSTANT", expression=exp.Literal.number(repr(w)) if w >= 0
-                                                  else exp.Neg(this=exp.Literal.number(repr(-w)))))
-            if tok.token_type in _NAME_TOKENS:
-                name = self._pdbq_name("a probability symbol before '::'")
-                self._advance()  # '::'
-                sym = exp.column(name.name.lower())
-                logit = exp.Ln(this=exp.Div(this=sym, expression=exp.Paren(this=exp.Sub(
-                    this=exp.Literal.number(1), expression=sym.copy()))))
-                return self.expression(PdbqWeight(this="EXPRESSION", expression=exp.Mul(
-                    this=exp.Literal.number("0.5"), expression=logit)))
-            self.raise_error("expected a probability (a number or a symbol) before '::'", tok)
-            return None
-
-        def _pdbq_parse_weight(self) -> exp.Expr:
-            tok = self._curr
-            if tok.token_type == TokenType.PLACEHOLDER and tok.text == "?":
-                self._advance()
-                if self._curr.token_type == TokenType.L_PAREN and self._prev.end + 1 == self._curr.start:
-                    self._advance()
-                    syms = self._pdbq_parse_list(lambda: self._pdbq_name("a symbol in WEIGHT ?(...)"))
-                    self._pdbq_expect(TokenType.R_PAREN, "expected ')' after the tied symbols")
-                    return self.expression(PdbqWeight(this="TIED", expressions=syms, expression=self._pdbq_parse_feature()))
-                return self.expression(PdbqWeight(this="LEARNABLE", expression=self._pdbq_parse_feature()))
-            if tok.token_type == TokenType.EQ:
-                self._advance()
-                start = self._curr
-                expr = self._parse_disjunction()
-                if expr is None:
-                    self.raise_error("expected an expression after WEIGHT =", start or tok)
-                self._pdbq_reject_in_rule(expr, start)
-                return self.expression(PdbqWeight(this="EXPRESSION", expression=expr))
-            value = self._pdbq_constant()
-            if value is None or not (value.is_number or isinstance(value, exp.Neg)):
-                self.raise_error("expected a number, ?, ?(symbols) or = expression after WEIGHT", tok)
-            return self.expression(PdbqWeight(this="CONSTANT", expression=value))
-
-        def _pdbq_parse_feature(self) -> exp.Expr | None:
-            """``* expr`` after ``?`` / ``?(syms)``: the learnable weight multiplies this
-            per-grounding feature (the whole expression up to the next clause)."""
-            if not self._match(TokenType.STAR):
-                return None
-            start = self._curr
-            expr = self._parse_disjunction()
-            if expr is None:
-                self.raise_error("expected a feature expression after WEIGHT ? *", start or self._prev)
-            self._pdbq_reject_in_rule(expr, start)
-            return expr
 
         def _pdbq_parse_head(self) -> exp.Expr:
             first = self._pdbq_parse_atom(head=True)
