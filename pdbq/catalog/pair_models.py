@@ -19,9 +19,10 @@ from importlib import resources
 import duckdb
 import pyarrow as pa
 
-from pdbq.catalog.names import fetch_one, normalize
-from pdbq.catalog.store import transaction
+from pdbq.catalog.names import fetch_one, normalize, transaction
+from pdbq.catalog.text import weight_sql
 from pdbq.errors import CatalogError, PdbqError
+from pdbq.language.nodes import WeightKind
 
 __all__ = [
     "PAIR_MODEL_TABLES",
@@ -133,17 +134,45 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def pair_model_weight_rows(con: duckdb.DuckDBPyConnection, fields: list[tuple[str, pa.DataType]]) -> pa.Table:
-    """SHOW WEIGHTS rows for the latest version of every stored pair model, in SHOW WEIGHTS'
-    columns (``fields``: rule, weight, tie, value, stderr, groundings, version): `rule` is the
-    model's name; one row for the prior (weight ``= log2(λ / (1 - λ))`` with λ written out) and
-    one per field and level (weight ``= log2(m / u)`` with m and u written out; `tie` the field,
-    level and level name as JSON); `value` the weight in bits; stderr and groundings NULL."""
+def _rule_rows(con: duckdb.DuckDBPyConnection, rules) -> tuple[list[tuple], set[tuple[str, int]]]:
+    """SHOW WEIGHTS rows of the cluster rules weighted by a stored pair model (``WEIGHT MODEL``):
+    the version a query would use now (the latest, unless the rule names one), and those
+    (name, version)s."""
     rows: list[tuple] = []
+    used: set[tuple[str, int]] = set()
+    for rname, rule in sorted((rules or {}).items()):
+        w = rule.weight
+        if w.kind is not WeightKind.MODEL:
+            continue
+        try:
+            _, name, version = load_pair_model(con, w.model or "")
+        except PdbqError:
+            name, version = parse_model_ref(w.model or "")[0], None  # dropped since: a query says so
+        tie = {"model": name, "version": version, "records": w.records}
+        rows.append((rname, weight_sql(w), json.dumps(tie), None, None, None, version))
+        if version is not None:
+            used.add((name, version))
+    return rows, used
+
+
+def pair_model_weight_rows(con: duckdb.DuckDBPyConnection, fields: list[tuple[str, pa.DataType]],
+                           rules=None) -> pa.Table:
+    """SHOW WEIGHTS rows for the latest version of every stored pair model (and every version a
+    ``WEIGHT MODEL`` rule of ``rules`` names), in SHOW WEIGHTS' columns (``fields``: rule, weight,
+    tie, value, stderr, groundings, version): `rule` is the model's name; one row for the prior
+    (weight ``= log2(λ / (1 - λ))`` with λ written out) and one per field and level (weight ``=
+    log2(m / u)`` with m and u written out; `tie` the field, level and level name as JSON); `value`
+    the weight in bits; stderr and groundings NULL. Before them, one row per ``WEIGHT MODEL`` rule:
+    `rule` the rule, `tie` the model, the version that answers its queries and the records table
+    as JSON, `version` that version."""
+    rows, used = _rule_rows(con, rules) if _has_tables(con) else ([], set())
     if _has_tables(con):
         latest = "(SELECT max(version) FROM pdbq_pair_models x WHERE x.name = p.name)"
+        pinned = [f"(name = ? AND version = {int(v)})" for _, v in sorted(used)]
+        extra = (" OR " + " OR ".join(pinned)) if pinned else ""
         for name, version, prior in con.execute(
-            f"SELECT name, version, prior FROM pdbq_pair_models p WHERE version = {latest} ORDER BY name"
+            f"SELECT name, version, prior FROM pdbq_pair_models p WHERE version = {latest}{extra} ORDER BY name, version",
+            [n for n, _ in sorted(used)],
         ).fetchall():
             bits = _log2_odds(prior)
             rows.append((name, f"= log2({_fmt(prior)} / (1 - {_fmt(prior)}))", None, bits, None, None, version))

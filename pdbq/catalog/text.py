@@ -8,6 +8,8 @@ built in Python (whose ``text`` is empty) so that every stored definition can be
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from pdbq.language.nodes import (
     Atom,
     Column,
@@ -75,6 +77,8 @@ def weight_sql(weight: Weight) -> str:
         return f"?({', '.join(weight.symbols)})" + feature
     if weight.kind is WeightKind.EXPRESSION:
         return f"= {weight.expression}"
+    if weight.kind is WeightKind.MODEL:
+        return f"MODEL {_quote(weight.model or '')} ON {exp.to_identifier(weight.records).sql(dialect='duckdb')}"
     return repr(float(weight.value))
 
 

@@ -27,7 +27,7 @@ from pdbq.catalog.names import (
     table_expr,
 )
 from pdbq.catalog.text import atom_sql, weight_sql
-from pdbq.catalog.cluster import check_cluster_rule, check_cluster_variable
+from pdbq.catalog.cluster import check_cluster_rule, check_cluster_variable, check_model_weight
 from pdbq.errors import CatalogError, EvidenceError, suggest
 from pdbq.language.nodes import (
     Atom,
@@ -505,6 +505,7 @@ def check_rule(scope: Scope, node: CreateRule, *, check_name: bool = True) -> tu
     if head.kind is HeadKind.COMPARE and head.value is None:
         raise CatalogError(f"{what}: the head comparison has no value")
     check_cluster_rule(node, scope.variables, what)
+    check_model_weight(con, node, scope.variables, what)
 
     # symbol -> [(atom text, column)] for every binding occurrence in a positive or random body atom
     bound: dict[str, list[tuple[str, Column]]] = {}

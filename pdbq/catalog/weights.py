@@ -109,12 +109,13 @@ def _table(fields, rows) -> pa.Table:
     return pa.table({f: pa.array(list(c), t) for (f, t), c in zip(fields, columns)})
 
 
-def show_weights(con: duckdb.DuckDBPyConnection, current: dict[str, str]) -> pa.Table:
+def show_weights(con: duckdb.DuckDBPyConnection, current: dict[str, str], rules=None) -> pa.Table:
     """The latest learned value of every weight of a rule whose definition is unchanged since it
     was learned (``current``: rule -> definition hash now), with the rule's weight text and the
     tying value (NULL for ``?``); then the latest version of every stored entity-resolution pair
-    model (`pdbq.catalog.pair_models.pair_model_weight_rows`)."""
-    return pa.concat_tables([_rule_weights(con, current), pair_model_weight_rows(con, _WEIGHT_FIELDS)])
+    model, after a row per cluster rule weighted by one (``rules``: the catalog's rules;
+    `pdbq.catalog.pair_models.pair_model_weight_rows`)."""
+    return pa.concat_tables([_rule_weights(con, current), pair_model_weight_rows(con, _WEIGHT_FIELDS, rules)])
 
 
 def _rule_weights(con: duckdb.DuckDBPyConnection, current: dict[str, str]) -> pa.Table:

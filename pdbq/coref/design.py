@@ -1,7 +1,8 @@
 """The pair scores of a `DOMAIN CLUSTER` relation as a linear model: fixed part plus learnable weights.
 
 A cluster rule's grounding is one candidate pair. Rules with a constant or ``= expr`` weight add
-a fixed amount to the pair's score; a rule with a learnable weight (``WEIGHT ?``, ``WEIGHT
+a fixed amount to the pair's score (a ``WEIGHT MODEL`` rule the stored pair model's match weight of
+the two records, `pdbq.coref.model_rules`); a rule with a learnable weight (``WEIGHT ?``, ``WEIGHT
 ?(syms)``, optionally ``* feature``) adds θ_k · f, where k is the rule (and, for a tied rule, its
 tying value) and f the grounding's feature (1 without ``* feature``; a NULL feature is 0: no
 evidence). So for the unique candidate pairs p,
@@ -30,6 +31,7 @@ from sqlglot import exp
 from pdbq.catalog.names import normalize
 from pdbq.catalog.weights import latest_values
 from pdbq.coref.layout import PairGraph, pair_graph
+from pdbq.coref.model_rules import ModelRuleScores, score_model_rule
 from pdbq.errors import GroundingError, LearningError
 from pdbq.grounding.compile import compile_rule, observed_columns
 from pdbq.grounding.fingerprint import definition_hash
@@ -60,6 +62,8 @@ class ClusterDesign:
     values: np.ndarray
     groundings: np.ndarray
     count: int  # groundings read (all rules)
+    # the `WEIGHT MODEL` rules' scored pairs, with the stored model (name, version) that answered
+    models: tuple[ModelRuleScores, ...] = ()
 
     @property
     def n(self) -> int:
@@ -143,9 +147,16 @@ def cluster_design(
             f"the rules over cluster relation '{v.name}' yield {count:,} candidate pairs, above max_pairs = {max_pairs:,}; "
             "narrow the pairs' blocking or raise max_pairs (WITH (max_pairs = ...))"
         )
+    models: list[ModelRuleScores] = []
     for rule, c, sel in compiled:
         g = sel.subquery("g")
-        if is_learnable(rule):
+        if rule.weight.kind is WeightKind.MODEL:
+            q = (exp.select(lo.as_(ident("a")), hi.as_(ident("b"))).distinct().from_(g)
+                 .where(exp.NEQ(this=col("v0"), expression=col("v1"))).order_by(ident("a"), ident("b")))
+            res = con.execute(sql_text(q)).fetchnumpy()
+            models.append(score_model_rule(con, rule, v.columns[0], map_name, np.asarray(res["a"], np.int64),
+                                           np.asarray(res["b"], np.int64)))
+        elif is_learnable(rule):
             f = col("f") if rule.weight.expression is not None else exp.Literal.number(1)
             tie = tie_json(c.tie_columns) if c.tie_columns else exp.Cast(this=exp.null(), to=exp.DataType.build("VARCHAR"))
             q = (
@@ -192,11 +203,14 @@ def cluster_design(
             raise GroundingError(f"a rule over cluster relation '{v.name}' gives a NULL or non-finite weight to some pair")
     # the unique pairs of every rule, in (a, b) order
     all_keys = [fa * n + fb] + [la * n + lb for _, _, la, lb, _, _, _ in learn]
+    all_keys += [m.scores.a * n + m.scores.b for m in models]
     pkey = np.unique(np.concatenate(all_keys)) if all_keys else np.zeros(0, np.int64)
     a, b = (pkey // n, pkey % n) if n else (pkey, pkey)
     offset = np.zeros(pkey.size)
     if fa.size:
         np.add.at(offset, np.searchsorted(pkey, fa * n + fb), fw)
+    for m in models:  # a stored pair model's match weight, in nats
+        np.add.at(offset, np.searchsorted(pkey, m.scores.a * n + m.scores.b), m.nats)
     weights: list[tuple[str, str | None]] = []
     values: list[float] = []
     groundings: list[int] = []
@@ -218,5 +232,5 @@ def cluster_design(
         keys=keys, a=a.astype(np.int64), b=b.astype(np.int64), offset=offset,
         gp=cat(gp, np.int64), gk=cat(gk, np.int64), gx=cat(gx, np.float64),
         weights=tuple(weights), values=np.asarray(values, dtype=np.float64),
-        groundings=np.asarray(groundings, dtype=np.int64), count=count,
+        groundings=np.asarray(groundings, dtype=np.int64), count=count, models=tuple(models),
     )

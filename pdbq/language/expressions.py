@@ -99,8 +99,9 @@ class PdbqHead(exp.Expression):
 
 
 class PdbqWeight(exp.Expression):
-    """`this`: CONSTANT | LEARNABLE | TIED | EXPRESSION; `expression` the number or the expression;
-    `expressions` the tied symbols."""
+    """`this`: CONSTANT | LEARNABLE | TIED | EXPRESSION | MODEL; `expression` the number, the
+    expression or (MODEL) the stored pair model's name; `expressions` the tied symbols or (MODEL)
+    the records table."""
 
     arg_types = {"this": True, "expression": False, "expressions": False}
 

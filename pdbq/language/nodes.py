@@ -98,6 +98,7 @@ class WeightKind(enum.Enum):
     LEARNABLE = "learnable"  # WEIGHT ?
     TIED = "tied"  # WEIGHT ?(sym, ...): one learnable weight per distinct value of the symbols
     EXPRESSION = "expression"  # WEIGHT = expr: fixed weight per grounding from body symbols
+    MODEL = "model"  # WEIGHT MODEL 'name[@version]' ON records: a stored pair model's match weight (cluster rules)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,10 @@ class Weight:
     # EXPRESSION: DuckDB SQL over symbols; LEARNABLE/TIED: the feature the learnable weight
     # multiplies (`WEIGHT ? * expr`, `WEIGHT ?(sym) * expr`; None: 1), cluster rules only
     expression: str | None = None
+    # MODEL: the stored pair model ("name" = its latest version, "name@2") and the table or view
+    # holding the records it compares, keyed by the cluster relation's key column
+    model: str | None = None
+    records: str | None = None
 
 
 # ----------------------------------------------------------------------------- statements

@@ -473,6 +473,9 @@ def _create_rule(tree: px.PdbqCreateRule, chunk: Chunk, text: str) -> CreateRule
             symbols=tuple(s.name.lower() for s in weight_node.expressions or ()),
             expression=None if feature is None else _sql(_lower_columns(feature)),
         )
+    elif weight_node.this == "MODEL":
+        weight = Weight(WeightKind.MODEL, 1.0, model=weight_node.expression.this,
+                        records=weight_node.expressions[0].name)
     else:
         weight = Weight(WeightKind.EXPRESSION, 1.0, expression=_sql(_lower_columns(weight_node.expression)))
 

@@ -18,7 +18,8 @@ _NAME_TOKENS = NAME_TOKENS
 
 
 class WeightParsing:
-    """``WEIGHT number | ? [* feature] | ?(syms) [* feature] | = expr`` and ``p::`` (mixin)."""
+    """``WEIGHT number | ? [* feature] | ?(syms) [* feature] | = expr | MODEL 'name' ON records``
+    and ``p::`` (mixin)."""
 
     def _pdbq_parse_fact_probability(self) -> exp.Expr | None:
         """``p::`` before a head (ProbLog's probabilistic fact): the weight that gives the head
@@ -68,10 +69,32 @@ class WeightParsing:
                 self.raise_error("expected an expression after WEIGHT =", start or tok)
             self._pdbq_reject_in_rule(expr, start)
             return self.expression(PdbqWeight(this="EXPRESSION", expression=expr))
+        if tok.text.upper() == "MODEL" and self._next is not None and self._next.token_type in (
+                TokenType.STRING, *NAME_TOKENS):
+            return self._pdbq_parse_model_weight()
         value = self._pdbq_constant()
         if value is None or not (value.is_number or isinstance(value, exp.Neg)):
-            self.raise_error("expected a number, ?, ?(symbols) or = expression after WEIGHT", tok)
+            self.raise_error("expected a number, ?, ?(symbols) or = expression after WEIGHT (or, for a DOMAIN "
+                             "CLUSTER pair rule, MODEL 'name' ON records)", tok)
         return self.expression(PdbqWeight(this="CONSTANT", expression=value))
+
+    def _pdbq_parse_model_weight(self) -> exp.Expr:
+        """``MODEL 'name[@version]' ON records``: a stored pair model scores each grounding (a
+        DOMAIN CLUSTER pair) from the two records' fields in ``records``."""
+        self._advance()  # MODEL
+        tok = self._curr
+        if tok.token_type == TokenType.STRING:
+            self._advance()
+            ref = tok.text
+        else:
+            ref = self._pdbq_name("a stored pair model's name after WEIGHT MODEL").name
+        if not ref.strip():
+            self.raise_error("WEIGHT MODEL needs a stored pair model's name, e.g. WEIGHT MODEL 'people@1' ON people", tok)
+        if not self._match(TokenType.ON):
+            self.raise_error(f"expected ON <records table> after WEIGHT MODEL '{ref}' (the table or view holding "
+                             "the records the model compares)", self._curr or tok)
+        records = self._pdbq_name("the records table after WEIGHT MODEL ... ON")
+        return self.expression(PdbqWeight(this="MODEL", expression=exp.Literal.string(ref), expressions=[records]))
 
     def _pdbq_parse_feature(self) -> exp.Expr | None:
         """``* expr`` after ``?`` / ``?(syms)``: the learnable weight multiplies this

@@ -339,7 +339,7 @@ def _current_hashes(con: duckdb.DuckDBPyConnection, catalog: Catalog) -> dict[st
 
 def show_learned_weights(con: duckdb.DuckDBPyConnection, catalog: Catalog) -> pa.Table:
     """SHOW WEIGHTS: rule, weight text, tie, value, stderr, groundings, version."""
-    return show_weights(con, _current_hashes(con, catalog))
+    return show_weights(con, _current_hashes(con, catalog), catalog.rules())
 
 
 def show_learning_calibration(con: duckdb.DuckDBPyConnection) -> pa.Table:

@@ -30,7 +30,7 @@ import sqlglot
 from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
-from pdbq.coref.ground import drop_map, ground_cluster, map_table
+from pdbq.coref.ground import design, drop_map, map_table
 from pdbq.distributed.config import MAX_PARTITIONS, MAX_ROUNDS
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.store import col, ident, sql_text, table_ref
@@ -223,8 +223,11 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
             v = variables[relation]
             if relation not in grounded:  # two aliases of one relation share its grounding
                 t0 = time.perf_counter()
-                grounded[relation] = ground_cluster(con, v, variables, rules, max_pairs)[:2]
+                d = design(con, v, variables, rules, max_pairs)
+                grounded[relation] = (np.asarray(d.keys), d.graph())
                 diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
+                if d.models:  # which stored pair model (name@version) answered each WEIGHT MODEL rule
+                    diag[f"{alias}.pair_models"] = {m.rule: f"{m.name}@{m.version}" for m in d.models}
             keys, graph = grounded[relation]
             diag[f"{alias}.mentions"] = int(keys.size)
             diag[f"{alias}.candidate_pairs"] = graph.n_pairs
