@@ -11,7 +11,7 @@ import pytest
 
 import pdbq
 from pdbq.coref.ground import design, drop_map
-from pdbq.errors import CatalogError, GroundingError
+from pdbq.errors import CatalogError, GroundingError, InferenceError
 from pdbq.linkage import dedupe
 
 PEOPLE = [
@@ -101,3 +101,37 @@ def test_bad_model_rules_change_nothing(db):
         db.execute("SELECT e.pid, MAP(e) FROM entity e")
     left = db.duckdb.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
     assert not [t for (t,) in left if t.startswith(("__pdbq_model", "__pdbq_cluster"))]
+
+
+def test_explain_match_rows_are_the_front_doors(db):
+    fit = dedupe("people", id="pid", fields=FIELDS, con=db, model_name="people")
+    db.execute(RULE.format(ref="'people'"))
+    r = db.execute("EXPLAIN MATCH entity (2, 1), (4, 5)")
+    got = r.arrow()
+    want = fit.explain(id_l=[2, 4], id_r=[1, 5])
+    assert set(got.column("rule").to_pylist()) == {"fs"} and set(got.column("model").to_pylist()) == {"people@1"}
+    for c in ("id_l", "id_r", "term", "level"):
+        assert got.column(c).to_pylist() == want.column(c).to_pylist(), c
+    for c in ("contribution", "match_weight"):
+        assert got.column(c).to_pylist() == pytest.approx(want.column(c).to_pylist(), abs=1e-12), c
+    assert got.schema.metadata == {b"unit": b"bits"}
+    everything = db.execute("EXPLAIN MATCH entity").arrow()
+    assert everything.num_rows == 36 * (len(FIELDS) + 1) and r.diagnostics["pair_models"] == {"fs": "people@1"}
+
+
+def test_explain_match_errors(db):
+    with pytest.raises(InferenceError, match="no rule over 'entity' is weighted by a stored pair model"):
+        db.execute("EXPLAIN MATCH entity")
+    dedupe("people", id="pid", fields=FIELDS, con=db, model_name="people")
+    db.execute(RULE.format(ref="people"))
+    with pytest.raises(CatalogError, match="no variable relation 'entiti'. Did you mean 'entity'"):
+        db.execute("EXPLAIN MATCH entiti")
+    with pytest.raises(InferenceError, match="no mention has key 99"):
+        db.execute("EXPLAIN MATCH entity (1, 99)")
+    with pytest.raises(InferenceError, match="'x' is not a key of type BIGINT"):
+        db.execute("EXPLAIN MATCH entity ('x', 2)")
+    db.duckdb.execute("DELETE FROM pairs WHERE a = 1 AND b = 9")
+    with pytest.raises(InferenceError, match=r"\(1, 9\) is not a candidate pair"):
+        db.execute("EXPLAIN MATCH entity (1, 9)")
+    with pytest.raises(pdbq.ParseError, match=r"a pair is two constant keys"):
+        db.execute("EXPLAIN MATCH entity (1)")

@@ -43,6 +43,7 @@ from pdbq.language.nodes import (
     Drop,
     ExportUai,
     ImportUai,
+    ExplainMatch,
     LearnWeights,
     PassThrough,
     ProbQuery,
@@ -267,6 +268,12 @@ class Database:
             return Result(table, connection=self._con, database=self)
         if isinstance(stmt, ProbQuery):
             return self._query(stmt, progress=progress, cancel=cancel)
+        if isinstance(stmt, ExplainMatch):
+            from pdbq.planning.coref_explain import explain_match  # noqa: PLC0415
+
+            with self.scratch():
+                answer = explain_match(self, stmt)
+            return Result(answer.table, answer.diagnostics, connection=self._con, database=self)
         raise PdbqError(f"this build of pdbq cannot run {type(stmt).__name__} statements")
 
     def _pass_through(self, stmt: PassThrough, *, last: bool, params: Any = None) -> Result | None:

@@ -297,9 +297,22 @@ class ExportUai:
     text: str = ""
 
 
-Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai, ExportUai]
+@dataclass(frozen=True)
+class ExplainMatch:
+    """EXPLAIN MATCH relation [(key, key), ...]: per candidate pair of a DOMAIN CLUSTER relation
+    (all, or those listed; keys as SQL literal text) and field, the stored pair model's
+    comparison level and contribution (rules with WEIGHT MODEL)."""
+
+    relation: str
+    pairs: tuple[tuple[str, str], ...] = ()
+    text: str = ""
+
+
+Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai,
+                  ExportUai, ExplainMatch]
 
 __all__ = [
+    "ExplainMatch",
     "Semantics",
     "FactorFunction",
     "DomainKind",

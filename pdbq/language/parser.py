@@ -53,6 +53,7 @@ from pdbq.language.nodes import ANSWER_SOURCE, ExportUai, ImportUai, SaveAnswer,
 from pdbq.language.params import Params, bind_parameters
 from pdbq.language.split import Chunk, position, split_script
 from pdbq.language.wrappers import VIEW_ADVICE, UaiStatement, find_uai, find_wrapper
+from pdbq.language.explain_match import find_explain_match
 
 __all__ = ["parse_script", "parse_statement", "PLACEHOLDER_PREFIX"]
 
@@ -135,6 +136,14 @@ def _parse_one(text: str, chunk: Chunk, params: Params | None = None) -> Stateme
     uai = find_uai(chunk.tokens)
     if uai is not None:
         return _uai(uai, text, chunk, params)
+    match = find_explain_match(chunk.tokens, chunk.sql)
+    if isinstance(match, tuple):
+        message, tok = match
+        raise _error_at(message, text, tok.start, max(1, tok.end - tok.start + 1))
+    if match is not None:
+        if params is not None:
+            raise ParseError("EXPLAIN MATCH takes no parameters", line=chunk.line, col=chunk.col, text=text)
+        return match
     words = [t.text.upper() for t in chunk.tokens]
     if words in (["SHOW", "TABLES"], ["SHOW", "ALL", "TABLES"]):
         # DuckDB's listing without pdbq's own storage tables (`Database` filters them)
