@@ -91,7 +91,9 @@ def explain_match(db, stmt: ExplainMatch) -> QueryAnswer:
                                                        "id_r": np.asarray(right, dtype=ids.dtype)[keep]}))
         head = {"rule": pa.array([m.rule] * t.num_rows, pa.string()),
                 "model": pa.array([f"{m.name}@{m.version}"] * t.num_rows, pa.string())}
-        tables.append(pa.table({**head, **{c: t.column(c) for c in t.column_names}}))
+        t = pa.table({**head, **{c: t.column(c) for c in t.column_names}, "__i": np.arange(t.num_rows)})
+        # pairs in key order, each pair's terms in the model's field order (the constant last)
+        tables.append(t.sort_by([("id_l", "ascending"), ("id_r", "ascending"), ("__i", "ascending")]).drop(["__i"]))
     if stmt.pairs and not found.all():
         j = int(np.flatnonzero(~found)[0])
         raise InferenceError(f"EXPLAIN MATCH {relation}: ({stmt.pairs[j][0]}, {stmt.pairs[j][1]}) is not a candidate "
