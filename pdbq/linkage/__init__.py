@@ -48,7 +48,7 @@ from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
-from pdbq.linkage.sources import cross_source, source_groups
+from pdbq.linkage.sources import cross_source, cross_source_prior, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
@@ -202,6 +202,10 @@ def dedupe(
             if link_only is not None:
                 scores = cross_source(con, link_only, scores)
                 n_pairs = int(scores.a.size)
+                if stored.get("used_model") is None and pair_model.source in ("em", "labels-pairs"):
+                    pair_model, scores, w = cross_source_prior(con, link_only, pair_model, scores,
+                                                               choice.recall if choice is not None else None)
+                    warnings.extend(w)
             lin = feats = None
             graph = scores.graph(records.n)
         else:

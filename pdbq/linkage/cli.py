@@ -100,8 +100,10 @@ def _print_model(res, show_levels: bool) -> None:
     if pm is None:
         return
     w = sys.stderr.write
+    what = ("P(a record of one source and one of the other match)" if "prior_all_pairs" in pm.diagnostics
+            else "P(two random records match)")
     w(f"pair model ({'estimated without labels' if pm.source == 'em' else 'fitted from labels'}; "
-      f"prior P(two random records match) = {pm.prior:.3g}):\n")
+      f"prior {what} = {pm.prior:.3g}):\n")
     for f in pm.fields:
         w(f"  {f.levels.describe()}{', term-frequency adjusted' if f.tf else ''}\n")
         if show_levels:
@@ -168,7 +170,8 @@ def _check_files(args) -> str | None:
             return problem
     if args.calibration and (problem := _check_out("--calibration", args.calibration, (".png", ".PNG"))):
         return problem
-    for value in (None if args.database else args.input, args.link):
+    # with --database, INPUT and --link may name its tables
+    for value in (None, None) if args.database else (args.input, args.link):
         if value and (problem := _check_input(value)):
             return problem
     return None
@@ -216,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             from pdbq.linkage.link import link  # noqa: PLC0415
 
             res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
-                       one_to_one=args.one_to_one, **kw)
+                       one_to_one=args.one_to_one, model=args.use_model, model_name=args.model, **kw)
         else:
             res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
         _write_extras(res, args)
@@ -301,8 +304,6 @@ def _check_model_args(args) -> None:
     for flag, value in (("--model", args.model), ("--use-model", args.use_model)):
         if value and not args.database:
             raise CorefInputError(f"{flag} needs --database FILE: the DuckDB file the pair models are stored in")
-        if value and args.link:
-            raise CorefInputError(f"{flag} is not available with --link yet")
 
 
 def _pair_ids(res, side: str) -> np.ndarray:

@@ -41,6 +41,7 @@ from sqlglot import exp
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import source_relation
 from pdbq.linkage import _write, dedupe
+from pdbq.linkage.stored import connection_of, stored_model
 
 __all__ = ["MODES", "link"]
 
@@ -80,7 +81,9 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
          mode: str = "link_only", sources: tuple[str, str] = ("left", "right"), output: str | Path | None = None,
          con: duckdb.DuckDBPyConnection | None = None, one_to_one: bool = False, **options):
     """Link the records of `left` to those of `right` (module docstring). `options`: the other
-    arguments of `pdbq.dedupe` (blocking, bias, max_pairs, nulls, config, probabilities).
+    arguments of `pdbq.dedupe` (blocking, bias, max_pairs, nulls, config, probabilities, and
+    `model=` / `model_name=` to score with / store a pair model in the database `con`; with a
+    stored `model` the fields may be left out).
     `one_to_one=True` (link_only only): each source is free of duplicates, so no cluster holds two
     records of one source (a hard constraint of MAP and the posterior sampler, module docstring).
     Returns a `DedupeResult` whose tables carry the source of each record."""
@@ -91,8 +94,16 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
                               "which the constraint would forbid joining")
     if len(sources) != 2 or sources[0] == sources[1]:
         raise CorefInputError(f"sources must be two different names, got {sources!r}")
-    if comparisons is None and not fields:
-        raise CorefInputError("give the fields to compare (fields=[...]) or explicit comparisons")
+    if comparisons is None and not fields and not isinstance(options.get("model"), str):
+        raise CorefInputError("give the fields to compare (fields=[...]), a stored model (model=...) or explicit "
+                              "comparisons")
+    con = connection_of(con)
+    model = options.get("model")
+    if con is None and (options.get("model_name") is not None or isinstance(model, str)):
+        what = f"model_name={options['model_name']!r}" if options.get("model_name") is not None else f"model={model!r}"
+        raise CorefInputError(f"{what} names a stored pair model: give the database that stores it (con=...)")
+    if comparisons is None and not fields and isinstance(model, str):
+        fields = [f.field for f in stored_model(con, model, None)[0].fields]  # the stored model's
     wanted = list(dict.fromkeys([c.field for c in comparisons] if comparisons else list(fields)))
     own = con is None
     con = duckdb.connect() if own else con

@@ -1,7 +1,11 @@
 """Records of several sources in one table: keep only the candidate pairs across sources.
 
 `pdbq.link` stacks its sources with a source column; under link_only, `dedupe` drops the
-within-source pairs with `cross_source` before clustering.
+within-source pairs with `cross_source` before clustering, and `cross_source_prior` re-estimates
+the match prior over the pairs that can match: λ = P(a record of one source and a record of the
+other are one entity), over the n_left × n_right cross-source pairs (each source being free of
+duplicates, no within-source pair matches), instead of the prior over all n(n−1)/2 pairs that
+deduplication uses.
 """
 
 from __future__ import annotations
@@ -9,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 from sqlglot import exp
 
+from pdbq.coref.estimate import refine_prior
 from pdbq.coref.model import MENTION, RECORDS, PairFeatures
-from pdbq.coref.pair_model import PairScores
+from pdbq.coref.pair_model import PairModel, PairScores
 
-__all__ = ["cross_source", "source_groups"]
+__all__ = ["cross_source", "cross_source_prior", "source_groups"]
 
 
 def _q(name: str) -> exp.Identifier:
@@ -37,3 +42,23 @@ def cross_source(con, column: str, pairs):
         return PairFeatures(pairs.a[keep], pairs.b[keep], pairs.x[keep], pairs.names)
     return PairScores(pairs.a[keep], pairs.b[keep], pairs.levels[keep], pairs.contributions[keep],
                       pairs.match_weight[keep], pairs.prior_bits)
+
+
+def cross_source_prior(con, column: str, model: PairModel, scores: PairScores,
+                       recall: float | None) -> tuple[PairModel, PairScores, list[str]]:
+    """(model, scores, warnings) with the prior re-estimated over the cross-source pairs
+    (module docstring): EM for λ with m and u fixed over the candidate pairs `scores` (already
+    cross-source) and the n_left × n_right pairs in all, blocking's `recall` (None: 1) counting
+    the matches it missed. The scores' match weights move by the change in log2 prior odds; the
+    model keeps the all-pairs prior in `diagnostics["prior_all_pairs"]`."""
+    q = exp.select(exp.func("count", exp.Star())).from_(RECORDS).group_by(exp.column(_q(column)))
+    sizes = np.asarray([r[0] for r in con.execute(q.sql(dialect="duckdb")).fetchall()], dtype=np.int64)
+    cross = int((int(sizes.sum()) ** 2 - int((sizes ** 2).sum())) // 2)
+    lam, ok = refine_prior(scores.match_weight - scores.prior_bits, cross, 1.0 if recall is None else recall, model.prior)
+    if not ok:
+        return model, scores, ["the match prior did not converge over the cross-source pairs; the prior over all "
+                               "pairs is kept"]
+    linked = PairModel(model.fields, lam, model.source, dict(model.diagnostics, prior_all_pairs=model.prior))
+    shift = linked.prior_bits - scores.prior_bits
+    return linked, PairScores(scores.a, scores.b, scores.levels, scores.contributions, scores.match_weight + shift,
+                              linked.prior_bits), []
