@@ -57,3 +57,14 @@ def test_pair_errors(db):  # noqa: F811
     with pytest.raises(pdbq.ParseError, match="with itself"):
         db.execute("SELECT PROB(a = a) FROM entity a")
     assert db.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__pdbq_cluster%'").fetchall() == [(0,)]
+
+
+def test_pair_estimates_insert_and_copy(db, tmp_path):  # noqa: F811
+    db.execute("CREATE TABLE probs(l BIGINT, r BIGINT, p DOUBLE, se DOUBLE)")
+    sql = ("SELECT a.id, b.id, PROB(a = b), STDERR(a = b) FROM entity a JOIN entity b ON a.id < b.id "
+           "JOIN pairs ON pairs.a = a.id AND pairs.b = b.id WITH (seed = 4, sweeps = 300)")
+    db.execute(f"INSERT INTO probs {sql}")
+    assert db.duckdb.execute("SELECT count(*), count(p), count(se) FROM probs").fetchall() == [(10, 10, 10)]
+    out = tmp_path / "probs.csv"
+    db.execute(f"COPY ({sql}) TO '{out}' (HEADER)")
+    assert len(out.read_text().splitlines()) == 11
