@@ -135,3 +135,17 @@ def test_explain_match_errors(db):
         db.execute("EXPLAIN MATCH entity (1, 9)")
     with pytest.raises(pdbq.ParseError, match=r"a pair is two constant keys"):
         db.execute("EXPLAIN MATCH entity (1)")
+
+
+def test_explain_match_rows_can_be_saved(db, tmp_path):
+    dedupe("people", id="pid", fields=FIELDS, con=db, model_name="people")
+    db.execute(RULE.format(ref="people"))
+    db.execute("CREATE TEMP TABLE why AS EXPLAIN MATCH entity")
+    sums = db.duckdb.execute("SELECT id_l, id_r, sum(contribution) - any_value(match_weight) FROM why "
+                             "GROUP BY id_l, id_r").fetchall()
+    assert len(sums) == 36 and max(abs(d) for *_, d in sums) < 1e-9  # the terms add up to the weight
+    out = tmp_path / "why.csv"
+    db.execute(f"COPY (EXPLAIN MATCH entity (1, 2)) TO '{out}' (HEADER)")
+    assert len(out.read_text().splitlines()) == 1 + len(FIELDS) + 1
+    with pytest.raises(pdbq.ParseError, match="a view cannot hold"):
+        db.execute("CREATE VIEW v AS EXPLAIN MATCH entity")

@@ -105,4 +105,4 @@ def test_fixtures_cover_every_statement_kind() -> None:
     for path in FIXTURES.glob("*.sql"):
         for sql, _ in read_pairs(path):
             kinds.add(type(parse_statement(sql)).__name__)
-    assert kinds == {"CreateVariable", "CreateRule", "Drop", "Show", "ProbQuery", "PassThrough", "ExplainMatch"}
+    assert kinds == {"CreateVariable", "CreateRule", "Drop", "Show", "ProbQuery", "PassThrough", "ExplainMatch", "SaveAnswer"}

@@ -294,7 +294,12 @@ class Database:
         from pdbq.planning.execute import execute_query  # noqa: PLC0415
 
         with self.scratch():
-            answer = execute_query(self, stmt.query, progress=progress, cancel=cancel)
+            if isinstance(stmt.query, ExplainMatch):
+                from pdbq.planning.coref_explain import explain_match  # noqa: PLC0415
+
+                answer = explain_match(self, stmt.query)
+            else:
+                answer = execute_query(self, stmt.query, progress=progress, cancel=cancel)
         rows = run_save(self, stmt, answer)
         # diagnostics (method, warnings) stay visible: INSERT's row count, else an empty result
         table = pa.table({"Count": [rows[0][0]]}) if rows and len(rows[0]) == 1 and stmt.kind.value == "INSERT" else pa.table({})

@@ -267,11 +267,12 @@ ANSWER_SOURCE = "__pdbq_answer__"
 class SaveAnswer:
     """``CREATE TABLE t AS``, ``INSERT INTO t`` or ``COPY (...) TO`` with a probabilistic query as
     the source: pdbq answers ``query``, then DuckDB runs ``outer``, the statement as written with
-    the query replaced by ``SELECT * FROM __pdbq_answer__`` (`ANSWER_SOURCE`). ``tree`` is
-    ``outer`` as a sqlglot tree (do not mutate; copy)."""
+    the query replaced by ``SELECT * FROM __pdbq_answer__`` (`ANSWER_SOURCE`); ``query`` may also
+    be an `ExplainMatch` (its rows saved). ``tree`` is ``outer`` as a sqlglot tree (do not mutate;
+    copy)."""
 
     kind: SaveKind
-    query: ProbQuery
+    query: ProbQuery | ExplainMatch
     outer: str
     text: str = ""
     tree: exp.Expression | None = field(default=None, compare=False, hash=False, repr=False)

@@ -40,6 +40,7 @@ from pdbq.language.nodes import (
     Method,
     OptionValue,
     PassThrough,
+    ExplainMatch,
     ProbQuery,
     Semantics,
     Show,
@@ -188,14 +189,22 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
     inner_text = text[first.start : last.end + 1]
     line, col = position(text, first.start)
     inner = Chunk(inner_text, first.start, line, col, tokens=tuple(tokens[wrapper.start : wrapper.end]))
-    tree = _run_parser(text, inner)
-    if not isinstance(tree, px.PdbqQuery) or tree.args.get("explain"):
-        raise ParseError("expected a probabilistic SELECT here", line=line, col=col, text=text)
-    if params is not None:
-        tree = bind_parameters(tree, params, where=wrapper.kind)
+    match = find_explain_match(inner.tokens, inner_text)
+    if isinstance(match, tuple):
+        raise _error_at(match[0], text, match[1].start, max(1, match[1].end - match[1].start + 1))
+    if match is not None:
+        if params is not None:
+            raise ParseError("EXPLAIN MATCH takes no parameters", line=line, col=col, text=text)
+        query: ProbQuery | ExplainMatch = match
     else:
-        _check_unbound(tree, text, inner)
-    query = _prob_query(tree, text, inner)
+        tree = _run_parser(text, inner)
+        if not isinstance(tree, px.PdbqQuery) or tree.args.get("explain"):
+            raise ParseError("expected a probabilistic SELECT here", line=line, col=col, text=text)
+        if params is not None:
+            tree = bind_parameters(tree, params, where=wrapper.kind)
+        else:
+            _check_unbound(tree, text, inner)
+        query = _prob_query(tree, text, inner)
     chunk_end = tokens[-1].end + 1
     # The statement as written with the query swapped for a constant stand-in (no user values are
     # pasted); sqlglot then parses it into the tree the answer is substituted into.

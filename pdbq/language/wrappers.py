@@ -1,8 +1,8 @@
 """Statements around a probabilistic query, and the UAI statements, recognised from tokens.
 
 ``CREATE [OR REPLACE] [TEMP] TABLE t AS <query>``, ``INSERT INTO t [(cols)] <query>`` and
-``COPY (<query>) TO 'file' (...)`` whose ``<query>`` uses PROB/DIST/MAP/STDERR (or GIVEN/USING)
-become `SaveAnswer`: the inner query is parsed like any probabilistic query, the statement
+``COPY (<query>) TO 'file' (...)`` whose ``<query>`` uses PROB/DIST/MAP/STDERR (or GIVEN/USING),
+or is an ``EXPLAIN MATCH`` statement, become `SaveAnswer`: the inner query is parsed like any probabilistic query, the statement
 around it by sqlglot with the query replaced by ``SELECT * FROM __pdbq_answer__``.
 ``CREATE VIEW`` over such a query is refused (`view_error`): a DuckDB view is re-evaluated by
 DuckDB, which cannot run pdbq's inference, and a silently materialised "view" would go stale.
@@ -20,7 +20,7 @@ from sqlglot.tokens import Token, TokenType
 
 from pdbq.language.dialect import looks_probabilistic
 
-__all__ = ["Wrapper", "find_wrapper", "UaiStatement", "find_uai", "VIEW_ADVICE"]
+__all__ = ["Wrapper", "find_wrapper", "is_explain_match", "UaiStatement", "find_uai", "VIEW_ADVICE"]
 
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
@@ -77,7 +77,12 @@ def _is_query_start(tokens: Sequence[Token], i: int) -> bool:
     # a loop, not recursion: a thousand nested parentheses are valid SQL
     while tokens[i].token_type == TokenType.L_PAREN and i + 1 < len(tokens):
         i += 1
-    return tokens[i].token_type in _QUERY
+    return tokens[i].token_type in _QUERY or is_explain_match(tokens, i)
+
+
+def is_explain_match(tokens: Sequence[Token], i: int) -> bool:
+    """Whether ``EXPLAIN MATCH`` starts at tokens[i] (its rows can be saved like a query's)."""
+    return (i + 1 < len(tokens) and _word(tokens[i]) == "EXPLAIN" and _word(tokens[i + 1]) == "MATCH")
 
 
 def find_wrapper(tokens: Sequence[Token]) -> Wrapper | None:
@@ -115,7 +120,12 @@ def find_wrapper(tokens: Sequence[Token]) -> Wrapper | None:
         close = _matching(tokens, 1)
         if close > 2:
             found = Wrapper("COPY", 2, close)
-    if found is None or not looks_probabilistic(tokens[found.start : found.end]):
+    if found is None:
+        return None
+    inner = found.start
+    while tokens[inner].token_type == TokenType.L_PAREN and inner + 1 < found.end:
+        inner += 1
+    if not (is_explain_match(tokens, inner) or looks_probabilistic(tokens[found.start : found.end])):
         return None
     # `AS (SELECT ... GIVEN ...)`: the parentheses stay in the outer statement
     while (tokens[found.start].token_type == TokenType.L_PAREN

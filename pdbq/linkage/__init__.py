@@ -200,12 +200,8 @@ def dedupe(
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
             if link_only is not None:
-                scores = cross_source(con, link_only, scores)
-                n_pairs = int(scores.a.size)
-                if stored.get("used_model") is None and pair_model.source in ("em", "labels-pairs"):
-                    pair_model, scores, w = cross_source_prior(con, link_only, pair_model, scores,
-                                                               choice.recall if choice is not None else None)
-                    warnings.extend(w)
+                pair_model, scores, n_pairs = _cross_pairs(con, link_only, pair_model, scores, choice,
+                                                           stored.get("used_model") is None, warnings)
             lin = feats = None
             graph = scores.graph(records.n)
         else:
@@ -274,6 +270,18 @@ def _check_fields(fields, comparisons) -> None:
     twice = next((f for i, f in enumerate(fields) if f in fields[:i]), None)
     if twice is not None:  # its evidence would be counted twice
         raise CorefInputError(f"field {twice!r} is listed twice in fields={list(fields)}")
+
+
+def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings):
+    """link_only: (model, the cross-source candidate pairs' scores, their count), the prior
+    re-estimated over the cross-source pairs when the model's prior is refined at all (not a
+    stored model re-used as stored: `pdbq.linkage.sources.cross_source_prior`)."""
+    scores = cross_source(con, column, scores)
+    if refine and pair_model.source in ("em", "labels-pairs"):
+        pair_model, scores, w = cross_source_prior(con, column, pair_model, scores,
+                                                   choice.recall if choice is not None else None)
+        warnings.extend(w)
+    return pair_model, scores, int(scores.a.size)
 
 
 def _resolve(con, graph, config, source, ids, warnings):
