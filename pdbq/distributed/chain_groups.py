@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pdbq.distributed.chains import ChainJob
+from pdbq.distributed.chain_job import ChainJob
 from pdbq.errors import InferenceError
 from pdbq.inference.mcmc.gibbs import Moves, StartedRun, start_chains
 from pdbq.inference.moves.cutset import cutset_plan

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from pdbq.distributed.chain_groups import SegmentReport, SegmentTask, group_segment, release_groups, whole
+from pdbq.distributed.chain_job import ChainJob, nbytes
 from pdbq.distributed.cluster import dask_module, lost, open_client, scheduler_address
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
@@ -259,7 +260,6 @@ def run_chain_rounds(
     ends the run (module docstring). Returns the answer (a `MixingResult` with mixing moves)
     and the run's counts as a dict for `chains.DaskRun`. Arguments as in `chains.run_chains`;
     ``on_round(info)`` after every booked round (it may raise to cancel the run)."""
-    from pdbq.distributed.chains import ChainJob, _nbytes  # noqa: PLC0415 - chains imports this module
 
     config = config.check()
     t0 = time.perf_counter()
@@ -319,5 +319,5 @@ def run_chain_rounds(
     counts = dict(scheduler=address, dask_workers=n_workers, groups=len(groups), chains=config.chains,
                   rounds=seg.count, wall=seg.wall, compute_max=seg.compute_max, compute_sum=seg.compute_sum,
                   scatter=scatter, reruns=seg.reruns, bytes_gathered=seg.bytes_gathered, start=start,
-                  replayed=seg.replayed, late=run.late, bytes_scattered=_nbytes(job) * max(n_workers, 1))
+                  replayed=seg.replayed, late=run.late, bytes_scattered=nbytes(job) * max(n_workers, 1))
     return r, counts

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pdbq.distributed.chain_job import ChainJob, nbytes
 from pdbq.distributed.cluster import open_client, run_round, scheduler_address
 from pdbq.errors import OptionError
 from pdbq.graph.layout import FactorGraph, validate
@@ -44,21 +45,6 @@ from pdbq.inference.moves.cutset import cutset_plan
 from pdbq.inference.moves.mixing import run_mixing
 
 __all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "fixed_length"]
-
-
-class ChainJob(NamedTuple):
-    """What every chain group of one answer needs: scattered to each worker once."""
-
-    graph: FactorGraph
-    targets: np.ndarray  # int64 graph ids
-    sites: np.ndarray  # int32 sampled variables
-    selection: tuple[np.ndarray, np.ndarray] | None  # QAM's alias table over the sites
-    config: GibbsConfig  # the whole run's (chains: all of them)
-    mixing: MixingConfig | None  # None: single-site chains
-    blocks: list | None  # the blocks of block moves, built once on the client
-    kernel: KernelGraph  # the kernel arrays, derived once on the client (cheaper to ship than to derive again)
-    sweeps: int = 1  # single-site passes per mixing cycle (AUTO's domain blocks: `domains.sweeps_per_cycle`)
-    cutset: Any = None  # a `cutset.Cutset`: cutset sampling's sweeps (targets: the sampled ones, sites: every free variable)
 
 
 class GroupTask(NamedTuple):
@@ -131,17 +117,6 @@ def check_groups(config: GibbsConfig, workers: int) -> None:
     if workers > config.chains:
         raise OptionError(f"workers = {workers} needs at least as many chains, got chains = {config.chains}: "
                           "each worker runs whole chains")
-
-
-def _nbytes(x: object) -> int:
-    """Array bytes inside nested tuples/lists/dataclasses (what crosses the network, roughly)."""
-    if isinstance(x, np.ndarray):
-        return int(x.nbytes)
-    if isinstance(x, (tuple, list)):
-        return sum(_nbytes(v) for v in x)
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return sum(_nbytes(getattr(x, f.name)) for f in dataclasses.fields(x))
-    return 0
 
 
 def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
@@ -223,5 +198,5 @@ def run_chains(
     pooled = pool_groups(graph, config, parts)
     secs = [g.seconds for g in results]
     run = DaskRun(address, n_workers, len(tasks), config.chains, 1, done.wall, max(secs), float(sum(secs)), scatter,
-                  done.reruns, _nbytes(job) * max(n_workers, 1), _nbytes(parts), start)
+                  done.reruns, nbytes(job) * max(n_workers, 1), nbytes(parts), start)
     return pooled, parts, run
