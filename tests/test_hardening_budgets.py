@@ -167,3 +167,35 @@ def test_cancel_stops_anneal_of_a_huge_fixed_length():
         finally:
             timer.cancel()
         assert time.perf_counter() - t0 < 1 + SLACK
+
+
+@pytest.mark.parametrize("stop", ["cancel", "time_limit"])
+def test_a_huge_fixed_tempered_run_with_jumps_and_blocks_ends_promptly(stop):
+    # a cycle of this tiny model is a dozen updates, so one round (up to 2^20 updates) is ~10^5
+    # cycles of Python: minutes, with the cancel checked only between rounds (found by the fuzzer)
+    import threading
+
+    from fuzz_corpus import fresh_db
+
+    from pdbq.progress import CancelToken, Cancelled
+
+    moves = "tempering = 2, jumps = 2, blocks = 'auto'"
+    db = fresh_db()
+    try:
+        db.execute(f"SELECT PROB(s) FROM smokes s USING GIBBS WITH (seed = 5, steps = 200, {moves})")  # compiled
+        token = CancelToken()
+        timer = threading.Timer(1.0, token.cancel)
+        t0 = time.perf_counter()
+        if stop == "cancel":
+            timer.start()
+            with pytest.raises(Cancelled):
+                db.execute(f"SELECT PROB(s) FROM smokes s USING GIBBS WITH (seed = 5, steps = 99999999999, {moves})",
+                           cancel=token)
+        else:
+            rows = db.execute(f"SELECT PROB(s) FROM smokes s USING GIBBS WITH (seed = 5, steps = 99999999999, "
+                              f"time_limit = 1, {moves})").fetchall()
+            assert len(rows) == 5
+        timer.cancel()
+        assert time.perf_counter() - t0 < 1 + SLACK
+    finally:
+        db.close()

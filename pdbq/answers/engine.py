@@ -348,7 +348,7 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
         cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
                        lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
         r = run_cutset(graph, query, config, cutset=cs, on_round=run_kw["on_round"], kernel=graph_kernel,
-                       deadline=deadline)
+                       deadline=deadline, poll=run_kw["poll"])
         return r, describe_cutset(r), None
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
         moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
@@ -426,6 +426,7 @@ def answer(
     on_round: Callable[[RoundInfo, int | None, float | None], None] | None = None,
     memo: Memo | None = None,
     started: float | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> EngineAnswer:
     """Answer the query variables ``query`` (graph ids) of ``graph`` with ``method``.
 
@@ -435,7 +436,8 @@ def answer(
     (`pdbq.graph.cache.Memo`): AUTO's decision, exact results, the selection table and the kernel
     arrays are kept there, so the same query on the same graph again only samples. ``started``:
     the `time.perf_counter()` instant the query began (planning included); ``time_limit`` counts
-    from it, so the limit bounds the whole query (default: from this call).
+    from it, so the limit bounds the whole query (default: from this call). ``poll()``: called
+    about every 50 ms while sampling (a cancelled statement raises from it and ends the run).
     """
     t0 = time.perf_counter()
     refuse_inert(method, explicit)
@@ -516,7 +518,7 @@ def answer(
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
     t_sample = time.perf_counter()
-    run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel)
+    run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel, poll=poll)
     r, what, dask_run = _sample(graph, query, free_q, method, options, config, explicit, memo, deadline, run_kw,
                                 on_dask)
     if what:

@@ -103,7 +103,7 @@ def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool
     return answer(
         plan.graph, plan.local, method, plan.options, need_marginals=need_marginals, need_map=need_map,
         explicit=plan.explicit, on_round=_round_callback(progress, cancel, plan.options), memo=plan.memo,
-        started=started,
+        started=started, poll=None if cancel is None else (lambda: check_cancel(cancel)),
     )
 
 

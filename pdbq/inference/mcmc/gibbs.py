@@ -165,6 +165,10 @@ class MoveContext(NamedTuple):
     states: list  # list[ChainState], one per chain
     accs: list  # list[Accum], one per chain
     seed: int
+    # For a step whose one unit is long (many copies, a quench): call between its pieces, from
+    # any thread. True once the round must end (its deadline passed): return early, the round is
+    # discarded. Raises when the statement was cancelled (the run ends with that error).
+    stop: Callable[[], bool] | None = None
 
 
 class ChainMoves(NamedTuple):
@@ -379,8 +383,11 @@ class _Chains:
 
     def __init__(self, graph: FactorGraph, kg: KernelGraph, sched: Schedule, live: np.ndarray, kmax: int,
                  config: GibbsConfig, plan: RunPlan, moves: Moves, t0: float,
-                 on_round: Callable[[RoundInfo], None] | None):
+                 on_round: Callable[[RoundInfo], None] | None, poll: Callable[[], None] | None = None):
         self.graph, self.kg, self.config, self.plan, self.t0, self.on_round = graph, kg, config, plan, t0, on_round
+        self.poll = poll
+        self._round_stop: float | None = None  # the deadline of the round under way
+        self._stopped_early = False  # a move step returned early at it (`stop_now`)
         self.live, self.kmax = live, kmax
         chains = config.chains
         n_live = live.shape[0]
@@ -397,7 +404,8 @@ class _Chains:
         self.rcounts = np.zeros((chains, n_live), dtype=np.int64)
         self.accs = [Accum(tix, self.rsums[c], self.rcounts[c]) for c in range(chains)]
         self.step = (moves.start or _single_site)(
-            MoveContext(graph, kg, sched, self.states, self.accs, moves_seed(config.seed, config.first_chain)))
+            MoveContext(graph, kg, sched, self.states, self.accs, moves_seed(config.seed, config.first_chain),
+                        self.stop_now))
         # sized as the whole run's store (a group of its chains batches as the whole run does)
         store = BatchStore(chains, n_live, kmax, max_bytes=STORE_BYTES * chains // config.all_chains)
         self.pool = _Pool(_threads(config.threads, chains))
@@ -406,18 +414,31 @@ class _Chains:
         # round a run stops (a round cut short by the deadline is discarded).
         self.round_len = _whole(_round_length(plan.fixed, plan.steps, _sweep_equivalent(sched, live), n_live,
                                               2 * store.slots), unit)
-        self.chunk = (_whole(min(self.round_len, _FIRST_CHUNK), unit) if plan.stop_at is not None
-                      else self.round_len)
+        # chunks follow the clock when something must be checked within a round: a deadline, or
+        # a statement that may be cancelled (a fixed run's round can take minutes)
+        self.clocked = plan.stop_at is not None or poll is not None
+        self.chunk = _whole(min(self.round_len, _FIRST_CHUNK), unit) if self.clocked else self.round_len
         self.book = RunBook(graph, live, config, plan, constant, store, self.round_len)
 
     def _past_deadline(self) -> bool:
         return self.plan.stop_at is not None and time.perf_counter() >= self.plan.stop_at
 
+    def stop_now(self) -> bool:
+        """`MoveContext.stop`: polls a cancel (raises) and tells whether the round's deadline passed."""
+        if self.poll is not None:
+            self.poll()
+        if self._round_stop is not None and time.perf_counter() >= self._round_stop:
+            self._stopped_early = True
+            return True
+        return False
+
     def run_round(self, n: int, collect: bool, stop_at: float | None = None) -> int:
         """n updates of every chain; returns the updates made, fewer than n when the deadline
-        (``stop_at``, default the run's) came first (round incomplete)."""
+        (``stop_at``, default the run's) came first (round incomplete). ``poll`` is called
+        between chunks (about every `_CHUNK_SECONDS`): a cancel ends the run there."""
         graph, chains = self.graph, self.config.chains
         stop_at = self.plan.stop_at if stop_at is None else stop_at
+        self._round_stop, self._stopped_early = stop_at, False
         if graph.n_groups:  # re-derived each round: no drift from incremental updates
             for c in range(chains):
                 group_sums_into(graph, self.kg.tables, self.states[c].values, self.gsums[c])
@@ -430,14 +451,18 @@ class _Chains:
             tr = time.perf_counter()
             self.pool.map(self.step.advance, [(c, m, collect) for c in range(chains)])
             now = time.perf_counter()
+            if self._stopped_early:  # a move step stopped inside this chunk: the round is incomplete
+                return n - left
             left -= m
-            if stop_at is not None:
+            if self.poll is not None:
+                self.poll()
+            if self.clocked:
                 dt = now - tr
                 # chunks (not rounds) follow the clock, to check the deadline every ~50 ms
                 self.chunk = min(_whole(int(min(max(m * _CHUNK_SECONDS / max(dt, 1e-9), 1000), self.round_len)),
                                         self.unit), self.round_len)
-                if now >= stop_at and left > 0:
-                    return n - left
+            if stop_at is not None and now >= stop_at and left > 0:
+                return n - left
         return n
 
     def end_round(self, phase: str) -> None:
@@ -555,6 +580,7 @@ def run_gibbs(
     kernel: KernelGraph | None = None,
     deadline: float | None = None,
     moves: Moves = Moves(),
+    poll: Callable[[], None] | None = None,
 ) -> GibbsResult:
     """Estimate the marginals of ``targets`` by single-site Gibbs sampling.
 
@@ -569,9 +595,12 @@ def run_gibbs(
     ``moves``: what one step of a chain is (`Moves`; default single-site Gibbs updates);
     `mixing.run_mixing` passes block moves and replica exchange here, so rounds, stopping,
     estimates and warnings are the same for every move.
+    ``poll()``: called about every 50 ms of sampling (between chunks of a round, and by long
+    move steps); whatever it raises (a cancelled statement) ends the run. The sample sequence
+    does not depend on it.
     """
     started = start_chains(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=kernel,
-                           deadline=deadline, moves=moves)
+                           deadline=deadline, moves=moves, poll=poll)
     run = started.chains
     if run is None:
         return result_from_book(graph, started, None, None)
@@ -595,7 +624,8 @@ class StartedRun(NamedTuple):
 
 
 def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None, selection=None, on_round=None,
-                 kernel: KernelGraph | None = None, deadline: float | None = None, moves: Moves = Moves()) -> StartedRun:
+                 kernel: KernelGraph | None = None, deadline: float | None = None, moves: Moves = Moves(),
+                 poll: Callable[[], None] | None = None) -> StartedRun:
     """The checks and set-up of `run_gibbs` (same arguments): the chains made, started from
     their initial states, nothing run yet. Chain groups on Dask workers drive theirs round by
     round (`pdbq.distributed.chain_rounds`)."""
@@ -612,7 +642,7 @@ def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None
     chains = None
     if n_sites and live.shape[0]:
         kg = kernel if kernel is not None else prepare_kernel_graph(graph)
-        chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round)
+        chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round, poll)
     return StartedRun(config, checked, kmax_t, plan, chains, t0)
 
 

@@ -405,13 +405,14 @@ def run_cutset(
     deadline: float | None = None,
     collapsed: bool = True,
     naive: bool = False,
+    poll: Callable[[], None] | None = None,
 ) -> CutsetResult:
     """Estimate the marginals of ``targets`` by collapsed Gibbs on a cutset with the remainder
     answered exactly (module docstring). ``cutset``: one chosen earlier for this graph
     (`choose_cutset`, e.g. cached by a query engine), else chosen here with ``max_table`` and
     ``max_vars``. Other arguments as in `run_gibbs`; every free variable is sampled (a cutset
     sweep redraws the whole world). ``naive`` (tests only) is the broken sampler that ignores the
-    remainder in the cutset's conditionals."""
+    remainder in the cutset's conditionals. ``poll``: as in `run_gibbs`."""
     config = config.check()
     if kernel is None:
         validate(graph)
@@ -421,7 +422,7 @@ def run_cutset(
     plan = cutset_plan(graph, targets, cutset, kernel=kernel, collapsed=collapsed, naive=naive)
     if plan.sampled.size:
         r = run_gibbs(graph, plan.sampled, config, on_round=on_round, kernel=plan.kernel, deadline=deadline,
-                      moves=plan.moves)
+                      moves=plan.moves, poll=poll)
     else:
         r = run_gibbs(graph, np.zeros(0, dtype=np.int64), config, kernel=plan.kernel)
     return cutset_result(graph, plan, r)

@@ -187,11 +187,20 @@ class _Cycle:
 
     def advance(self, c: int, n: int, collect: bool) -> None:
         for _ in range(n // self.per_cycle):
-            self._cycle(c, collect)
+            if not self._cycle(c, collect):
+                return
 
-    def _cycle(self, c: int, collect: bool) -> None:
+    def _stop(self) -> bool:
+        # a cycle is K copies' sweeps plus quenches: on a large graph with many copies it is long
+        # enough that the deadline and a cancel must be checked inside it (the round is then dropped)
+        return self.ctx.stop is not None and self.ctx.stop()
+
+    def _cycle(self, c: int, collect: bool) -> bool:
+        """One cycle of chain ``c``; False when it stopped early at the round's deadline."""
         g, kg, ctx = self.ctx.graph, self.ctx.kernel, self.ctx
         acc = ctx.accs[c]
+        if self._stop():
+            return False
         if self.fused:
             st = self.copies[c][0]
             if g.n_groups:
@@ -199,8 +208,10 @@ class _Cycle:
             sweeps_and_passes(g, kg, st, ctx.sched, acc, self.unused, self.site_updates, collect, self.cg,
                               self.cl_rng[c : c + 1], self.cl_on[c], self.cl_scratch[c], self.fused)
             self.cycle_no[c] += 1
-            return
+            return True
         for k in range(self.K):
+            if k and self._stop():
+                return False
             st = self.copies[c][k]
             if g.n_groups:  # swaps exchange values, not group sums
                 group_sums_into(g, kg.tables, st.values, st.group_sums)
@@ -218,19 +229,23 @@ class _Cycle:
                              self.cl_on[c], self.cl_scratch[c])
         if self.K > 1:
             self._swaps(c)
-        if self.pool is not None:
-            self._jumps(c, collect)
+        if self.pool is not None and not self._jumps(c, collect):
+            return False
         self.cycle_no[c] += 1
+        return True
 
-    def _jumps(self, c: int, collect: bool) -> None:
+    def _jumps(self, c: int, collect: bool) -> bool:
+        """Harvest local modes (burn-in) and try jumps; False when stopped at the deadline."""
         g, kg = self.ctx.graph, self.ctx.kernel
         row = self.copies[c]
         if not collect and self.cycle_no[c] % HARVEST_EVERY == 0:
             for k in range(self.K):
+                if self._stop():
+                    return False
                 self.candidates[c].append(quench(g, kg, row[k].values, self.sites))
         js = self.js
         if js.n_modes < 2:
-            return
+            return True
         for k in range(self.K):
             j = c * self.K + k
             acc = jump_moves(g, kg, row[k].values, row[k].group_sums, float(self.betas[k]), js, self.jump_rng[j : j + 1],
@@ -238,6 +253,7 @@ class _Cycle:
             if k == 0:
                 self.r_jacc[c] += acc
                 self.r_jatt[c] += JUMP_TRIES
+        return True
 
     def _swaps(self, c: int) -> None:
         g, kg = self.ctx.graph, self.ctx.kernel
@@ -295,6 +311,7 @@ def run_mixing(
     blocks: list[Block] | None = None,
     deadline: float | None = None,
     sweeps: int = 1,
+    poll: Callable[[], None] | None = None,
 ) -> MixingResult:
     """Estimate the marginals of ``targets`` with Gibbs chains plus the moves of ``mixing``.
 
@@ -303,11 +320,12 @@ def run_mixing(
     Block moves need every factor as a table (`potentials.hyperedges`); a graph whose factors
     are too large raises `InferenceError` naming the factor. ``sweeps``: single-site passes per
     cycle with blocks or clusters (AUTO's domain blocks set it: `domains.sweeps_per_cycle`).
+    ``poll``: as in `run_gibbs`, also called inside long cycles.
     """
     setup = mixing_moves(graph, targets, config, mixing, sites=sites, kernel=kernel, blocks=blocks, deadline=deadline,
-                         sweeps=sweeps)
+                         sweeps=sweeps, poll=poll)
     r = run_gibbs(graph, targets, config, sites=sites, selection=selection, on_round=on_round, kernel=setup.kernel,
-                  deadline=deadline, moves=setup.moves)
+                  deadline=deadline, moves=setup.moves, poll=poll)
     return with_moves_report(r, mixing_report(setup, r.steps))
 
 
@@ -328,7 +346,7 @@ class MixingSetup(NamedTuple):
 
 def mixing_moves(graph: FactorGraph, targets, config: GibbsConfig, mixing: MixingConfig, *, sites=None,
                  kernel: KernelGraph | None = None, blocks: list[Block] | None = None, deadline: float | None = None,
-                 sweeps: int = 1) -> MixingSetup:
+                 sweeps: int = 1, poll: Callable[[], None] | None = None) -> MixingSetup:
     """The checks of `run_mixing` and its move step (blocks built here unless given), for
     `run_gibbs(..., moves=setup.moves, kernel=setup.kernel)`."""
     config = config.check()

@@ -387,7 +387,7 @@ def run_auto(
             r = chains(graph, targets, rest, cutset=moves.cutset, deadline=deadline, **kw)
         else:
             r = run_cutset(graph, targets, rest, cutset=moves.cutset, deadline=deadline, kernel=kw.get("kernel"),
-                           on_round=kw.get("on_round"))
+                           on_round=kw.get("on_round"), poll=kw.get("poll"))
         verdict = ("ended in a world a hard constraint forbids (a zero-probability wall)" if pilot is None
                    else f"did not mix (split R-hat {rhat:.3g})")
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict}: {describe_cutset(r)}"
