@@ -199,3 +199,26 @@ def test_a_huge_fixed_tempered_run_with_jumps_and_blocks_ends_promptly(stop):
         assert time.perf_counter() - t0 < 1 + SLACK
     finally:
         db.close()
+
+
+def test_an_in_process_cluster_runs_at_most_64_tasks_per_core(monkeypatch):
+    pytest.importorskip("distributed")
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pdbq.connect() as db:
+        db.execute(NAMES_CLUSTER_SQL)
+        with pytest.raises(OptionError, match="workers.*at most 128 .*in-process.*got 1,024"):
+            db.execute("SELECT MAP(e) FROM e USING ANNEAL WITH (workers = 1024, time_limit = 5)")
+
+
+def test_a_distributed_round_running_at_the_time_limit_is_cancelled():
+    # one round of 10^9 sweeps takes many minutes: the limit must end it, not wait for it
+    pytest.importorskip("distributed")
+    with pdbq.connect() as db:
+        db.execute(NAMES_CLUSTER_SQL)
+        t0 = time.perf_counter()
+        r = db.execute("SELECT MAP(e) FROM e USING ANNEAL WITH (workers = 2, sweeps = 1000000000, time_limit = 1)")
+        assert time.perf_counter() - t0 < 1 + SLACK
+        assert len(r.fetchall()) == 5
+        assert any("before the first of" in w and "starting one" in w for w in r.diagnostics["warnings"]), r.diagnostics

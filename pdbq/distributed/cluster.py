@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from pdbq.errors import InferenceError, PdbqError
+from pdbq.errors import InferenceError, OptionError, PdbqError
 
-__all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "scheduler_address"]
+__all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "RoundCut", "scheduler_address",
+           "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE"]
 
 
 def dask_module() -> Any:
@@ -39,6 +40,25 @@ def local_workers(partitions: int) -> int:
     return max(1, min(partitions, 2 * (os.cpu_count() or 1)))
 
 
+# Tasks per round on an in-process cluster, per core of this machine. Each task costs the
+# coordinator a few milliseconds per round (measured: 1,024 tasks of a 5-mention graph, one round
+# 6.5 s on 2 cores), and tasks beyond the cores only queue; this many still lets a run of a
+# 64-worker cluster be replayed on a 1-core machine (the answer depends on the partitions).
+LOCAL_PARTITIONS_PER_CORE = 64
+
+
+def check_local_partitions(workers: int) -> None:
+    """`OptionError` when ``workers`` tasks per round are more than an in-process cluster of
+    this machine runs sensibly (`LOCAL_PARTITIONS_PER_CORE` per core)."""
+    cores = os.cpu_count() or 1
+    top = LOCAL_PARTITIONS_PER_CORE * cores
+    if workers > top:
+        raise OptionError(f"option 'workers' must be at most {top:,} on this machine's in-process Dask cluster "
+                          f"({LOCAL_PARTITIONS_PER_CORE} per core, {cores} core(s): each is a task per round and "
+                          f"the cores run them in turn), got {workers:,}; give scheduler = 'tcp://host:port' to "
+                          "run more on a cluster")
+
+
 def open_client(client: Any, scheduler: str | None, processes: bool, workers: int,
                 timeout: float | None = None) -> tuple[Any, Callable[[], None]]:
     """(client, close): the caller's ``client`` (close does nothing), a client of the cluster at
@@ -58,6 +78,7 @@ def open_client(client: Any, scheduler: str | None, processes: bool, workers: in
             raise InferenceError(f"option 'scheduler': {scheduler!r} is not a scheduler address such as "
                                  f"'tcp://host:8786' ({exc})") from None
         return own, own.close
+    check_local_partitions(workers)
     cluster = dask.LocalCluster(n_workers=local_workers(workers), threads_per_worker=1, processes=processes,
                                 dashboard_address=":0", silence_logs=50)
     own = dask.Client(cluster)
@@ -83,6 +104,31 @@ def lost(exc: BaseException) -> bool:
     return isinstance(exc, (concurrent.futures.CancelledError, dask.KilledWorker, OSError, TimeoutError))
 
 
+class RoundCut(InferenceError):
+    """The deadline came while a round's tasks were running: they were cancelled and the round
+    has no result (the caller answers from its last finished round, or says why it cannot)."""
+
+
+_WAIT_MAX = 0.05  # seconds between looks at a running round's futures (the deadline, a cancel)
+
+
+def _wait(futures: list, deadline: float | None, poll: Callable[[], None] | None) -> bool:
+    """Until every future is done (True) or the ``deadline`` passes (False); ``poll()`` between
+    looks (a cancelled statement raises from it)."""
+    if deadline is None and poll is None:
+        return True  # gather waits
+    pause = 0.001
+    while not all(f.done() for f in futures):
+        if poll is not None:
+            poll()
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            return False
+        time.sleep(pause if left is None else min(pause, left))
+        pause = min(2 * pause, _WAIT_MAX)
+    return True
+
+
 class RoundRun(NamedTuple):
     """One gathered round: the tasks' results in submission order, the scattered data's
     futures (new ones when the round had to scatter again), how often the round was submitted
@@ -95,7 +141,8 @@ class RoundRun(NamedTuple):
 
 
 def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], list], tasks: list, key: str,
-              retries: int, what: str, placement: list[str | None] | None = None) -> RoundRun:
+              retries: int, what: str, placement: list[str | None] | None = None, *, deadline: float | None = None,
+              poll: Callable[[], None] | None = None) -> RoundRun:
     """Submit ``fn(*shared, task)`` for every task and gather them.
 
     One task per worker, round-robin: left to itself Dask may queue two tasks on one
@@ -105,7 +152,9 @@ def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], lis
     scattered data (``shared``), the data are scattered again (``scatter()``) and the whole round
     is submitted again, at most ``retries`` times; errors of the tasks' own code propagate
     unchanged. ``what`` names the round in the error. ``placement[i]``: the worker task i
-    prefers instead (one that holds its data), when it is still in the cluster.
+    prefers instead (one that holds its data), when it is still in the cluster. At ``deadline``
+    (a `time.perf_counter()` instant) the round's futures are cancelled and `RoundCut` raised;
+    ``poll()`` is called while waiting (whatever it raises cancels the futures and propagates).
     """
     t0 = time.perf_counter()
     attempt = 0
@@ -123,6 +172,14 @@ def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], lis
                           workers=where(i), allow_other_workers=True)
             for i, task in enumerate(tasks)
         ]
+        try:
+            finished = _wait(futures, deadline, poll)
+        except BaseException:
+            client.cancel(futures)
+            raise
+        if not finished:
+            client.cancel(futures)
+            raise RoundCut(f"{what} was still running at the deadline: its tasks were cancelled")
         try:
             return RoundRun(client.gather(futures), shared, attempt, time.perf_counter() - t0)
         except Exception as exc:

@@ -37,7 +37,7 @@ import numpy as np
 
 from pdbq.coref.contract import affine_groups, dense_groups
 from pdbq.coref.layout import PairGraph, validate_pair_graph
-from pdbq.distributed.cluster import open_client, run_round, scheduler_address
+from pdbq.distributed.cluster import RoundCut, open_client, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
 from pdbq.errors import InferenceError
@@ -145,15 +145,21 @@ def resolve_distributed(
     scheduler: str | None = None,
     processes: bool = False,
     on_round: Callable[[RoundStats, Any], None] | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> DistributedResult:
     """Annealed MAP clustering of ``g`` by map/redistribute rounds (module docstring), from
-    ``labels`` (default: singletons). ``on_round(stats, client)`` is called after each round."""
+    ``labels`` (default: singletons). ``on_round(stats, client)`` is called after each round.
+    ``config.time_limit`` is watched while a round runs too: the round under way at the limit is
+    cancelled and the answer is the last finished round's labels (``stopped_by_time``; no round
+    finished: the starting labels). ``poll()`` is called while waiting on a round (whatever it
+    raises, e.g. a cancelled statement, cancels the round and propagates)."""
     from pdbq.inference.coreference.resolve import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
 
     validate_pair_graph(g)
     config.check()
     n = g.indptr.shape[0] - 1
     t0 = time.perf_counter()
+    deadline = None if config.time_limit is None else t0 + config.time_limit
     current = np.arange(n, dtype=np.int64) if labels is None else dense_groups(labels)[0]
     client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
     stopped_by_time = False
@@ -167,7 +173,7 @@ def resolve_distributed(
         cooling = (config.min_temperature / config.temperature) ** (1.0 / max(config.rounds - 1, 1))
         temp = config.temperature
         for r in range(config.rounds + config.greedy_rounds):
-            if r and config.time_limit is not None and time.perf_counter() - t0 >= config.time_limit:
+            if deadline is not None and time.perf_counter() >= deadline:
                 stopped_by_time = True
                 break
             greedy = r >= config.rounds
@@ -186,14 +192,25 @@ def resolve_distributed(
             parts = deal_entities(current, config.workers, deal_rng, groups)
             redistribute = time.perf_counter() - t_deal
             t_round = time.perf_counter()
+            # the tasks' own deadline on the workers' clock: a running task Dask cancels does not stop
+            task_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [
                 RoundTask(r, p, part, current[part], config.steps_per_round, t, config.seed, config.hierarchy,
-                          config.sub_bias, config.p_new, config.p_split_merge)
+                          config.sub_bias, config.p_new, config.p_split_merge, task_deadline)
                 for p, part in enumerate(parts)
             ]
-            done = run_round(client, run_partition, [graph_future], lambda: client.scatter([g], broadcast=True, hash=False),
-                             tasks, f"pdbq-coref-{token}-r{r}", config.retries, f"distributed round {r}")
+            try:
+                done = run_round(client, run_partition, [graph_future],
+                                 lambda: client.scatter([g], broadcast=True, hash=False), tasks,
+                                 f"pdbq-coref-{token}-r{r}", config.retries, f"distributed round {r}",
+                                 deadline=deadline, poll=poll)
+            except RoundCut:  # the limit came first: this round is dropped, the last one's labels kept
+                stopped_by_time = True
+                break
             results, (graph_future,), reruns = done.results, done.shared, done.reruns
+            if any(res.cut for res in results):  # a task stopped at the limit: no round's result
+                stopped_by_time = True
+                break
             wall = time.perf_counter() - t_round
             check_partition(n, parts, results)
             before = int(counters[C_ACCEPTED])

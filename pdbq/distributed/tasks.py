@@ -19,7 +19,7 @@ from pdbq.coref.layout import PairGraph
 from pdbq.inference.coreference.entity_moves import new_scratch, run_moves, state_from_labels
 from pdbq.inference.coreference.hierarchy import LevelMoves, run_level
 
-__all__ = ["RoundTask", "PartitionResult", "round_stream", "run_partition", "local_round"]
+__all__ = ["RoundTask", "PartitionResult", "round_stream", "run_partition", "local_round", "timed_round"]
 
 
 class RoundTask(NamedTuple):
@@ -36,6 +36,9 @@ class RoundTask(NamedTuple):
     sub_bias: float
     p_new: float
     p_split_merge: float
+    # `time.time()` instant (the workers' clocks) at which the moves stop, the result then marked
+    # ``cut``: a cancelled Dask task that already runs is not stopped, so it stops itself
+    deadline: float | None = None
 
 
 class PartitionResult(NamedTuple):
@@ -43,6 +46,7 @@ class PartitionResult(NamedTuple):
     labels: np.ndarray  # int64 dense local labels, aligned with the task's mentions
     counters: np.ndarray  # int64[4] as in entity_moves (evaluations include the subgraph's reads)
     seconds: float  # compute time on the worker
+    cut: bool = False  # the deadline stopped the moves early: not a round's result
 
 
 def round_stream(seed: int, round_: int, partition: int) -> np.ndarray:
@@ -57,24 +61,44 @@ def run_partition(g: PairGraph, task: RoundTask) -> PartitionResult:
     lg, reads = subgraph(g, task.mentions)
     counters = np.zeros(4, np.int64)
     counters[0] += reads
-    labels = local_round(lg, task, counters)
-    return PartitionResult(task.partition, labels, counters, time.perf_counter() - t0)
+    labels, finished = timed_round(lg, task, counters)
+    return PartitionResult(task.partition, labels, counters, time.perf_counter() - t0, not finished)
+
+
+_CHUNK_SECONDS = 0.05  # with a deadline, the moves run in chunks of about this long
+_FIRST_CHUNK = 4096
 
 
 def local_round(lg: PairGraph, task: RoundTask, counters: np.ndarray) -> np.ndarray:
     """One round of moves on a partition's own graph ``lg`` (mention i of ``lg`` is
     ``task.mentions[i]``, labelled ``task.labels[i]``): its new dense local labels."""
+    return timed_round(lg, task, counters)[0]
+
+
+def timed_round(lg: PairGraph, task: RoundTask, counters: np.ndarray) -> tuple[np.ndarray, bool]:
+    """`local_round`, and False when ``task.deadline`` stopped the moves first (the labels are
+    then no round's result)."""
     n = task.mentions.shape[0]
     if n == 0:
-        return np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), True
     rng = round_stream(task.seed, task.round, task.partition)
     if task.hierarchy:
-        return _hierarchical_round(lg, task, rng, counters)
+        return _hierarchical_round(lg, task, rng, counters), True
     st = state_from_labels(task.labels)
     log = np.zeros(1)
-    run_moves(lg, st, new_scratch(lg), rng, task.steps, task.temperature, task.p_new, task.p_split_merge,
-              counters, log)
-    return st.label.astype(np.int64)
+    sc = new_scratch(lg)
+    left, chunk = task.steps, task.steps if task.deadline is None else _FIRST_CHUNK
+    while left > 0:
+        # chunks continue the same chain (state, stream and counters carry over): same labels
+        m = min(left, chunk)
+        t = time.perf_counter()
+        run_moves(lg, st, sc, rng, m, task.temperature, task.p_new, task.p_split_merge, counters, log)
+        left -= m
+        if task.deadline is not None and left > 0:
+            if time.time() >= task.deadline:
+                return st.label.astype(np.int64), False
+            chunk = max(_FIRST_CHUNK, int(m * _CHUNK_SECONDS / max(time.perf_counter() - t, 1e-9)))
+    return st.label.astype(np.int64), True
 
 
 def _hierarchical_round(lg: PairGraph, task: RoundTask, rng: np.ndarray, counters: np.ndarray) -> np.ndarray:

@@ -145,8 +145,14 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
     if dist.get("scheduler") is None and _shardable(graph, workers):
         return _resolve_sharded(graph, cfg, init, rounds + greedy)
     res = resolve_distributed(graph, cfg, labels=init, scheduler=dist.get("scheduler"))
-    warnings = (f"time_limit {config.time_limit:g} s reached after {len(res.rounds)} of {rounds + greedy} distributed "
-                "rounds: the clustering is the last round's",) if res.stopped_by_time else ()
+    warnings: tuple[str, ...] = ()
+    if res.stopped_by_time and res.rounds:
+        warnings = (f"time_limit {config.time_limit:g} s reached after {len(res.rounds)} of {rounds + greedy} "
+                    "distributed rounds: the clustering is the last finished round's",)
+    elif res.stopped_by_time:
+        warnings = (f"time_limit {config.time_limit:g} s reached before the first of {rounds + greedy} distributed "
+                    "rounds finished (it was cancelled): the clustering is the starting one, not a MAP estimate; "
+                    "raise time_limit or lower workers",)
     summary = {"mode": "dealt", **res.summary()}
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
                           res.accepted, res.seconds, warnings), summary
