@@ -18,7 +18,7 @@ import pytest
 import pdbq
 from pdbq.catalog.store import transaction
 from pdbq.errors import TimeLimitError
-from pdbq.planning.deadline import PlanningDeadline
+from pdbq.grounding.deadline import PlanningDeadline
 
 def chain_marginal(n: int, i: int, link: float, prior: float) -> float:
     """Exact P(x_i = 1) on the chain below (energies ±w), by forward-backward."""

@@ -29,7 +29,7 @@ from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, 
 from pdbq.errors import CatalogError, InferenceError, PdbqError, TimeLimitError
 from pdbq.grounding.variables import domain_index, keys_to_vids
 from pdbq.language.nodes import CreateVariable, DomainKind, Estimate, EstimateKind, GivenAtom, GivenQuery, Method
-from pdbq.planning.deadline import PREPARE_GRACE, PlanningDeadline
+from pdbq.grounding.deadline import PREPARE_GRACE, PlanningDeadline
 from pdbq.planning.evidence import EvidenceSet, python_literal, resolve_evidence
 from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
@@ -179,7 +179,7 @@ def _infer(
     variables = catalog.variables()
     rules = catalog.rules()
     con = db.duckdb
-    # a time_limit the caller set bounds planning too, as for SQL queries (pdbq.planning.deadline)
+    # a time_limit the caller set bounds planning too, as for SQL queries (pdbq.grounding.deadline)
     guard = None
     if opts.time_limit is not None:
         guard = PlanningDeadline(con, started=started, limit=opts.time_limit,

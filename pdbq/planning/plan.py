@@ -38,7 +38,7 @@ from pdbq.grounding.limits import GroundingConfig
 from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, var_table
 from pdbq.grounding.variables import relation_info, stored_evidence, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
-from pdbq.planning.deadline import PREPARE_GRACE, PlanningDeadline
+from pdbq.grounding.deadline import PREPARE_GRACE, PlanningDeadline
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
@@ -225,7 +225,7 @@ def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = No
     ``definitions``: the catalog's ``(variables, rules)`` when the caller just read them.
     ``started`` (`time.perf_counter`): when the query began. With it, a ``time_limit`` the user set
     bounds planning too: a step still running at the deadline is interrupted and rolled back, and
-    `pdbq.errors.TimeLimitError` names it (`pdbq.planning.deadline`)."""
+    `pdbq.errors.TimeLimitError` names it (`pdbq.grounding.deadline`)."""
     options = QueryOptions.from_pairs(stmt.options, getattr(db, "default_options", None))
     explicit = frozenset(name for name, _ in stmt.options)
     if stmt.tree is None:

@@ -1,4 +1,4 @@
-"""A query's ``time_limit`` over planning: grounding and graph building stop at the deadline.
+"""A statement's ``time_limit`` over planning and grounding: DuckDB statements stop at the deadline.
 
 Planning runs DuckDB statements (vid maps, fingerprints, frontier rounds, full grounding, the
 factor read) that no loop of ours can check while they run. `PlanningDeadline` watches the clock
