@@ -222,3 +222,30 @@ def test_a_distributed_round_running_at_the_time_limit_is_cancelled():
         assert time.perf_counter() - t0 < 1 + SLACK
         assert len(r.fetchall()) == 5
         assert any("before the first of" in w and "starting one" in w for w in r.diagnostics["warnings"]), r.diagnostics
+
+
+def test_learn_interrupts_a_grounding_still_running_at_its_time_limit():
+    # a million groundings take seconds to ground: the limit interrupts the grounding statement
+    from pdbq.errors import TimeLimitError
+
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE p AS SELECT * FROM range(1000000) r(i); "
+                   "CREATE TABLE ev AS SELECT i, i % 3 = 0 AS v FROM range(500000) r(i); "
+                   "CREATE TABLE e AS SELECT i AS a, i + 1 AS b FROM range(999999) r(i)")
+        db.execute("CREATE VARIABLE v(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM p) EVIDENCE (SELECT i, v FROM ev)")
+        db.execute("CREATE RULE r WEIGHT ? FUNCTION ISTRUE AS v(i) :- p(i); "
+                   "CREATE RULE q WEIGHT ? FUNCTION EQUAL AS v(a) = v(b) :- e(a, b)")
+        before = _weights(db)
+        t0 = time.perf_counter()
+        with pytest.raises(TimeLimitError, match="while grounding the model.*previous weights are kept"):
+            db.execute("LEARN WEIGHTS WITH (time_limit = 0.2, epochs = 1)")
+        assert time.perf_counter() - t0 < 0.2 + SLACK
+        assert _weights(db) == before
+        assert db.execute("SELECT count(*) FROM p").fetchone() == (1000000,)  # usable after the interrupt
+
+
+def test_a_holdout_evaluation_cut_by_the_time_limit_is_warned(learn_db):
+    r = learn_db.execute("LEARN WEIGHTS WITH (eval_steps = 1e12, holdout = 0.3, epochs = 2, time_limit = 1)")
+    assert r.fetchall()
+    assert any("holdout evaluation was cut short by time_limit" in w for w in r.diagnostics["warnings"]), \
+        r.diagnostics["warnings"]

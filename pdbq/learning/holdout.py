@@ -124,7 +124,13 @@ def evaluate_holdout(graph: FactorGraph, holdout: np.ndarray, truth: np.ndarray,
                     sites=sites)
     card = graph.cardinality[holdout].astype(np.int64)
     se = float(np.nanmax(res.stderr)) if res.stderr.size else 0.0
-    return calibration_report(res.marginals, truth.astype(np.int64), card, se, res.warnings)
+    warnings = tuple(res.warnings)
+    if res.batches is not None and res.batches.stopped_by == "time":
+        warnings = (f"the holdout evaluation was cut short by time_limit: it kept {res.steps:,} of the {steps:,} updates per "
+                    "chain eval_steps asks for, so its accuracy, log loss and calibration rest on fewer samples "
+                    "(largest standard error of a prediction "
+                    f"{se:.3g}); raise time_limit or lower eval_steps",) + warnings
+    return calibration_report(res.marginals, truth.astype(np.int64), card, se, warnings)
 
 
 def plot_calibration(report: HoldoutReport, path: str | os.PathLike[str] | None = None, *, title: str | None = None):

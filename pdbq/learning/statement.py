@@ -22,8 +22,9 @@ from sqlglot.errors import SqlglotError
 
 from pdbq.catalog.store import Catalog, transaction
 from pdbq.catalog.weights import ensure_learning_schema, next_version, record_version, show_calibration, show_weights
-from pdbq.errors import LearningError, OptionError, PdbqError
+from pdbq.errors import LearningError, OptionError, PdbqError, TimeLimitError
 from pdbq.graph.from_store import full_graph
+from pdbq.grounding.deadline import PlanningDeadline
 from pdbq.grounding.fingerprint import definition_hash
 from pdbq.grounding.variables import keys_to_vids, relation_info
 from pdbq.language.nodes import LearnMethod, LearnWeights, Show, WeightKind
@@ -152,7 +153,7 @@ def execute_learn(
     if config.gold is not None or "objective" in {k.lower() for k, _ in stmt.options}:
         raise OptionError("options 'gold' and 'objective' are for DOMAIN CLUSTER rules; FOR names none")
     names = _learnable_rules(catalog, stmt.rules)
-    graph, _vids, stats = full_graph(con, catalog.variables(), catalog.rules())
+    graph, stats = _ground(con, catalog, started, config.time_limit)
     spans = {name: (w0, w1) for name, w0, w1 in stats.weight_rules}
     mask = np.zeros(graph.weights.shape[0], dtype=bool)
     for name in names:
@@ -219,6 +220,36 @@ def execute_learn(
         "ece": pa.array([report.ece if report else None], pa.float64()),
     })
     return LearnOutcome(table, version, result, report, tuple(warnings))
+
+
+def _ground(con: duckdb.DuckDBPyConnection, catalog: Catalog, started: float, limit: float | None):
+    """The whole model's graph and grounding stats; with a ``limit`` (seconds from ``started``)
+    a grounding statement still running at the deadline is interrupted and rolled back, as a
+    query's planning is (`pdbq.grounding.deadline`): a `TimeLimitError`, the weights kept."""
+    if limit is None:
+        graph, _vids, stats = full_graph(con, catalog.variables(), catalog.rules())
+        return graph, stats
+    guard = PlanningDeadline(con, started=started, limit=limit, stage="grounding the model to learn from")
+    with guard:
+        try:
+            graph, _vids, stats = full_graph(con, catalog.variables(), catalog.rules())
+        except Exception as exc:
+            if not guard.fired:
+                raise
+            guard.handled = True
+            raise _grounding_timed_out(guard) from exc
+        if guard.fired:  # an interrupted statement's error was handled below: nothing to trust
+            guard.handled = True
+            raise _grounding_timed_out(guard)
+    return graph, stats
+
+
+def _grounding_timed_out(guard: PlanningDeadline) -> TimeLimitError:
+    elapsed = time.perf_counter() - guard.started
+    return TimeLimitError(f"time_limit {guard.limit:g} s ran out while {guard.stage} ({elapsed:.2f} s into LEARN "
+                          "WEIGHTS), before any epoch; the unfinished grounding was interrupted and rolled back and "
+                          "the previous weights are kept: raise time_limit (or ground the model first with "
+                          "Database.ground())", stage=guard.stage, elapsed=elapsed)
 
 
 def _learn_samplerank(graph, config: LearnConfig, mask: np.ndarray, on_epoch) -> SGDResult:
