@@ -249,3 +249,31 @@ def test_a_holdout_evaluation_cut_by_the_time_limit_is_warned(learn_db):
     assert r.fetchall()
     assert any("holdout evaluation was cut short by time_limit" in w for w in r.diagnostics["warnings"]), \
         r.diagnostics["warnings"]
+
+
+def test_choosing_blocks_on_a_large_grid_ends_at_the_time_limit_and_on_cancel():
+    # the global elimination order of a 110 x 110 grid (Python sets) takes minutes
+    import threading
+
+    from pdbq.progress import CancelToken, Cancelled
+
+    with pdbq.connect() as db:
+        _grid(db, 110)
+        db.execute("SELECT PROB(x) FROM v x WHERE x.i < 2 USING GIBBS WITH (steps = 10)")  # grounded and cached
+        t0 = time.perf_counter()
+        r = db.execute("SELECT PROB(x) FROM v x WHERE x.i < 2 USING GIBBS WITH (tempering = 2, blocks = 'auto', "
+                       "time_limit = 1)")
+        assert len(r.fetchall()) == 2
+        assert time.perf_counter() - t0 < 1 + SLACK
+        assert any("stopped choosing blocks" in w for w in r.diagnostics["warnings"]), r.diagnostics["warnings"]
+        token = CancelToken()
+        timer = threading.Timer(1.0, token.cancel)
+        timer.start()
+        t0 = time.perf_counter()
+        try:
+            with pytest.raises(Cancelled):
+                db.execute("SELECT PROB(x) FROM v x WHERE x.i < 2 USING GIBBS WITH (steps = 1000, blocks = 'auto')",
+                           cancel=token)
+        finally:
+            timer.cancel()
+        assert time.perf_counter() - t0 < 1 + SLACK

@@ -335,7 +335,7 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
         kept = memo.get(key) if memo is not None else None
         if kept is not None:
             return kept
-        made = block_set(graph, m, free_q, deadline)
+        made = block_set(graph, m, free_q, deadline, run_kw["poll"])
         if memo is not None and not getattr(made, "cut", False):  # a choice the clock cut is not kept
             memo.put(key, made, keep=_KEEP_SELECTIONS)
         return made

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,7 +79,7 @@ def interaction_scopes(graph: FactorGraph, evidence: np.ndarray | None = None) -
 
 def min_fill_order(
     scopes: Sequence[np.ndarray], cardinality: np.ndarray, *, stop_above: int | None = None,
-    last: Sequence[int] | np.ndarray | None = None,
+    last: Sequence[int] | np.ndarray | None = None, should_stop: Callable[[], bool] | None = None,
 ) -> EliminationOrder:
     """Greedy min-fill order (ties: smallest clique table) over the variables in ``scopes``.
 
@@ -89,12 +89,14 @@ def min_fill_order(
     them): a single query variable then has a root clique of its own, and its marginal needs
     the upward pass alone.
     Up to `MAX_DENSE` variables the numba kernel of `pdbq.inference.exact.min_fill_kernel` runs it.
+    ``should_stop()``: asked every `_CHECK_EVERY` eliminations beyond that (the set-based order
+    takes minutes on ten thousand variables); True stops the order, marked incomplete.
     """
     scopes = [s for s in scopes if len(s)]
     held = frozenset() if last is None else frozenset(int(v) for v in np.asarray(last, dtype=np.int64).ravel().tolist())
     if scopes and _n_vars(scopes) <= MAX_DENSE:
         return _min_fill_dense(scopes, cardinality, stop_above, held)
-    return _min_fill_sets(scopes, cardinality, stop_above=stop_above, held=held)
+    return _min_fill_sets(scopes, cardinality, stop_above=stop_above, held=held, should_stop=should_stop)
 
 
 def _n_vars(scopes: Sequence[np.ndarray]) -> int:
@@ -123,9 +125,12 @@ def _min_fill_dense(scopes: Sequence[np.ndarray], cardinality: np.ndarray, stop_
     )
 
 
+_CHECK_EVERY = 64
+
+
 def _min_fill_sets(
     scopes: Sequence[np.ndarray], cardinality: np.ndarray, *, stop_above: int | None = None,
-    held: frozenset = frozenset(),
+    held: frozenset = frozenset(), should_stop: Callable[[], bool] | None = None,
 ) -> EliminationOrder:
     """`min_fill_order` with Python sets and a heap (any number of variables)."""
     adj: dict[int, set[int]] = {}
@@ -170,6 +175,9 @@ def _min_fill_sets(
         cliques.append(clique)
         eliminated.add(v)
         if stop_above is not None and size > stop_above:
+            complete = False
+            break
+        if should_stop is not None and len(order) % _CHECK_EVERY == 0 and should_stop():
             complete = False
             break
         touched = set(nb)

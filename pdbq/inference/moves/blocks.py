@@ -40,6 +40,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -170,6 +171,7 @@ def build_blocks(
     within: np.ndarray | None = None,
     priority: np.ndarray | None = None,
     deadline: float | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> BlockList:
     """Blocks over the free variables (see the module docstring). ``max_vars`` caps a block's
     size; ``targets`` are seeded first. ``within`` (bool per variable): blocks hold and seed only
@@ -179,7 +181,9 @@ def build_blocks(
     variables not yet in a block is dropped (its seed is left to single-site moves), so a
     separator that every block must leave out does not breed near-identical blocks.
     ``deadline`` (a `time.perf_counter()` instant): growing blocks stops there, with the blocks
-    made so far (`BlockList.cut`); growth is Python, seconds on a few thousand variables."""
+    made so far (`BlockList.cut`); growth is Python, seconds on a few thousand variables, and the
+    global order minutes on ten thousand: a deadline that ends the order leaves no blocks (cut).
+    ``poll()`` is called as often (a cancelled statement raises from it)."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"blocks: the largest clique table must be at least 2 entries, got {max_table!r}")
     # a table beyond the memory left is never built: the blocks stay within what can be held
@@ -211,9 +215,19 @@ def build_blocks(
         # bounds their cliques as well (and costs only that subgraph)
         scopes = [s[keep[s]] for s in scopes if keep[s].any()]
     use_order = free.size <= global_order_limit
+
+    def should_stop() -> bool:
+        if poll is not None:
+            poll()
+        return deadline is not None and time.perf_counter() >= deadline
+
     order_info, multi = None, None
     if use_order:
-        info = min_fill_order(scopes, card)
+        info = min_fill_order(scopes, card, should_stop=should_stop)
+        if not info.complete:  # the deadline came first: nothing to build blocks from
+            out = BlockList()
+            out.cut = True
+            return out
         clique_of: dict[int, np.ndarray] = {int(v): c for v, c in zip(info.order.tolist(), info.cliques)}
         in_cliques: dict[int, list[int]] = {}
         for v, c in clique_of.items():
@@ -239,7 +253,7 @@ def build_blocks(
     for seed in seeds.tolist():
         if covered[seed]:
             continue
-        if deadline is not None and time.perf_counter() >= deadline:
+        if should_stop():
             cut = True
             break
         members = _grow(seed, nb, card, max_table, cap, covered, order_info, multi)

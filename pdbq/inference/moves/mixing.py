@@ -370,7 +370,7 @@ def mixing_moves(graph: FactorGraph, targets, config: GibbsConfig, mixing: Mixin
             mine = time.perf_counter() + config.time_limit
             until = mine if until is None else min(until, mine)
         blocks = build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=live,
-                              edges=block_edges(graph), deadline=until)
+                              edges=block_edges(graph), deadline=until, poll=poll)
     blocks_cut = bool(getattr(blocks, "cut", False))
     blocks = list(blocks or [])
     for b in blocks:  # only variables among the sampled sites may move
@@ -472,11 +472,13 @@ def with_moves_report(r: GibbsResult, report: MovesReport) -> MixingResult:
 
 
 def block_set(graph: FactorGraph, mixing: MixingConfig, targets: np.ndarray | None = None,
-              deadline: float | None = None) -> list[Block]:
+              deadline: float | None = None, poll: Callable[[], None] | None = None) -> list[Block]:
     """The blocks `run_mixing` would build for ``mixing`` (a query engine keeps them with a
-    cached graph, unless the ``deadline`` cut the choice short: `blocks.BlockList.cut`)."""
+    cached graph, unless the ``deadline`` cut the choice short: `blocks.BlockList.cut`);
+    ``poll`` as in `run_gibbs`."""
     max_vars = None if mixing.blocks == "auto" else int(mixing.blocks)
-    return build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=targets, deadline=deadline)
+    return build_blocks(graph, max_table=mixing.block_table, max_vars=max_vars, targets=targets, deadline=deadline,
+                        poll=poll)
 
 
 def describe_moves(r: MixingResult) -> str:
