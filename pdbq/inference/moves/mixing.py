@@ -320,7 +320,7 @@ def run_mixing(
     Block moves need every factor as a table (`potentials.hyperedges`); a graph whose factors
     are too large raises `InferenceError` naming the factor. ``sweeps``: single-site passes per
     cycle with blocks or clusters (AUTO's domain blocks set it: `domains.sweeps_per_cycle`).
-    ``poll``: as in `run_gibbs`, also called inside long cycles.
+    ``poll``: as in `run_gibbs`, also called inside long cycles and while choosing blocks.
     """
     setup = mixing_moves(graph, targets, config, mixing, sites=sites, kernel=kernel, blocks=blocks, deadline=deadline,
                          sweeps=sweeps, poll=poll)
