@@ -219,7 +219,7 @@ def test_cli_prints_the_model_and_reads_gold_by_its_own_columns(tmp_path, capsys
     assert main([str(data), "--id", "rid", "--fields", "given,surname,dob,postcode", "--compare", "postcode=code:2",
                  "--gold", str(gold), "--out", str(tmp_path / "c.csv")]) == 0
     err = capsys.readouterr().err
-    assert "postcode: code (exact / edits<=2 / else)" in err and "estimated recall" in err and "B3 P" in err
+    assert "postcode: code (exact / edits<=2 or diff<=2 / else)" in err and "estimated recall" in err and "B3 P" in err
     nogood = tmp_path / "g2.csv"
     nogood.write_text("a,b,c\n1,2,3\n")
     assert main([str(data), "--id", "rid", "--fields", "given", "--gold", str(nogood)]) == 2
@@ -286,3 +286,24 @@ def test_names_swapped_level_from_value_overlap():
     assert np.median(names[sw_pairs]) > np.percentile(names[~same], 99) + 4
     pw = pairwise(res.clusters.column("cluster").to_numpy(), ent)
     assert pw.recall > 0.95, pw
+
+
+def test_code_level_holds_integers_a_unit_apart():
+    # a year off by one across a decade differs in two digits: as integers it is one apart,
+    # and is compared as the near level, not as two unrelated codes
+    from pdbq.coref.levels import FieldLevels
+    from pdbq.coref.model import load_records
+    from pdbq.coref.pair_levels import pair_levels
+    from pdbq.coref.levels import prepare_values
+
+    years = ["1989", "1990", "1991", "1980", "099", "100", "2400", "2410", "12a", "12b", None]
+    con = duckdb.connect()
+    con.register("src", pa.table({"rid": np.arange(len(years)), "year": years}))
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    rec = load_records(con, "t", "rid", ["year"])
+    fl = (FieldLevels("year", "code", (1,)),)
+    prepare_values(con, "pdbq_coref_records", "__pdbq_m", rec.columns, fl)
+    a, b, lv = pair_levels(con, fl, "SELECT * FROM (VALUES (0, 1), (1, 2), (0, 2), (0, 3), (4, 5), (6, 7), (8, 9), (9, 10)) p(a, b)",
+                           rec.n)
+    got = dict(zip(zip(a.tolist(), b.tolist()), lv[:, 0].tolist()))
+    assert got == {(0, 1): 1, (1, 2): 1, (0, 2): 2, (0, 3): 1, (4, 5): 1, (6, 7): 1, (8, 9): 1, (9, 10): -1}

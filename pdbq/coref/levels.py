@@ -14,7 +14,7 @@ Kinds, sniffed from the values themselves (not from the declared column type):
 | `string` | short strings: names, streets, phones | Jaro–Winkler ≥ 0.92, ≥ 0.80 |
 | `text` | long or many-word strings: titles, citations | token-set Jaccard ≥ 0.7, ≥ 0.4, ≥ 0.15 |
 | `category` | strings with few distinct values | – |
-| `code` | integers and digit strings (separators allowed): ids, phones, postcodes, street numbers, years | Damerau–Levenshtein ≤ 1 |
+| `code` | integers and digit strings (separators allowed): ids, phones, postcodes, street numbers, years | Damerau–Levenshtein ≤ 1, or as integers at most 1 apart |
 | `date` | DATE columns, or values that parse as YYYYMMDD, YYYY-MM-DD, D/M/YYYY | day–month transposed, ≤ 1 edit, within 365 days |
 | `number` | non-integer numbers | relative difference ≤ 0.01, ≤ 0.1 |
 | `list` | LIST columns, compared as sets | Jaccard ≥ 0.5, > 0 |
@@ -117,7 +117,7 @@ class FieldLevels:
         elif self.kind in ("text", "list"):
             mid = tuple(f"jaccard>={x:g}" if x > 0 else "jaccard>0" for x in t)
         elif self.kind == "code":
-            mid = tuple(f"edits<={int(x)}" for x in t)
+            mid = tuple(f"edits<={int(x)} or diff<={int(x)}" for x in t)
         elif self.kind == "date":
             mid = ("day-month transposed", "edits<=1") + tuple(f"within {int(x)} days" for x in t)
         elif self.kind == "number":
@@ -347,6 +347,12 @@ def _edits(a: str, b: str, x: float) -> str:
             f"levenshtein({a}, {b}) <= {_num(x + 1)} AND damerau_levenshtein({a}, {b}) <= {_num(x)}))")
 
 
+def _within(a: str, b: str, x: float) -> str:
+    # two integers a unit apart can differ in every digit ("1989" / "1990", "099" / "100"):
+    # the edit distance alone puts a year off by one across a decade in "else"
+    return f"coalesce(abs(TRY_CAST({a} AS HUGEINT) - TRY_CAST({b} AS HUGEINT)) <= {_num(x)}, false)"
+
+
 def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partner: int | None = None,
               words: bool = True) -> str:
     """The level of field k for a pair of `pdbq_fs_values` rows aliased `left`, `right` (SQL);
@@ -375,7 +381,7 @@ def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partne
         jac = _jaccard(lv, rv)
         preds = [f"{jac} >= {_num(x)}" if x > 0 else f"{jac} > 0" for x in t]
     elif fl.kind == "code":
-        preds = [_edits(lv, rv, x) for x in t]
+        preds = [f"({_edits(lv, rv, x)} OR {_within(lv, rv, x)})" for x in t]
     elif fl.kind == "number":
         preds = [f"abs({lv} - {rv}) <= {_num(x)} * greatest(abs({lv}), abs({rv}))" for x in t]
     elif fl.kind == "date":
