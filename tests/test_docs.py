@@ -33,6 +33,7 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -51,15 +52,20 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Pages that keep the project's history and provenance, where issue numbers and papers' files may appear.
 HISTORY_PAGES = {"benchmarks.md"}
+# Pages for contributors (measurement recipes, the package map) whose code fences need not run.
+UNCHECKED_PAGES = {"benchmarks.md", "architecture.md"}
+# Fences of these languages are examples, or say why they are not run.
+CODE_LANGS = {"sql", "python", "py", "sh", "bash", "shell", "console"}
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
-_HIDDEN = re.compile(r"^<!--\s*(sql|python|sh) example\s*$")
+_HIDDEN = re.compile(r"^<!--\s*(sql|python|sh) example(?:\s+needs=(\S+))?\s*$")
 _HIDDEN_FILE = re.compile(r"^<!--\s*file\s+(\S+)\s*$")
 _INTERNAL_HISTORY = re.compile(r"\bissues?\s+#?\d+|\bseeds?\s+0\d\d\b|\bNOTES\.md\b", re.IGNORECASE)
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 _PROMPT = "pdbq> "
 _MORE = re.compile(r"^\.\.\.> ?")
 _COMMAND = re.compile(r"^\$ pdbq(?:\s+(\S+))?\s*$")
+_NOT_RUN = re.compile(r"^<!--\s*not run:\s*(\S.*?)\s*-->\s*$")
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)?(?= s\b)|(?<=real )\d+\.\d+")
 
 
@@ -71,6 +77,7 @@ class Block:
     line: int  # 1-based line of the opening fence
     hidden: bool = False
     file: str | None = None  # a hidden file's name, or ``file=NAME`` on an example
+    needs: tuple[str, ...] = ()  # ``needs=mod,...``: optional modules the example imports
 
 
 def blocks(text: str) -> list[Block]:
@@ -90,7 +97,8 @@ def blocks(text: str) -> list[Block]:
             lang = info[0] if info else ""
             role = info[1] if len(info) > 1 else ""
             name = next((t[len("file="):] for t in info[2:] if t.startswith("file=")), None)
-            found.append(Block(lang, role, "\n".join(body), i + 1, file=name))
+            needs = next((tuple(t[len("needs="):].split(",")) for t in info[2:] if t.startswith("needs=")), ())
+            found.append(Block(lang, role, "\n".join(body), i + 1, file=name, needs=needs))
             i = j + 1
         elif hidden or _HIDDEN_FILE.match(lines[i]):
             body, j = [], i + 1
@@ -98,7 +106,8 @@ def blocks(text: str) -> list[Block]:
                 body.append(lines[j])
                 j += 1
             if hidden:
-                found.append(Block(hidden.group(1), "example", "\n".join(body), i + 1, hidden=True))
+                needs = tuple(hidden.group(2).split(",")) if hidden.group(2) else ()
+                found.append(Block(hidden.group(1), "example", "\n".join(body), i + 1, hidden=True, needs=needs))
             else:
                 name = _HIDDEN_FILE.match(lines[i]).group(1)
                 found.append(Block("file", "example", "\n".join(body) + "\n", i + 1, hidden=True, file=name))
@@ -192,16 +201,22 @@ def run_examples(page: Path) -> None:
     commands = Path("sh").resolve()  # the page's command directory (see the module docstring)
     commands.mkdir()
     (commands / "examples").symlink_to(ROOT / "examples")
+    missing: dict[str, list[str]] = {}  # optional module -> the examples that need it
     try:
         for block, shown in _examples(page):
             where = f"{name}:{block.line}"
+            absent = [m for m in block.needs if importlib.util.find_spec(m) is None]
+            if absent:
+                for m in absent:
+                    missing.setdefault(m, []).append(where)
+                continue
             if block.lang == "file":
                 for folder in (Path.cwd(), commands):
                     (folder / block.file).write_text(block.text, encoding="utf-8")
                 continue
             if block.lang == "sh":
-                printed = "".join(run_command(line, commands, f"{name}:{block.line + 1 + k}")
-                                  for k, line in enumerate(block.text.splitlines()))
+                printed = "".join(run_command(line, commands, f"{name}:{number}")
+                                  for number, line in command_lines(block))
                 if shown is not None:
                     assert _same(printed, shown.text), f"{where}: the commands printed\n{printed}\nthe page shows\n{shown.text}"
                 continue
@@ -225,11 +240,29 @@ def run_examples(page: Path) -> None:
                 raise AssertionError(f"{where}: examples are sql or python, not {block.lang!r}")
             if shown is not None:
                 assert _same(printed, shown.text), f"{where}: the example printed\n{printed}\nthe page shows\n{shown.text}"
+        if missing:  # the rest ran and passed; say what did not run rather than pass quietly
+            pytest.skip("not run without " + "; ".join(f"{m}: {', '.join(w)}" for m, w in missing.items()))
     finally:
         own = namespace.get("db")
         if own is not db and isinstance(own, pdbq.Database):  # one the page's examples opened
             own.close()
         db.close()
+
+
+def command_lines(block: Block) -> list[tuple[int, str]]:
+    """The command lines of a ``sh example`` with their page line numbers; a line ending in ``\\``
+    goes on on the next one, as in a terminal."""
+    out: list[tuple[int, str]] = []
+    going_on = False
+    for k, line in enumerate(block.text.splitlines()):
+        if going_on:
+            out[-1] = (out[-1][0], out[-1][1] + " " + line.strip())
+        else:
+            out.append((block.line + 1 + k, line))
+        going_on = out[-1][1].rstrip().endswith("\\")
+        if going_on:
+            out[-1] = (out[-1][0], out[-1][1].rstrip()[:-1])
+    return out
 
 
 def run_command(line: str, folder: Path, where: str) -> str:
@@ -275,6 +308,56 @@ def _check_step(shell: Shell, step: Step, where: str) -> None:
     assert not shell.failed or "Error:" in step.shown, f"{where}: the step failed:\n{printed}"
     shell.failed = False
     assert _same(printed, step.shown), f"{where}: the step printed\n{printed}\nthe page shows\n{step.shown}"
+
+
+def unmarked_fences(text: str) -> list[int]:
+    """Lines of ``sql`` / ``python`` / ``sh`` fences that are neither examples nor right under a
+    ``<!-- not run: REASON -->`` comment (blank lines between allowed)."""
+    lines = text.splitlines()
+    found: list[int] = []
+    i = 0
+    while i < len(lines):
+        fence = _FENCE.match(lines[i])
+        if not fence:
+            i += 1
+            continue
+        marker, info = fence.group(1), fence.group(2).split()
+        if info and info[0] in CODE_LANGS and info[1:2] != ["example"]:
+            above = next((ln for ln in reversed(lines[:i]) if ln.strip()), "")
+            if not _NOT_RUN.match(above.strip()):
+                found.append(i + 1)
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith(marker[0] * len(marker)):
+            j += 1
+        i = j + 1
+    return found
+
+
+def assert_fences_marked(page: Path) -> None:
+    """An AssertionError naming the page's code fences that neither run nor say why not."""
+    lines = unmarked_fences(page.read_text(encoding="utf-8"))
+    name = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page.name
+    assert not lines, (f"{name}: the fences at lines {lines} are neither examples (```sql example, "
+                       "```python example, ```sh example) nor under a '<!-- not run: REASON -->' line")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in UNCHECKED_PAGES], ids=lambda p: p.name)
+def test_every_code_fence_runs_or_says_why_not(page: Path) -> None:
+    assert_fences_marked(page)
+
+
+def test_an_unmarked_fence_fails(tmp_path: Path) -> None:
+    page = ("```sql example\nSELECT 1;\n```\n\n<!-- not run: a grammar sketch -->\n```sql\nCREATE RULE ...\n```\n"
+            "```python\nimport pdbq\n```\n<!-- not run: -->\n```sh\npip install pdbq\n```\n"
+            "```text\nplain text is not code\n```\n````markdown\n```sql\ninside another fence\n```\n````\n")
+    assert unmarked_fences(page) == [9, 13]   # no marker; a marker without a reason
+    path = tmp_path / "p.md"
+    path.write_text(page, encoding="utf-8")
+    with pytest.raises(AssertionError, match=r"lines \[9, 13\]"):
+        assert_fences_marked(path)
+    path.write_text(page.replace("```python\n", "```python example\n").replace("<!-- not run: -->",
+                    "<!-- not run: installs a package -->"), encoding="utf-8")
+    assert_fences_marked(path)
 
 
 def _slug(heading: str) -> str:
@@ -387,7 +470,7 @@ def test_sh_examples_run_their_command_lines_and_fail_on_a_failing_one(tmp_path:
     page.write_text(
         "<!-- file setup.sql\nCREATE OR REPLACE TABLE t AS SELECT 42 AS x;\n-->\n\n"
         "```sh example\npdbq t.duckdb -f setup.sql   # a comment\ncat setup.sql | pdbq t.duckdb\n"
-        "pdbq t.duckdb -c \".mode csv\" -c \"SELECT x FROM t;\" > t.csv\npdbq -c \"SELECT 1 AS one;\"\n```\n",
+        "pdbq t.duckdb -c \".mode csv\" \\\n    -c \"SELECT x FROM t;\" > t.csv\npdbq -c \"SELECT 1 AS one;\"\n```\n",
         encoding="utf-8")
     run_examples(page)
     assert (tmp_path / "sh" / "t.csv").read_text() == "x\n42\n"
