@@ -478,3 +478,16 @@ def test_sh_examples_run_their_command_lines_and_fail_on_a_failing_one(tmp_path:
     (tmp_path / "sh").rename(tmp_path / "sh-before")
     with pytest.raises(AssertionError, match="exited with status 1"):
         run_examples(page)
+
+
+def test_an_example_that_needs_a_missing_module_is_reported_as_skipped(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "n.md"
+    page.write_text("```python example needs=pdbq_no_such_module\nimport pdbq_no_such_module\n```\n"
+                    "```python example\nprint(1)\n```\n```text output\n1\n```\n", encoding="utf-8")
+    with pytest.raises(pytest.skip.Exception, match=r"pdbq_no_such_module: n.md:1"):
+        run_examples(page)
+    page.write_text(page.read_text(encoding="utf-8").replace("text output\n1", "text output\n2"), encoding="utf-8")
+    (tmp_path / "sh").rename(tmp_path / "sh-before")
+    with pytest.raises(AssertionError, match="the example printed"):  # the rest still runs and is checked
+        run_examples(page)
