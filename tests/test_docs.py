@@ -27,7 +27,10 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
   (a reader's own shell, not the page's session), holding ``examples/`` and the page's files:
 * ``<!-- file NAME`` ... ``-->`` is a hidden file (data a reader has) written into both
   directories, and ``sql example file=NAME`` saves a shown block as NAME there too (the
-  ``model.sql`` a page tells the reader to write).
+  ``model.sql`` a page tells the reader to write).* ``needs=MODULE[,MODULE]`` after ``example`` (an optional extra: matplotlib, distributed): without
+  the module that example is left out, the rest still run, and the test is skipped naming it.
+* every ``sql`` / ``python`` / ``sh`` fence outside benchmarks.md and architecture.md is an example
+  or has ``<!-- not run: REASON -->`` on the line above it.
 """
 
 from __future__ import annotations
