@@ -230,10 +230,11 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
             f"pooled over all chains as in this process{auto}")
 
 
-def dask_runner(options, deadline: float | None, on_round) -> Callable:
+def dask_runner(options, deadline: float | None, on_round, poll: Callable[[], None] | None = None) -> Callable:
     """``run(graph, query, config, mixing=None, blocks=None, sweeps=1, **kw) -> (result, what, dask
     record)``: chains on Dask (`pdbq.distributed.chains.run_chains`) with the query's workers or
-    scheduler; ``kw``: ``sites``, ``selection``, ``kernel``, ``deadline`` (default the query's)."""
+    scheduler; ``kw``: ``sites``, ``selection``, ``kernel``, ``deadline`` (default the query's);
+    ``poll()`` is called while the workers run (a cancelled statement raises from it)."""
     from pdbq.distributed.chains import run_chains  # noqa: PLC0415 - Dask only when asked
     from pdbq.inference.moves.mixing import MixingResult  # noqa: PLC0415
 
@@ -248,7 +249,8 @@ def dask_runner(options, deadline: float | None, on_round) -> Callable:
         r, parts, rec = run_chains(graph, targets, config, workers=dask_groups(options, config.chains),
                                    mixing=mixing if mixing is not None and mixing.active else None, blocks=blocks,
                                    sweeps=sweeps, scheduler=options.scheduler, deadline=until, on_round=on_round,
-                                   sites=sites, selection=selection, kernel=kw.get("kernel"), cutset=cutset)
+                                   sites=sites, selection=selection, kernel=kw.get("kernel"), cutset=cutset,
+                                   poll=poll)
         if rec.rounds == 1 and on_round is not None:  # one task per group: the run's one report (and a pending cancel)
             se = r.stderr[np.isfinite(r.stderr)]
             on_round(RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"), rec.wall))
@@ -367,7 +369,7 @@ def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, 
                     memo: Memo | None, deadline: float | None, run_kw: dict, mixing: MixingConfig, blocks_for):
     """`_sample` with the chains on Dask: cutset sampling, AUTO's pilot and chosen moves, or the
     query's own moves, run by chain groups on the workers."""
-    run = dask_runner(options, deadline, run_kw["on_round"])
+    run = dask_runner(options, deadline, run_kw["on_round"], run_kw["poll"])
     where = dict(sites=run_kw["sites"], selection=run_kw["selection"], kernel=run_kw["kernel"])
     if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),

@@ -34,7 +34,7 @@ import numpy as np
 
 from pdbq.distributed.chain_groups import SegmentReport, SegmentTask, group_segment, release_groups, whole
 from pdbq.distributed.chain_job import ChainJob, nbytes
-from pdbq.distributed.cluster import dask_module, lost, open_client, scheduler_address
+from pdbq.distributed.cluster import lost, open_client, scheduler_address, wait_futures
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
@@ -63,8 +63,10 @@ SEGMENT_GRACE = 0.2
 class _Segments:
     """Submitting one segment to every group and waiting for it (module docstring)."""
 
-    def __init__(self, client: Any, job, groups: list[tuple[int, int]], token: str, retries: int):
+    def __init__(self, client: Any, job, groups: list[tuple[int, int]], token: str, retries: int,
+                 poll: Callable[[], None] | None = None):
         self.client, self.job, self.groups, self.token, self.retries = client, job, groups, token, retries
+        self.poll = poll
         (self.shared,) = client.scatter([job], broadcast=True, hash=False)
         self.where: list[str | None] = [None] * len(groups)
         self.count = 0
@@ -75,8 +77,8 @@ class _Segments:
 
     def run(self, tasks: list[SegmentTask], stop: float | None) -> list[SegmentReport] | None:
         """The groups' reports, or None when ``stop`` (a `time.perf_counter()` instant; None:
-        no limit) plus the grace passed first (the segment is cancelled)."""
-        dask = dask_module()
+        no limit) plus the grace passed first (the segment is cancelled). ``poll()`` is called
+        while waiting: whatever it raises (a cancelled statement) cancels the segment and propagates."""
         t0 = time.perf_counter()
         key = f"pdbq-rounds-{self.token}-s{self.count}"
         self.count += 1
@@ -90,10 +92,13 @@ class _Segments:
                 place = dict(workers=[pin], allow_other_workers=True) if pin else {}
                 futures.append(self.client.submit(group_segment, self.shared, task, key=f"{key}-g{i}-a{attempt}",
                                                   pure=False, retries=self.retries, **place))
-            wait = None if stop is None else max(0.0, stop - time.perf_counter()) + SEGMENT_GRACE + 3 * self.rtt
+            until = None if stop is None else max(stop, time.perf_counter()) + SEGMENT_GRACE + 3 * self.rtt
             try:
-                dask.wait(futures, timeout=wait)
-            except TimeoutError:
+                finished = wait_futures(futures, until, self.poll)
+            except BaseException:
+                self.client.cancel(futures)
+                raise
+            if not finished:
                 self.client.cancel(futures)
                 return None
             try:
@@ -254,12 +259,15 @@ def run_chain_rounds(
     deadline: float | None = None,
     on_round: Callable[[RoundInfo], None] | None = None,
     cutset=None,
+    poll: Callable[[], None] | None = None,
 ):
     """Run ``config.chains`` chains in ``workers`` groups on Dask until ``config.tolerance``,
     ``config.time_limit`` / ``deadline`` (a `time.perf_counter()` instant) or ``config.steps``
     ends the run (module docstring). Returns the answer (a `MixingResult` with mixing moves)
     and the run's counts as a dict for `chains.DaskRun`. Arguments as in `chains.run_chains`;
-    ``on_round(info)`` after every booked round (it may raise to cancel the run)."""
+    ``on_round(info)`` after every booked round (it may raise to cancel the run); ``poll()``
+    about every 50 ms while a segment runs (whatever it raises, a cancelled statement, cancels
+    the segment's tasks and ends the run with it)."""
 
     config = config.check()
     t0 = time.perf_counter()
@@ -284,7 +292,7 @@ def run_chain_rounds(
     start = time.perf_counter() - t0
     try:
         t_sc = time.perf_counter()
-        seg = _Segments(client, job, groups, token, retries)
+        seg = _Segments(client, job, groups, token, retries, poll)
         scatter = time.perf_counter() - t_sc
         n_workers = len(client.scheduler_info()["workers"])
         opened = seg.run([SegmentTask(token, g, f, n, 0, 0, 0, "open") for g, (f, n) in enumerate(groups)], None)

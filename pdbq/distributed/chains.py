@@ -34,8 +34,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pdbq.distributed.chain_job import ChainJob, nbytes
-from pdbq.distributed.cluster import open_client, run_round, scheduler_address
-from pdbq.errors import OptionError
+from pdbq.distributed.cluster import dask_module, open_client, run_round, scheduler_address
+from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.mcmc.gibbs import GibbsResult, run_gibbs
@@ -51,6 +51,24 @@ class GroupTask(NamedTuple):
     group: int
     first_chain: int
     chains: int
+    # the name of a Dask `Event` the client sets when the statement is cancelled: a cancelled Dask
+    # task that already runs is not stopped, so the group polls it and stops itself
+    stop_event: str | None = None
+
+
+def _stop_poll(name: str | None):
+    """The group's ``poll`` for `run_gibbs` / `run_mixing`: raises once the client set the event."""
+    if name is None:
+        return None
+    from pdbq.distributed.cluster import dask_module  # noqa: PLC0415
+
+    event = dask_module().Event(name)
+
+    def poll() -> None:
+        if event.is_set():
+            raise InferenceError("chains on Dask: the statement was cancelled")
+
+    return poll
 
 
 class GroupResult(NamedTuple):
@@ -124,10 +142,11 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
     t0 = time.perf_counter()
     cfg = dataclasses.replace(job.config, chains=task.chains, first_chain=task.first_chain,
                               total_chains=job.config.chains)
-    kw = dict(sites=job.sites, selection=job.selection, kernel=job.kernel)
+    poll = _stop_poll(task.stop_event)
+    kw = dict(sites=job.sites, selection=job.selection, kernel=job.kernel, poll=poll)
     if job.cutset is not None:
         plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)
-        r = run_gibbs(job.graph, plan.sampled, cfg, kernel=plan.kernel, moves=plan.moves)
+        r = run_gibbs(job.graph, plan.sampled, cfg, kernel=plan.kernel, moves=plan.moves, poll=poll)
     elif job.mixing is not None and job.mixing.active:
         r = run_mixing(job.graph, job.targets, cfg, job.mixing, blocks=job.blocks, sweeps=job.sweeps, **kw)
     else:
@@ -154,6 +173,7 @@ def run_chains(
     on_round=None,
     sweeps: int = 1,
     cutset: Any = None,
+    poll=None,
 ) -> tuple[GibbsResult, list[GibbsResult], DaskRun]:
     """Run ``config.chains`` chains in ``workers`` groups on Dask and pool them (module
     docstring). Returns the pooled answer, each group's own answer (for what its moves did; the
@@ -164,7 +184,9 @@ def run_chains(
     ``on_round`` and ``sweeps`` (single-site passes per mixing cycle) as in `run_mixing`;
     ``on_round`` is called only by a run its budget ends (after each booked round). ``cutset``:
     cutset sampling (`cutset.cutset_plan`) instead of mixing moves; then ``targets`` must be the
-    plan's sampled targets and ``sites`` every free variable (`cutset_result` merges the rest)."""
+    plan's sampled targets and ``sites`` every free variable (`cutset_result` merges the rest).
+    ``poll()``: called about every 50 ms while the workers run (whatever it raises, a cancelled
+    statement, cancels their tasks and propagates)."""
     config = config.check()
     check_groups(config, workers)
     if not fixed_length(config, deadline):
@@ -173,11 +195,13 @@ def run_chains(
         r, counts = run_chain_rounds(graph, targets, config, workers=workers, sites=sites, selection=selection,
                                      mixing=mixing, blocks=blocks, kernel=kernel, sweeps=sweeps, scheduler=scheduler,
                                      client=client, processes=processes, retries=retries, deadline=deadline,
-                                     on_round=on_round, cutset=cutset)
+                                     on_round=on_round, cutset=cutset, poll=poll)
         return r, [r], DaskRun(**counts)
     if kernel is None:
         kernel = prepare_kernel_graph(validate(graph))
-    tasks = [GroupTask(g, first, n) for g, (first, n) in enumerate(chain_groups(config.chains, workers))]
+    token = uuid.uuid4().hex[:12]
+    stop_event = None if poll is None else f"pdbq-chains-stop-{token}"
+    tasks = [GroupTask(g, first, n, stop_event) for g, (first, n) in enumerate(chain_groups(config.chains, workers))]
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection, config,
                    mixing, blocks, kernel, sweeps, cutset)
     t_start = time.perf_counter()
@@ -188,8 +212,13 @@ def run_chains(
         (shared,) = client.scatter([job], broadcast=True, hash=False)
         scatter = time.perf_counter() - t0
         n_workers = len(client.scheduler_info()["workers"])
-        done = run_round(client, run_group, [shared], lambda: client.scatter([job], broadcast=True, hash=False),
-                         tasks, f"pdbq-chains-{uuid.uuid4().hex[:12]}", retries, "chains on Dask")
+        try:
+            done = run_round(client, run_group, [shared], lambda: client.scatter([job], broadcast=True, hash=False),
+                             tasks, f"pdbq-chains-{token}", retries, "chains on Dask", poll=poll)
+        except BaseException:
+            if stop_event is not None:  # the running groups stop themselves (closing waits for them)
+                dask_module().Event(stop_event, client=client).set()
+            raise
         address = scheduler_address(client)
     finally:
         close()

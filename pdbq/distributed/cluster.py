@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from pdbq.errors import InferenceError, OptionError, PdbqError
 
 __all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "RoundCut", "scheduler_address",
-           "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE"]
+           "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE", "wait_futures"]
 
 
 def dask_module() -> Any:
@@ -112,21 +112,24 @@ class RoundCut(InferenceError):
 _WAIT_MAX = 0.05  # seconds between looks at a running round's futures (the deadline, a cancel)
 
 
-def _wait(futures: list, deadline: float | None, poll: Callable[[], None] | None) -> bool:
+def wait_futures(futures: list, deadline: float | None, poll: Callable[[], None] | None) -> bool:
     """Until every future is done (True) or the ``deadline`` passes (False); ``poll()`` between
-    looks (a cancelled statement raises from it)."""
+    looks (a cancelled statement raises from it). Each look waits on the futures themselves, so
+    a finished round is seen at once."""
     if deadline is None and poll is None:
         return True  # gather waits
-    pause = 0.001
-    while not all(f.done() for f in futures):
+    dask = dask_module()
+    while True:
         if poll is not None:
             poll()
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
-            return False
-        time.sleep(pause if left is None else min(pause, left))
-        pause = min(2 * pause, _WAIT_MAX)
-    return True
+            return all(f.done() for f in futures)
+        try:
+            dask.wait(futures, timeout=_WAIT_MAX if left is None else min(_WAIT_MAX, left))
+            return True
+        except TimeoutError:
+            pass
 
 
 class RoundRun(NamedTuple):
@@ -173,7 +176,7 @@ def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], lis
             for i, task in enumerate(tasks)
         ]
         try:
-            finished = _wait(futures, deadline, poll)
+            finished = wait_futures(futures, deadline, poll)
         except BaseException:
             client.cancel(futures)
             raise
