@@ -42,3 +42,47 @@ def test_cancel_stops_chains_on_dask(budget):
         assert _cancelled_within(db, sql) < 1 + SLACK
     finally:
         db.close()
+
+
+# each of these would run for hours: a billion passes over the mentions
+_HUGE = "sweeps = 1000000000"
+
+
+@pytest.mark.parametrize("query", [
+    f"SELECT MAP(e) FROM e USING ANNEAL WITH ({_HUGE})",
+    f"SELECT PROB(e = 1) FROM e USING GIBBS WITH ({_HUGE})",
+    f"SELECT a.id, b.id, PROB(a = b) FROM e a, e b WHERE a.id < b.id USING GIBBS WITH ({_HUGE})",
+    f"SELECT DIST(e) FROM e USING GIBBS WITH ({_HUGE})",
+    f"SELECT MAP(e) FROM e USING ANNEAL WITH (workers = 2, {_HUGE})",
+])
+def test_cancel_stops_a_cluster_relation_query(query):
+    if "workers" in query:
+        pytest.importorskip("distributed")
+    with pdbq.connect() as db:
+        db.execute(NAMES_CLUSTER_SQL)
+        assert _cancelled_within(db, query) < 1 + SLACK
+
+
+_BLOCKED_SQL = """
+CREATE TABLE r AS SELECT i AS id, ['anna', 'bob', 'carl', 'dora', 'emil', 'fay'][i % 6 + 1] || ' ' ||
+    ['smith', 'smyth', 'jones'][i // 6 % 3 + 1] AS name FROM range(36) t(i);
+CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
+    FROM r a JOIN r b ON a.id < b.id AND a.id % 6 = b.id % 6;
+CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
+CREATE RULE aff WEIGHT = 10 * (sim - 0.9) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
+"""
+
+
+def test_sharded_rounds_hold_the_time_limit_inside_a_round_and_stop_on_cancel():
+    # six blocks of candidate pairs: sharded rounds; one round of 10^9 passes takes hours
+    pytest.importorskip("distributed")
+    with pdbq.connect() as db:
+        db.execute(_BLOCKED_SQL)
+        q = f"SELECT e.id, MAP(e) FROM e USING ANNEAL WITH (workers = 2, rounds = 3, {_HUGE}{{}})"
+        t0 = time.perf_counter()
+        r = db.execute(q.format(", time_limit = 1"))
+        assert time.perf_counter() - t0 < 1 + SLACK
+        assert r.diagnostics["dask"]["mode"] == "sharded"
+        assert len(r.fetchall()) == 36
+        assert any("before the first of" in w and "starting one" in w for w in r.diagnostics["warnings"])
+        assert _cancelled_within(db, q.format("")) < 1 + SLACK

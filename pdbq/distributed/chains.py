@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pdbq.distributed.chain_job import ChainJob, nbytes
-from pdbq.distributed.cluster import dask_module, open_client, run_round, scheduler_address
+from pdbq.distributed.cluster import open_client, raise_stop, run_round, scheduler_address, stop_flag
 from pdbq.errors import InferenceError, OptionError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
@@ -57,15 +57,13 @@ class GroupTask(NamedTuple):
 
 
 def _stop_poll(name: str | None):
-    """The group's ``poll`` for `run_gibbs` / `run_mixing`: raises once the client set the event."""
+    """The group's ``poll`` for `run_gibbs` / `run_mixing`: raises once the client raised the stop flag."""
     if name is None:
         return None
-    from pdbq.distributed.cluster import dask_module  # noqa: PLC0415
-
-    event = dask_module().Event(name)
+    stopped = stop_flag(name)
 
     def poll() -> None:
-        if event.is_set():
+        if stopped():
             raise InferenceError("chains on Dask: the statement was cancelled")
 
     return poll
@@ -217,7 +215,7 @@ def run_chains(
                              tasks, f"pdbq-chains-{token}", retries, "chains on Dask", poll=poll)
         except BaseException:
             if stop_event is not None:  # the running groups stop themselves (closing waits for them)
-                dask_module().Event(stop_event, client=client).set()
+                raise_stop(client, stop_event)
             raise
         address = scheduler_address(client)
     finally:

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from pdbq.errors import InferenceError, OptionError, PdbqError
 
 __all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "RoundCut", "scheduler_address",
-           "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE", "wait_futures"]
+           "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE", "wait_futures",
+           "stop_flag", "raise_stop"]
 
 
 def dask_module() -> Any:
@@ -102,6 +103,22 @@ def lost(exc: BaseException) -> bool:
     """A failure of the cluster (a worker or its data gone), not of the task's own code."""
     dask = dask_module()
     return isinstance(exc, (concurrent.futures.CancelledError, dask.KilledWorker, OSError, TimeoutError))
+
+
+def stop_flag(name: str) -> Callable[[], bool]:
+    """In a task: whether the client raised the stop flag ``name`` (`raise_stop`). A cancelled
+    Dask task that already runs is not stopped, so a long task asks this between chunks."""
+    event = dask_module().Event(name)
+    return event.is_set
+
+
+def raise_stop(client: Any, name: str) -> None:
+    """Raise the stop flag ``name`` for the tasks of a cancelled statement (a cluster that is
+    already gone has no task to stop)."""
+    try:
+        dask_module().Event(name, client=client).set()
+    except Exception:  # noqa: BLE001 - best effort: the error being raised is the cancel's
+        pass
 
 
 class RoundCut(InferenceError):

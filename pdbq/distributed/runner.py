@@ -37,7 +37,7 @@ import numpy as np
 
 from pdbq.coref.contract import affine_groups, dense_groups
 from pdbq.coref.layout import PairGraph, validate_pair_graph
-from pdbq.distributed.cluster import RoundCut, open_client, run_round, scheduler_address
+from pdbq.distributed.cluster import RoundCut, open_client, raise_stop, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
 from pdbq.errors import InferenceError
@@ -164,6 +164,7 @@ def resolve_distributed(
     client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
     stopped_by_time = False
     token = uuid.uuid4().hex[:12]
+    stop = None if poll is None else f"pdbq-coref-stop-{token}"
     counters = np.zeros(4, np.int64)
     stats: list[RoundStats] = []
     address, n_workers = scheduler_address(client), 0
@@ -196,7 +197,7 @@ def resolve_distributed(
             task_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [
                 RoundTask(r, p, part, current[part], config.steps_per_round, t, config.seed, config.hierarchy,
-                          config.sub_bias, config.p_new, config.p_split_merge, task_deadline)
+                          config.sub_bias, config.p_new, config.p_split_merge, task_deadline, stop)
                 for p, part in enumerate(parts)
             ]
             try:
@@ -207,6 +208,10 @@ def resolve_distributed(
             except RoundCut:  # the limit came first: this round is dropped, the last one's labels kept
                 stopped_by_time = True
                 break
+            except BaseException:
+                if stop is not None:  # a cancel: the running tasks stop themselves (closing waits for them)
+                    raise_stop(client, stop)
+                raise
             results, (graph_future,), reruns = done.results, done.shared, done.reruns
             if any(res.cut for res in results):  # a task stopped at the limit: no round's result
                 stopped_by_time = True

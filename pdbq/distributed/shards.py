@@ -38,6 +38,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,9 +46,9 @@ import numpy as np
 
 from pdbq.coref.contract import dense_groups
 from pdbq.coref.layout import PairGraph, pair_graph
-from pdbq.distributed.cluster import lost, open_client, run_round, scheduler_address
+from pdbq.distributed.cluster import RoundCut, lost, open_client, raise_stop, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
-from pdbq.distributed.tasks import RoundTask, local_round
+from pdbq.distributed.tasks import RoundTask, timed_round
 from pdbq.errors import InferenceError, OptionError
 from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS
 
@@ -172,6 +173,10 @@ class ShardRound(NamedTuple):
     temperatures: tuple[float, ...]  # of rounds 0..round (replayed after a rebuild)
     steps: int  # proposals per round of this shard
     config: DistributedConfig
+    # `time.time()` instant (the workers' clocks) at which the moves stop, the round then ``cut``
+    # and the shard left as it was: a cancelled Dask task that already runs is not stopped
+    deadline: float | None = None
+    stop_event: str | None = None  # the client's stop flag for a cancelled statement (`cluster.raise_stop`)
 
 
 class ShardReport(NamedTuple):
@@ -183,6 +188,7 @@ class ShardReport(NamedTuple):
     worker: str  # the worker that now holds the shard
     evaluations: int = 0  # pair-score reads of this call (replayed rounds included)
     proposals: int = 0
+    cut: bool = False  # the deadline stopped the moves: the shard holds its last finished round
 
 
 @dataclass
@@ -230,11 +236,12 @@ def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.
 
 
 def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
-    """Round ``task.round`` of one shard, on the worker that holds it (module docstring)."""
+    """Round ``task.round`` of one shard, on the worker that holds it (module docstring). At
+    ``task.deadline`` the moves stop and the shard keeps the last round it finished (``cut``)."""
     t0 = time.perf_counter()
     key = (task.token, task.shard)
     with _LOCK:
-        held = _HELD.pop(key, None)
+        held = _HELD.get(key)
     replayed = 0
     if held is None or held.done != task.round:
         g, mentions, init = build_shard(source, task.blocks)
@@ -243,21 +250,25 @@ def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
     cfg = task.config
     counters = np.zeros(4, np.int64)
     local = np.arange(held.mentions.size, dtype=np.int64)
-    while held.done <= task.round:
-        r = held.done
+    labels, done, cut = held.labels, held.done, False
+    while done <= task.round:
+        r = done
         before = counters.copy()  # the report counts the task's own round, not the replayed ones
-        rt = RoundTask(r, task.shard, local, held.labels, task.steps, task.temperatures[r], cfg.seed, cfg.hierarchy,
-                       cfg.sub_bias, cfg.p_new, cfg.p_split_merge)
-        labels = local_round(held.graph, rt, counters)
-        if labels.shape[0] != held.mentions.size:
-            raise InferenceError(f"shard {task.shard} returned {labels.shape[0]} labels for {held.mentions.size} mentions")
-        held.labels = labels
-        held.done += 1
+        rt = RoundTask(r, task.shard, local, labels, task.steps, task.temperatures[r], cfg.seed, cfg.hierarchy,
+                       cfg.sub_bias, cfg.p_new, cfg.p_split_merge, task.deadline, task.stop_event)
+        out, finished = timed_round(held.graph, rt, counters)
+        if not finished:
+            cut = True
+            break
+        if out.shape[0] != held.mentions.size:
+            raise InferenceError(f"shard {task.shard} returned {out.shape[0]} labels for {held.mentions.size} mentions")
+        labels, done = out, done + 1
     own = counters - before
     with _LOCK:
+        held.labels, held.done = labels, done
         _HELD[key] = held
     return ShardReport(task.shard, int(held.mentions.size), int(own[C_ACCEPTED]), time.perf_counter() - t0, replayed,
-                       _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]))
+                       _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]), cut)
 
 
 def _worker() -> str:
@@ -353,16 +364,22 @@ def _temperatures(config: DistributedConfig) -> list[float]:
 
 
 def resolve_sharded(source: ShardSource, config: DistributedConfig = DistributedConfig(), *, client: Any = None,
-                    scheduler: str | None = None, processes: bool = False, on_round=None) -> ShardedResult:
+                    scheduler: str | None = None, processes: bool = False, on_round=None,
+                    poll: Callable[[], None] | None = None) -> ShardedResult:
     """Annealed MAP clustering from singletons by rounds over shards of blocks that live on the
     workers (module docstring). ``config.steps_per_round`` proposals per shard and round on
     average (each shard gets its share of ``workers`` × that, by mentions); ``redistribution``
-    does not apply (shards never change). ``on_round(stats, client)`` after each round."""
+    does not apply (shards never change). ``on_round(stats, client)`` after each round.
+    ``config.time_limit`` holds inside a round: its tasks stop their moves at the deadline and
+    the client cancels a round still running then; each shard keeps the last round it finished
+    (shards share no pair, so together they are a clustering). ``poll()`` is called while
+    waiting on a round (whatever it raises, a cancelled statement, cancels it and propagates)."""
     config.check()
     if config.redistribution != "super":
         raise OptionError("sharded rounds keep each shard's blocks for the whole run: option 'redistribution' "
                           "does not apply (leave it at its default)")
     t0 = time.perf_counter()
+    deadline = None if config.time_limit is None else t0 + config.time_limit
     plan = plan_shards(source, config.workers)
     n = int(plan.mentions.sum())
     temps = _temperatures(config)
@@ -370,20 +387,34 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     steps = [max(1, int(budget * m // max(n, 1))) for m in plan.mentions.tolist()]
     client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
     token = uuid.uuid4().hex[:12]
+    stop = None if poll is None else f"pdbq-shard-stop-{token}"
     stats: list[ShardedRound] = []
     where: list[str | None] = [None] * config.workers  # the worker holding each shard
     stopped_by_time = False
     try:
         n_workers = len(client.scheduler_info()["workers"])
         for r, t in enumerate(temps):
-            if r and config.time_limit is not None and time.perf_counter() - t0 >= config.time_limit:
+            if deadline is not None and time.perf_counter() >= deadline:
                 stopped_by_time = True  # no round starts after the time limit: the last round's clustering
                 break
-            tasks = [ShardRound(token, s, plan.blocks[s], r, tuple(temps[: r + 1]), steps[s], config)
-                     for s in range(config.workers)]
-            done = run_round(client, shard_round, [source], lambda: [source], tasks, f"pdbq-shard-{token}-r{r}",
-                             config.retries, f"sharded round {r}", placement=where)
+            # the tasks' own deadline on the workers' clock
+            task_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
+            tasks = [ShardRound(token, s, plan.blocks[s], r, tuple(temps[: r + 1]), steps[s], config, task_deadline,
+                                stop) for s in range(config.workers)]
+            try:
+                done = run_round(client, shard_round, [source], lambda: [source], tasks, f"pdbq-shard-{token}-r{r}",
+                                 config.retries, f"sharded round {r}", placement=where, deadline=deadline, poll=poll)
+            except RoundCut:  # the shards keep their last finished round
+                stopped_by_time = True
+                break
+            except BaseException:
+                if stop is not None:  # a cancel: the running tasks stop themselves (closing waits for them)
+                    raise_stop(client, stop)
+                raise
             reports = sorted(done.results, key=lambda x: x.shard)
+            if any(x.cut for x in reports):
+                stopped_by_time = True
+                break
             where = [x.worker or None for x in reports]
             held = np.array([x.mentions for x in reports], np.int64)
             if not np.array_equal(held, plan.mentions):

@@ -16,6 +16,7 @@ import numpy as np
 
 from pdbq.coref.contract import contract, dense_groups, subgraph, within
 from pdbq.coref.layout import PairGraph
+from pdbq.distributed.cluster import stop_flag
 from pdbq.inference.coreference.entity_moves import new_scratch, run_moves, state_from_labels
 from pdbq.inference.coreference.hierarchy import LevelMoves, run_level
 
@@ -39,6 +40,8 @@ class RoundTask(NamedTuple):
     # `time.time()` instant (the workers' clocks) at which the moves stop, the result then marked
     # ``cut``: a cancelled Dask task that already runs is not stopped, so it stops itself
     deadline: float | None = None
+    # the client's stop flag (`cluster.raise_stop`) for a cancelled statement, asked between chunks
+    stop_event: str | None = None
 
 
 class PartitionResult(NamedTuple):
@@ -87,15 +90,17 @@ def timed_round(lg: PairGraph, task: RoundTask, counters: np.ndarray) -> tuple[n
     st = state_from_labels(task.labels)
     log = np.zeros(1)
     sc = new_scratch(lg)
-    left, chunk = task.steps, task.steps if task.deadline is None else _FIRST_CHUNK
+    timed = task.deadline is not None or task.stop_event is not None
+    stopped = None if task.stop_event is None else stop_flag(task.stop_event)
+    left, chunk = task.steps, task.steps if not timed else _FIRST_CHUNK
     while left > 0:
         # chunks continue the same chain (state, stream and counters carry over): same labels
         m = min(left, chunk)
         t = time.perf_counter()
         run_moves(lg, st, sc, rng, m, task.temperature, task.p_new, task.p_split_merge, counters, log)
         left -= m
-        if task.deadline is not None and left > 0:
-            if time.time() >= task.deadline:
+        if timed and left > 0:
+            if (task.deadline is not None and time.time() >= task.deadline) or (stopped is not None and stopped()):
                 return st.label.astype(np.int64), False
             chunk = max(_FIRST_CHUNK, int(m * _CHUNK_SECONDS / max(time.perf_counter() - t, 1e-9)))
     return st.label.astype(np.int64), True

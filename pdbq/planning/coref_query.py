@@ -115,13 +115,14 @@ def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
     return cfg.check(), max_pairs
 
 
-def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
+def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None):
     """MAP in this process, or by Dask map/redistribute rounds when the query names ``workers``
     or a ``scheduler`` (same total proposals: ``sweeps`` passes over the mentions); with the
-    Dask run's summary for the diagnostics (None in this process)."""
+    Dask run's summary for the diagnostics (None in this process). ``poll()``: the statement's
+    cancel check, called between passes and while waiting on Dask rounds."""
     dist = _distributed(dict(stmt.options))
     if dist is None:
-        return resolve_map(graph, config), None
+        return resolve_map(graph, config, poll=poll), None
     if config.proposal != "neighbour":
         raise OptionError(f"option 'proposal' = {config.proposal!r} is not available with workers/scheduler "
                           "(distributed rounds run the neighbour mention moves)")
@@ -143,8 +144,8 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery):
     ).check()
     init = initial_labels(graph, config)
     if dist.get("scheduler") is None and _shardable(graph, workers):
-        return _resolve_sharded(graph, cfg, init, rounds + greedy)
-    res = resolve_distributed(graph, cfg, labels=init, scheduler=dist.get("scheduler"))
+        return _resolve_sharded(graph, cfg, init, rounds + greedy, poll)
+    res = resolve_distributed(graph, cfg, labels=init, scheduler=dist.get("scheduler"), poll=poll)
     warnings: tuple[str, ...] = ()
     if res.stopped_by_time and res.rounds:
         warnings = (f"time_limit {config.time_limit:g} s reached after {len(res.rounds)} of {rounds + greedy} "
@@ -170,7 +171,7 @@ def _shardable(graph, workers: int) -> bool:
     return int(sizes.max()) <= n // workers
 
 
-def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int):
+def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int, poll=None):
     """The MAP rounds over shards of candidate-pair components that the workers build from
     Parquet files this process writes to a temporary directory (removed after the run)."""
     import shutil  # noqa: PLC0415
@@ -181,11 +182,17 @@ def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int):
 
     where = tempfile.mkdtemp(prefix="pdbq-shards-")
     try:
-        res = resolve_sharded(shard_by_components(where, graph, init), cfg)
+        res = resolve_sharded(shard_by_components(where, graph, init), cfg, poll=poll)
     finally:
         shutil.rmtree(where, ignore_errors=True)
-    warnings = (f"time_limit {cfg.time_limit:g} s reached after {len(res.rounds)} of {planned} sharded rounds: the "
-                "clustering is the last round's",) if res.stopped_by_time else ()
+    warnings: tuple[str, ...] = ()
+    if res.stopped_by_time and res.rounds:
+        warnings = (f"time_limit {cfg.time_limit:g} s reached after {len(res.rounds)} of {planned} sharded rounds: "
+                    "each shard's clustering is the last round it finished",)
+    elif res.stopped_by_time:
+        warnings = (f"time_limit {cfg.time_limit:g} s reached before the first of {planned} sharded rounds "
+                    "finished (it was cancelled): the clustering is the starting one, not a MAP estimate; raise "
+                    "time_limit or lower workers",)
     score = float(partition_score(graph, res.labels))
     return CorefMapResult(res.labels, score, np.array([score]), sum(r.evaluations for r in res.rounds),
                           sum(r.proposals for r in res.rounds), sum(r.accepted for r in res.rounds), res.seconds,
@@ -204,8 +211,12 @@ def _anchor(con, key_type: str, literal: str, keys: np.ndarray, alias: str) -> i
     return pos
 
 
-def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
+def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
+    """Answer a query over DOMAIN CLUSTER relations (module docstring); ``cancel``: the
+    statement's `pdbq.progress.CancelToken`, checked between the samplers' passes and while
+    waiting on Dask rounds."""
     started = time.perf_counter()
+    poll = None if cancel is None else cancel.check
     if stmt.explain:
         raise InferenceError("EXPLAIN is not available for DOMAIN CLUSTER queries yet; the query's diagnostics "
                              "(Result.diagnostics) give pairs, proposals and factor evaluations")
@@ -239,14 +250,15 @@ def execute_cluster_query(db, stmt: ProbQuery) -> QueryAnswer:
             diag[f"{alias}.candidate_pairs"] = graph.n_pairs
             diag[f"{alias}.subsample"] = config.subsample.label()
             ests = [e for e in stmt.estimates if e.alias == alias and e.other is None]
-            table = _alias_estimates(con, stmt, alias, v.columns[0], keys, graph, ests, config, diag, warnings)
+            table = _alias_estimates(con, stmt, alias, v.columns[0], keys, graph, ests, config, diag, warnings, poll)
             name = f"__pdbq_cluster_est_{uuid.uuid4().hex}"
             con.register(name, table)
             names.append(name)
             sources[alias] = _source(v, name, [e.placeholder for e in ests])
         tree = stmt.tree
         if pair_rels:
-            tree = _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings)
+            tree = _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings,
+                                 poll)
         out = con.sql(sql_text(substitute(tree, sources))).to_arrow_table()
     finally:
         for name in names:
@@ -279,11 +291,11 @@ def _source(v, name: str, placeholders: list[str]):
     return make
 
 
-def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, warnings) -> pa.Table:
+def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, warnings, poll=None) -> pa.Table:
     """One row per mention of `alias`'s relation: its MAP, PROB(alias = k), STDERR, DIST columns."""
     cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
     if any(e.kind is EstimateKind.MAP for e in ests):
-        res, dask = _resolve_map(graph, config, stmt)
+        res, dask = _resolve_map(graph, config, stmt, poll)
         if dask is not None:
             diag["dask"] = dask
         warnings.extend(res.warnings)
@@ -306,7 +318,7 @@ def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, war
         # pairs (row, anchor) for every row of the relation; the query's WHERE picks rows
         qa = np.tile(np.arange(n), len(anchors))
         qb = np.repeat([_anchor(con, key.type, a, keys, alias) for a in anchors], n)
-        post = sample_pairs(graph, qa, qb, config)
+        post = sample_pairs(graph, qa, qb, config, poll=poll)
         warnings.extend(post.warnings)
         diag.update({f"{alias}.sample_factor_evaluations": post.factor_evaluations,
                      f"{alias}.sample_proposals": post.proposals, f"{alias}.sample_seconds": post.seconds})
@@ -316,7 +328,7 @@ def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, war
                 block = slice(k * n, (k + 1) * n)
                 cols[e.placeholder] = post.prob[block] if e.kind is EstimateKind.PROB else post.stderr[block]
     if any(e.kind is EstimateKind.DIST for e in ests):
-        dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE))
+        dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE), poll)
         entries = [{int(s): float(p) for s, p in enumerate(row) if p > 0} for row in dist]
         arr = pa.array([list(d.items()) for d in entries], type=pa.map_(pa.int64(), pa.float64()))
         for e in ests:
@@ -325,14 +337,14 @@ def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, war
     return pa.table(cols)
 
 
-def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings):
+def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings, poll=None):
     """`PROB(a = b)` / `STDERR(a = b)` (`pdbq.planning.coref_pairs`): sample the pairs the query
     selects, register them, and return the tree with each pair estimate a lookup there."""
     first = substitute(tree, sources)
     tables = {}
     for (alias, other), relation in pair_rels.items():
         qa, qb = pair_rows(con, first, alias, other, max_pairs)
-        post = sample_pairs(grounded[relation][1], qa, qb, config)
+        post = sample_pairs(grounded[relation][1], qa, qb, config, poll=poll)
         warnings.extend(post.warnings)
         tag = f"{alias}={other}"
         diag.update({f"{tag}.pairs": int(qa.size), f"{tag}.sample_factor_evaluations": post.factor_evaluations,
@@ -345,8 +357,8 @@ def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pai
     return lookup_pairs(tree, pair_estimates(stmt), tables)
 
 
-def _size_distribution(graph, config: CorefConfig, cap: int) -> np.ndarray:
+def _size_distribution(graph, config: CorefConfig, cap: int, poll=None) -> np.ndarray:
     """P(the entity of mention m has size s) for every m, s < cap+1 (sizes above cap count as cap)."""
     from pdbq.inference.coreference.resolve import sample_sizes  # noqa: PLC0415
 
-    return sample_sizes(graph, config, cap)
+    return sample_sizes(graph, config, cap, poll)

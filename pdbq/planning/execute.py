@@ -170,7 +170,7 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     definitions = None if kept is not None else read_definitions(db)
     variables = kept.variables if kept is not None else definitions[0][0]
     if is_cluster_query(db, stmt, variables):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
-        return execute_cluster_query(db, stmt)
+        return execute_cluster_query(db, stmt, cancel)
     for e in stmt.estimates:
         if e.other is not None:
             raise InferenceError(f"{e.kind.value}({e.alias} = {e.other}) compares two aliases of one DOMAIN CLUSTER "

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -346,13 +347,14 @@ def stable_labels(label: np.ndarray) -> np.ndarray:
 
 
 def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None,
-                cannot_link: np.ndarray | None = None) -> CorefMapResult:
+                cannot_link: np.ndarray | None = None, poll: Callable[[], None] | None = None) -> CorefMapResult:
     """Annealed MAP clustering (module docstring). With `tokens` (a `pdbq.coref.tokens.TokenModel`)
     every within-entity pair is scored on demand from the token sets and `g` only supplies the
     proposals' candidate neighbours; then a subsampled chain is scored exactly only at its end
     (re-scoring every pass would cost Σ|e|² pair evaluations) and entities are not split into
     candidate components (every pair scores). `cannot_link` (int[n], −1 = none): mentions of one
-    group never share an entity (a hard constraint of the moves, `entity_moves`)."""
+    group never share an entity (a hard constraint of the moves, `entity_moves`). `poll()` is called
+    before every pass (a cancelled statement raises from it and ends the run)."""
     _graph_for(g, config, tokens)
     psi = _scorer(g, tokens)
     n = g.indptr.shape[0] - 1
@@ -379,6 +381,7 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
         chain_best, chain_lab = start_score, st.label.copy()
         temp = config.temperature
         for _ in range(config.sweeps):
+            _poll(poll)
             if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
                 stopped = True
                 break
@@ -395,6 +398,7 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
         move.reset(st)
         log[0] = chain_best if math.isfinite(chain_best) else psi(st.label)
         for _ in range(config.greedy_sweeps):
+            _poll(poll)
             before = counters[C_ACCEPTED]
             move(sc, rng, n, 0.0, counters, log)
             if counters[C_ACCEPTED] == before:
@@ -419,6 +423,22 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
     )
 
 
+def _poll(poll: Callable[[], None] | None) -> None:
+    if poll is not None:
+        poll()
+
+
+def _burn_in(move, sc, rng, n: int, passes: int, counters, log, poll) -> None:
+    """``passes`` passes of ``n`` moves, ``poll`` before each when given (the moves continue
+    one chain, so the passes are the one call of ``n * passes`` moves without it)."""
+    if poll is None:
+        move(sc, rng, n * passes, 1.0, counters, log)
+        return
+    for _ in range(passes):
+        poll()
+        move(sc, rng, n, 1.0, counters, log)
+
+
 @njit(cache=True)
 def _count_same(label, qa, qb, hits):
     for k in range(qa.shape[0]):
@@ -427,10 +447,11 @@ def _count_same(label, qa, qb, hits):
 
 
 def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig(),
-                 tokens: TokenModel | None = None, cannot_link: np.ndarray | None = None) -> PairPosterior:
+                 tokens: TokenModel | None = None, cannot_link: np.ndarray | None = None,
+                 poll: Callable[[], None] | None = None) -> PairPosterior:
     """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling
-    (`tokens`, `cannot_link`: as in `resolve_map`; with groups, π is restricted to clusterings
-    without two mentions of one group)."""
+    (`tokens`, `cannot_link`, `poll`: as in `resolve_map`; with groups, π is restricted to
+    clusterings without two mentions of one group)."""
     _graph_for(g, config, tokens)
     n = g.indptr.shape[0] - 1
     group = check_groups(cannot_link, n)
@@ -458,10 +479,11 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
         log = np.array([_scorer(g, tokens)(st.label)])
         rng = rngs[c : c + 1]
         sc.sub.rng[0] = sub_seeds[c]
-        move(sc, rng, n * config.burn_in, 1.0, counters, log)
+        _burn_in(move, sc, rng, n, config.burn_in, counters, log, poll)
         hits = np.zeros(qa.size, np.int64)
         done = 0
         for _ in range(config.sweeps):
+            _poll(poll)
             if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit and done:
                 warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {done} samples")
                 break
@@ -486,9 +508,9 @@ def _count_sizes(label, size, cap, counts):
         counts[m, s if s < cap else cap] += 1
 
 
-def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
+def sample_sizes(g: PairGraph, config: CorefConfig, cap: int, poll: Callable[[], None] | None = None) -> np.ndarray:
     """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
-    Averaged over chains and the passes after burn-in (τ = 1)."""
+    Averaged over chains and the passes after burn-in (τ = 1); `poll` as in `resolve_map`."""
     _graph_for(g, config)
     n = g.indptr.shape[0] - 1
     if n * (cap + 1) > 50_000_000:
@@ -504,8 +526,9 @@ def sample_sizes(g: PairGraph, config: CorefConfig, cap: int) -> np.ndarray:
         move = _Mover(g, config, st)
         log = np.array([partition_score(g, st.label)])
         rng = rngs[c : c + 1]
-        move(sc, rng, n * config.burn_in, 1.0, counters, log)
+        _burn_in(move, sc, rng, n, config.burn_in, counters, log, poll)
         for _ in range(config.sweeps):
+            _poll(poll)
             move(sc, rng, n, 1.0, counters, log)
             _count_sizes(st.label, st.size, cap, counts)
             done += 1
