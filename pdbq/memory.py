@@ -16,7 +16,7 @@ import resource
 
 from pdbq.errors import InferenceError
 
-__all__ = ["available_bytes", "check_fits", "table_cap", "TABLE_BYTES", "WORKING_COPIES", "gib"]
+__all__ = ["available_bytes", "check_fits", "check_bytes", "table_cap", "TABLE_BYTES", "WORKING_COPIES", "gib"]
 
 TABLE_BYTES = 8  # float64 log-potentials
 # Peak working memory of one pass over a clique table: the table, its shifted copy, its exp, and
@@ -87,6 +87,15 @@ def check_fits(entries: int, what: str, *, copies: int = WORKING_COPIES, option:
             f"{what} needs a table of {int(entries):,} entries ({gib(need)} of working memory), "
             f"but only {gib(left)} of memory is available{hint}"
         )
+
+
+def check_bytes(need: int, what: str, *, option: str = "") -> None:
+    """`InferenceError` when ``need`` bytes do not fit in the memory left. ``what`` says what
+    needs them (its size in its own terms); ``option`` the option that bounds it."""
+    left = available_bytes()
+    if int(need) > left:
+        hint = f"; lower {option}" if option else ""
+        raise InferenceError(f"{what} needs {gib(need)} of memory, but only {gib(left)} is available{hint}")
 
 
 def table_cap(copies: int = WORKING_COPIES) -> int:

@@ -247,3 +247,31 @@ def test_jumps_without_burn_in_say_so():
     r = run_mixing(g, np.arange(g.n_vars), GibbsConfig(steps=4_000, burn_in=0, seed=1),
                    MixingConfig(tempering=2, jumps=4))
     assert r.jump_modes == 0 and any("no jump was tried" in w for w in r.warnings)
+
+
+def _jump_set_by_pairs(modes, movable):
+    """The jump set's rows written out pair by pair, as the module docstring defines them."""
+    r = len(modes)
+    rows = [np.flatnonzero((modes[a] != modes[b]) & movable) if a < b else np.zeros(0, np.int64)
+            for a in range(r) for b in range(r)]
+    return np.concatenate(rows), np.cumsum([0] + [x.size for x in rows])
+
+
+def test_jump_set_rows_are_checked_against_the_memory_left(monkeypatch):
+    import pdbq.memory
+
+    rng = np.random.default_rng(3)
+    modes = [rng.integers(0, 3, 20_000).astype(np.int32) for _ in range(64)]
+    movable = rng.random(20_000) < 0.9
+    js = jump_set(modes, movable)
+    var, off = _jump_set_by_pairs(modes, movable)
+    assert np.array_equal(js.var, var) and np.array_equal(js.off, off)
+    assert js.longest == int(np.diff(off).max()) and np.array_equal(js.movable, np.flatnonzero(movable))
+    # 2,016 pairs differing in about 2/3 of 18,000 sampled variables: ~95 MiB of rows
+    monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 32 << 20)
+    with pytest.raises(InferenceError, match=r"mode jumps between 64 local modes \(2,016 pairs.*MiB of memory.*"
+                                             r"only 32 MiB is available; lower jumps"):
+        jump_set(modes, movable)
+    monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 1 << 20)  # not even the modes themselves
+    with pytest.raises(InferenceError, match="mode jumps between 64 local modes of 20,000 variables needs"):
+        jump_set(modes, movable)

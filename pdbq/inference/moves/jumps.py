@@ -44,10 +44,11 @@ import numpy as np
 from numba import njit
 
 from pdbq.errors import InferenceError
-from pdbq.inference.moves.energy_paths import move_values
 from pdbq.inference.mcmc.kernels import ChainState, greedy_sweep, group_sums_into, log_score_kernel
 from pdbq.inference.mcmc.rng import bounded, next_state, uniform
 from pdbq.inference.mcmc.transition import Kernel
+from pdbq.inference.moves.energy_paths import move_values
+from pdbq.memory import check_bytes
 
 __all__ = ["JumpSet", "ModePool", "empty_jumps", "jump_set", "jump_moves", "quench", "jump_kernel", "QUENCH_SWEEPS"]
 
@@ -81,19 +82,33 @@ def empty_jumps(n_vars: int = 0) -> JumpSet:
 
 def jump_set(modes: list[np.ndarray], movable: np.ndarray) -> JumpSet:
     """The jump set over ``modes`` (full states) and the variables where ``movable`` is True
-    (the sampled sites: evidence and unsampled variables never move)."""
+    (the sampled sites: evidence and unsampled variables never move). Its rows hold up to
+    R(R − 1)/2 × (sampled variables) entries: they are counted first and checked against the
+    memory left (`InferenceError` naming the sizes) before anything of that size is allocated."""
     r = len(modes)
     if r < 2:
         return empty_jumps(int(movable.shape[0]))
+    mv = np.flatnonzero(movable).astype(np.int32)
+    # the stacked modes and their sampled columns, before the rows
+    check_bytes(2 * r * (int(movable.shape[0]) + mv.size) * 4,
+                f"mode jumps between {r} local modes of {int(movable.shape[0]):,} variables", option="jumps")
     m = np.stack([np.asarray(x, dtype=np.int32) for x in modes])
-    rows = [np.zeros(0, dtype=np.int32)] * (r * r)
+    at = m[:, mv]
+    sizes = np.zeros(r * r, dtype=np.int64)
     for a in range(r):
         for b in range(a + 1, r):
-            rows[a * r + b] = np.flatnonzero((m[a] != m[b]) & movable).astype(np.int32)
-    sizes = [x.size for x in rows]
+            sizes[a * r + b] = np.count_nonzero(at[a] != at[b])
+    total = int(sizes.sum())
+    check_bytes(total * 4, f"mode jumps between {r} local modes ({r * (r - 1) // 2:,} pairs differing in "
+                f"{total:,} sampled variables in all)", option="jumps")
     off = np.zeros(r * r + 1, dtype=np.int64)
     off[1:] = np.cumsum(sizes)
-    return JumpSet(m, np.flatnonzero(movable).astype(np.int32), off, np.concatenate(rows), int(max(sizes)))
+    var = np.empty(total, dtype=np.int32)
+    for a in range(r):
+        for b in range(a + 1, r):
+            p = a * r + b
+            var[off[p]:off[p + 1]] = mv[at[a] != at[b]]
+    return JumpSet(m, mv, off, var, int(sizes.max()))
 
 
 @njit(cache=True)
