@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbq.distributed.chain_job import ChainJob
+from pdbq.distributed.cluster import stop_poll
 from pdbq.errors import InferenceError
 from pdbq.inference.mcmc.gibbs import Moves, StartedRun, start_chains
 from pdbq.inference.moves.cutset import cutset_plan
@@ -54,6 +55,9 @@ class SegmentTask(NamedTuple):
     seconds: float | None = None  # time left to the run's deadline when sent (None: no deadline)
     burn_seconds: float | None = None  # "burn": time left to burn-in's own limit
     check_hard: bool = False  # "finish": check the chains' states against hard constraints
+    # the client's stop flag for a cancelled statement (`cluster.raise_stop`): a running Dask task
+    # is not stopped by cancelling it, so the group's chains poll it
+    stop_event: str | None = None
 
 
 class GroupShape(NamedTuple):
@@ -107,7 +111,7 @@ def _open(job: ChainJob, task: SegmentTask) -> _Group:
     # an endless deadline: the run is budget-governed as the client's (its round length, its
     # burn-in share) and its rounds are cut in clock-sized chunks; each segment brings its stop
     run = start_chains(job.graph, targets, cfg, sites=sites, selection=job.selection if job.cutset is None else None,
-                       kernel=kernel, deadline=float("inf"), moves=moves)
+                       kernel=kernel, deadline=float("inf"), moves=moves, poll=stop_poll(task.stop_event))
     if run.chains is None:
         raise InferenceError("a chain group on Dask has nothing to sample (no sites or no live target)")
     return _Group(run, setup)

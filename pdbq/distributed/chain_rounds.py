@@ -34,7 +34,7 @@ import numpy as np
 
 from pdbq.distributed.chain_groups import SegmentReport, SegmentTask, group_segment, release_groups, whole
 from pdbq.distributed.chain_job import ChainJob, nbytes
-from pdbq.distributed.cluster import lost, open_client, scheduler_address, wait_futures
+from pdbq.distributed.cluster import lost, open_client, raise_stop, scheduler_address, wait_futures
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
@@ -67,6 +67,7 @@ class _Segments:
                  poll: Callable[[], None] | None = None):
         self.client, self.job, self.groups, self.token, self.retries = client, job, groups, token, retries
         self.poll = poll
+        self.stop = None if poll is None else f"pdbq-rounds-stop-{token}"
         (self.shared,) = client.scatter([job], broadcast=True, hash=False)
         self.where: list[str | None] = [None] * len(groups)
         self.count = 0
@@ -90,6 +91,7 @@ class _Segments:
                 pin = self.where[i] if self.where[i] in addresses else (addresses[i % len(addresses)] if addresses else None)
                 # a preference, not a restriction: pinned to a worker that dies, the task would wait for it
                 place = dict(workers=[pin], allow_other_workers=True) if pin else {}
+                task = task._replace(stop_event=self.stop)
                 futures.append(self.client.submit(group_segment, self.shared, task, key=f"{key}-g{i}-a{attempt}",
                                                   pure=False, retries=self.retries, **place))
             until = None if stop is None else max(stop, time.perf_counter()) + SEGMENT_GRACE + 3 * self.rtt
@@ -97,6 +99,8 @@ class _Segments:
                 finished = wait_futures(futures, until, self.poll)
             except BaseException:
                 self.client.cancel(futures)
+                if self.stop is not None:  # a cancel: the running groups stop themselves
+                    raise_stop(self.client, self.stop)
                 raise
             if not finished:
                 self.client.cancel(futures)

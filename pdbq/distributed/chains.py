@@ -34,8 +34,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pdbq.distributed.chain_job import ChainJob, nbytes
-from pdbq.distributed.cluster import open_client, raise_stop, run_round, scheduler_address, stop_flag
-from pdbq.errors import InferenceError, OptionError
+from pdbq.distributed.cluster import open_client, raise_stop, run_round, scheduler_address, stop_poll
+from pdbq.errors import OptionError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.mcmc.gibbs import GibbsResult, run_gibbs
@@ -54,19 +54,6 @@ class GroupTask(NamedTuple):
     # the name of a Dask `Event` the client sets when the statement is cancelled: a cancelled Dask
     # task that already runs is not stopped, so the group polls it and stops itself
     stop_event: str | None = None
-
-
-def _stop_poll(name: str | None):
-    """The group's ``poll`` for `run_gibbs` / `run_mixing`: raises once the client raised the stop flag."""
-    if name is None:
-        return None
-    stopped = stop_flag(name)
-
-    def poll() -> None:
-        if stopped():
-            raise InferenceError("chains on Dask: the statement was cancelled")
-
-    return poll
 
 
 class GroupResult(NamedTuple):
@@ -140,7 +127,7 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
     t0 = time.perf_counter()
     cfg = dataclasses.replace(job.config, chains=task.chains, first_chain=task.first_chain,
                               total_chains=job.config.chains)
-    poll = _stop_poll(task.stop_event)
+    poll = stop_poll(task.stop_event)
     kw = dict(sites=job.sites, selection=job.selection, kernel=job.kernel, poll=poll)
     if job.cutset is not None:
         plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)

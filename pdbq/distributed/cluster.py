@@ -19,7 +19,7 @@ from pdbq.errors import InferenceError, OptionError, PdbqError
 
 __all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "RoundCut", "scheduler_address",
            "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE", "wait_futures",
-           "stop_flag", "raise_stop"]
+           "stop_flag", "stop_poll", "raise_stop"]
 
 
 def dask_module() -> Any:
@@ -110,6 +110,20 @@ def stop_flag(name: str) -> Callable[[], bool]:
     Dask task that already runs is not stopped, so a long task asks this between chunks."""
     event = dask_module().Event(name)
     return event.is_set
+
+
+def stop_poll(name: str | None) -> Callable[[], None] | None:
+    """A ``poll`` for a sampler running in a task: raises once the client raised the stop flag
+    ``name`` (None: no flag, no poll)."""
+    if name is None:
+        return None
+    stopped = stop_flag(name)
+
+    def poll() -> None:
+        if stopped():
+            raise InferenceError("the statement was cancelled: this task stops")
+
+    return poll
 
 
 def raise_stop(client: Any, name: str) -> None:
