@@ -307,3 +307,24 @@ def test_code_level_holds_integers_a_unit_apart():
                            rec.n)
     got = dict(zip(zip(a.tolist(), b.tolist()), lv[:, 0].tolist()))
     assert got == {(0, 1): 1, (1, 2): 1, (0, 2): 2, (0, 3): 1, (4, 5): 1, (6, 7): 1, (8, 9): 1, (9, 10): -1}
+
+
+def test_text_words_are_split_at_punctuation():
+    # "cascade-correlation" and "cascade correlation", "S.E." and "S. E." are the same words:
+    # deleting the punctuation would fuse them into one word that matches neither
+    from pdbq.coref.levels import FieldLevels, prepare_values
+    from pdbq.coref.model import load_records
+    from pdbq.coref.pair_levels import pair_levels
+
+    titles = ["The cascade-correlation learning architecture,", "The Cascade Correlation Learning Architecture.",
+              "S.E. Fahlman", "Fahlman, S. E.", "recurrent cascade-correlation", "Recurrent networks"]
+    con = duckdb.connect()
+    con.register("src", pa.table({"rid": np.arange(len(titles)), "title": titles}))
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    rec = load_records(con, "t", "rid", ["title"])
+    fl = (FieldLevels("title", "text", (0.7, 0.4, 0.15)),)
+    prepare_values(con, "pdbq_coref_records", "__pdbq_m", rec.columns, fl)
+    a, b, lv = pair_levels(con, fl, "SELECT * FROM (VALUES (0, 1), (2, 3), (4, 5)) p(a, b)", rec.n)
+    got = dict(zip(zip(a.tolist(), b.tolist()), lv[:, 0].tolist()))
+    # the same words in another order and punctuation are "exact"; a shared word is not more
+    assert got == {(0, 1): 0, (2, 3): 0, (4, 5): 3}

@@ -280,6 +280,13 @@ def _norm_string(col: str) -> str:
             f"'[^a-z0-9 ]', '', 'g'), ' +', ' ', 'g')), '')")
 
 
+def _norm_words(col: str) -> str:
+    # punctuation separates words in free text: "cascade-correlation" and "cascade correlation",
+    # "S.E." and "S. E." are the same words, where deleting it would fuse them into another word
+    return (f"nullif(trim(regexp_replace(regexp_replace(strip_accents(lower(CAST({col} AS VARCHAR))), "
+            f"'[^a-z0-9 ]', ' ', 'g'), ' +', ' ', 'g')), '')")
+
+
 def _value_columns(k: int, fl: FieldLevels, dtype: str) -> list[str]:
     col = q(fl.field)
     t = dtype.upper()
@@ -287,7 +294,7 @@ def _value_columns(k: int, fl: FieldLevels, dtype: str) -> list[str]:
         return [f"{_norm_string(col)} AS v{k}"]
     if fl.kind == "text":
         # the value is its sorted word set: "exact" = the same words in any order, as the token levels see it
-        t = f"list_sort(list_distinct(list_filter(string_split({_norm_string(col)}, ' '), lambda x: x <> '')))"
+        t = f"list_sort(list_distinct(list_filter(string_split({_norm_words(col)}, ' '), lambda x: x <> '')))"
         return [f"nullif(array_to_string({t}, ' '), '') AS v{k}", f"{t} AS t{k}"]
     if fl.kind == "code":
         raw = f"CAST(TRY_CAST({col} AS BIGINT) AS VARCHAR)" if t in ("DOUBLE", "FLOAT", "REAL") or t.startswith("DECIMAL") else f"CAST({col} AS VARCHAR)"
