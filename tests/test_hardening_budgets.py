@@ -116,6 +116,21 @@ def test_tables_beyond_the_memory_left_are_refused_before_allocation(monkeypatch
             db.execute(f"SELECT PROB(x) FROM v x WHERE x.i < 2 {options}")
 
 
+def test_block_tables_that_fit_once_but_not_once_per_chain_are_refused(monkeypatch):
+    """A block table that fits in the memory left can still not fit once per chain (each chain fills
+    its own copy): an InferenceError naming block_table, not numpy's MemoryError."""
+    import pdbq.memory
+    from pdbq.inference.moves import blocks
+
+    monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 16 << 20)
+    monkeypatch.setattr(blocks, "check_fits", lambda *a, **k: None)  # the block itself passed its own check
+    with pdbq.connect() as db:
+        _grid(db, 14)
+        with pytest.raises(InferenceError, match="block moves for 16 chains.*block_table"):
+            db.execute("SELECT PROB(x) FROM v x WHERE x.i < 2 USING GIBBS WITH (steps = 100, chains = 16, "
+                       "blocks = 'auto', block_table = 4611686018427387904)")
+
+
 def test_exact_within_memory_still_answers(monkeypatch):
     import pdbq.memory
 

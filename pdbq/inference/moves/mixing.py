@@ -71,6 +71,7 @@ from pdbq.inference.mcmc.kernels import (
 from pdbq.inference.moves.jumps import JumpSet, ModePool, empty_jumps, jump_moves, jump_set, quench
 from pdbq.inference.mcmc.rng import chain_generators, chain_states
 from pdbq.inference.moves.tempering import adapt_ladder, initial_ladder, swap_probability
+from pdbq.memory import check_fits
 
 __all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves", "mixing_moves", "MixingSetup", "mixing_report",
            "MovesReport", "with_moves_report"]
@@ -157,7 +158,12 @@ class _Cycle:
         self._jump_state(chains, g, sites, movable)
 
     def _block_scratch(self, chains: int, packed, g: FactorGraph) -> None:
-        self.psi_buf = np.zeros((chains, max(int(packed.blk_psi.max()), 1)))
+        widest_table = max(int(packed.blk_psi.max()), 1)
+        # each chain (and tempered copy) fills its own copy of the largest block's table: a block that
+        # fit on its own may not fit once per chain
+        check_fits(widest_table, f"block moves for {chains} chains (one largest block table each)", copies=chains,
+                   option="block_table")
+        self.psi_buf = np.zeros((chains, widest_table))
         widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
         self.coords = np.zeros((chains, widest), dtype=np.int64)
         self.probs = np.zeros((chains, int(g.cardinality.max())))
