@@ -75,6 +75,31 @@ CREATE RULE aff WEIGHT = 10 * (sim - 0.85) FUNCTION EQUAL AS e(a) = e(b) :- p(a,
 """
 
 
+BLOCKED_CLUSTER_SQL = """
+CREATE TABLE r AS SELECT i AS id, ['anna', 'bob', 'carl', 'dora', 'emil', 'fay'][i % 6 + 1] || ' ' ||
+    ['smith', 'smyth', 'jones'][i // 6 % 3 + 1] AS name FROM range(36) t(i);
+CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
+    FROM r a JOIN r b ON a.id < b.id AND a.id % 6 = b.id % 6;
+CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
+CREATE RULE aff WEIGHT = 10 * (sim - 0.9) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
+"""
+# 36 records in six blocks of candidate pairs (id % 6): separate components, so sharded rounds apply
+
+PEOPLE = [
+    (1, "John Smith", "12 Oak Street", "1980"),
+    (2, "Jon Smith", "12 Oak St", "1980"),
+    (3, "John Smyth", "12 Oak Street", "1980"),
+    (4, "Mary Jones", "7 Elm Road", "1975"),
+    (5, "Mary Jones", "7 Elm Rd", "1975"),
+    (6, "Peter Brown", "99 Pine Avenue", "1990"),
+    (7, "Mary Johnson", "300 Lake Drive", "1962"),
+    (8, "Peter Browne", "99 Pine Ave", "1990"),
+    (9, "Anna Lee", "5 Birch Lane", "2001"),
+]
+PEOPLE_FIELDS = ["name", "address", "born"]
+# nine person records (id, name, address, born) for the linkage front door's stored-model tests
+
+
 @pytest.fixture
 def movies_db():
     """An in-memory database holding the movie tables (no model yet)."""

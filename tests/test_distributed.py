@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import NAMES_CLUSTER_SQL, kill_busy_worker
+from conftest import BLOCKED_CLUSTER_SQL, NAMES_CLUSTER_SQL, kill_busy_worker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -157,15 +157,6 @@ def test_sql_map_query_runs_distributed_rounds():
             db.execute(f"SELECT MAP(e) FROM e USING ANNEAL WITH ({bad})")
 
 
-_BLOCKED_SQL = """
-CREATE TABLE r AS SELECT i AS id, ['anna', 'bob', 'carl', 'dora', 'emil', 'fay'][i % 6 + 1] || ' ' ||
-    ['smith', 'smyth', 'jones'][i // 6 % 3 + 1] AS name FROM range(36) t(i);
-CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
-    FROM r a JOIN r b ON a.id < b.id AND a.id % 6 = b.id % 6;
-CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
-CREATE RULE aff WEIGHT = 10 * (sim - 0.9) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
-"""
-
 
 def test_sql_map_over_separate_components_runs_sharded_rounds():
     """Candidate pairs inside six blocks: the SQL MAP query runs the sharded rounds (the workers
@@ -174,7 +165,7 @@ def test_sql_map_over_separate_components_runs_sharded_rounds():
     import pdbq
 
     db = pdbq.connect()
-    db.execute(_BLOCKED_SQL)
+    db.execute(BLOCKED_CLUSTER_SQL)
     q = "SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH ({})"
     here = db.execute(q.format("seed = 4")).fetchall()
     res = db.execute(q.format("workers = 2, rounds = 3, seed = 4"))

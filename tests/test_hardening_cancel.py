@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from conftest import NAMES_CLUSTER_SQL
+from conftest import BLOCKED_CLUSTER_SQL, NAMES_CLUSTER_SQL
 
 import pdbq
 from pdbq.progress import CancelToken, Cancelled
@@ -63,21 +63,12 @@ def test_cancel_stops_a_cluster_relation_query(query):
         assert _cancelled_within(db, query) < 1 + SLACK
 
 
-_BLOCKED_SQL = """
-CREATE TABLE r AS SELECT i AS id, ['anna', 'bob', 'carl', 'dora', 'emil', 'fay'][i % 6 + 1] || ' ' ||
-    ['smith', 'smyth', 'jones'][i // 6 % 3 + 1] AS name FROM range(36) t(i);
-CREATE TABLE p AS SELECT a.id AS a, b.id AS b, jaro_winkler_similarity(a.name, b.name) AS sim
-    FROM r a JOIN r b ON a.id < b.id AND a.id % 6 = b.id % 6;
-CREATE VARIABLE e(id BIGINT) DOMAIN CLUSTER FROM (SELECT id FROM r);
-CREATE RULE aff WEIGHT = 10 * (sim - 0.9) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim);
-"""
-
 
 def test_sharded_rounds_hold_the_time_limit_inside_a_round_and_stop_on_cancel():
     # six blocks of candidate pairs: sharded rounds; one round of 10^9 passes takes hours
     pytest.importorskip("distributed")
     with pdbq.connect() as db:
-        db.execute(_BLOCKED_SQL)
+        db.execute(BLOCKED_CLUSTER_SQL)
         q = f"SELECT e.id, MAP(e) FROM e USING ANNEAL WITH (workers = 2, rounds = 3, {_HUGE}{{}})"
         t0 = time.perf_counter()
         r = db.execute(q.format(", time_limit = 1"))

@@ -6,25 +6,13 @@ from __future__ import annotations
 import csv
 
 import pytest
+from conftest import PEOPLE, PEOPLE_FIELDS
 
 import pdbq
 from pdbq.coref.estimate import EmSettings
 from pdbq.coref.layout import CorefInputError
 from pdbq.linkage import dedupe
 from pdbq.linkage.cli import main as cli_main
-
-PEOPLE = [
-    (1, "John Smith", "12 Oak Street", "1980"),
-    (2, "Jon Smith", "12 Oak St", "1980"),
-    (3, "John Smyth", "12 Oak Street", "1980"),
-    (4, "Mary Jones", "7 Elm Road", "1975"),
-    (5, "Mary Jones", "7 Elm Rd", "1975"),
-    (6, "Peter Brown", "99 Pine Avenue", "1990"),
-    (7, "Mary Johnson", "300 Lake Drive", "1962"),
-    (8, "Peter Browne", "99 Pine Ave", "1990"),
-    (9, "Anna Lee", "5 Birch Lane", "2001"),
-]
-FIELDS = ["name", "address", "born"]
 
 
 def _csv(path, header, rows):
@@ -45,7 +33,7 @@ def _stored(db):
 @pytest.fixture
 def db(tmp_path):
     with pdbq.connect(tmp_path / "m.duckdb") as d:
-        dedupe(_csv(tmp_path / "people.csv", ["pid", *FIELDS], PEOPLE), id="pid", fields=FIELDS, con=d,
+        dedupe(_csv(tmp_path / "people.csv", ["pid", *PEOPLE_FIELDS], PEOPLE), id="pid", fields=PEOPLE_FIELDS, con=d,
                model_name="people")
         d.duckdb.execute("CREATE TABLE people AS SELECT * FROM read_csv(?)", [str(tmp_path / "people.csv")])
         yield d
@@ -62,9 +50,9 @@ def test_each_bad_input_is_an_error_and_changes_nothing_stored(db, tmp_path):
     ]
     before = _stored(db)
     for name, rows, message in cases:
-        src = _csv(tmp_path / f"{name}.csv", ["pid", *FIELDS], rows)
+        src = _csv(tmp_path / f"{name}.csv", ["pid", *PEOPLE_FIELDS], rows)
         with pytest.raises(CorefInputError, match=message):
-            dedupe(src, id="pid", fields=FIELDS, con=db, model_name="people")
+            dedupe(src, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people")
         assert _stored(db) == before, name
     with pytest.raises(CorefInputError, match=r"field 'name' is listed twice in fields=\['name', 'born', 'name'\]"):
         dedupe("people", id="pid", fields=["name", "born", "name"], con=db, model_name="people")
@@ -75,7 +63,7 @@ def test_each_bad_input_is_an_error_and_changes_nothing_stored(db, tmp_path):
         (_csv(tmp_path / "alone.csv", ["pid", "entity"], [(1, "a"), (2, "b")]), "no matching pair"),
     ):
         with pytest.raises(CorefInputError, match=message):
-            dedupe("people", id="pid", fields=FIELDS, con=db, model_name="people", train=labels)
+            dedupe("people", id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people", train=labels)
         assert _stored(db) == before
     assert db.duckdb.execute("SELECT count(*) FROM people").fetchone()[0] == len(PEOPLE)  # the input is untouched
 
@@ -83,7 +71,7 @@ def test_each_bad_input_is_an_error_and_changes_nothing_stored(db, tmp_path):
 def test_em_that_does_not_converge_is_said_and_keeps_the_stored_weights(db):
     before = _stored(db)
     shown = db.execute("SHOW WEIGHTS").arrow().to_pylist()
-    res = dedupe("people", id="pid", fields=FIELDS, con=db, model_name="people", em=EmSettings(max_iter=1))
+    res = dedupe("people", id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people", em=EmSettings(max_iter=1))
     assert any("EM did not converge in 1 iterations" in w for w in res.warnings)
     assert any("pair model 'people' was not stored" in w for w in res.warnings)
     assert "stored_model" not in res.diagnostics
@@ -94,11 +82,11 @@ def test_em_that_does_not_converge_is_said_and_keeps_the_stored_weights(db):
 
 def test_cli_checks_the_gold_file_before_clustering_or_storing(db, tmp_path, capsys):
     path = str(tmp_path / "m.duckdb")
-    data = _csv(tmp_path / "in.csv", ["pid", *FIELDS], PEOPLE)
+    data = _csv(tmp_path / "in.csv", ["pid", *PEOPLE_FIELDS], PEOPLE)
     gold = _csv(tmp_path / "gold.csv", ["pid", "entity"], [(1, "a"), (99, "b")])
     db.close()
     out = tmp_path / "clusters.csv"
-    rc = cli_main([str(data), "--id", "pid", "--fields", ",".join(FIELDS), "--gold", str(gold), "--database", path,
+    rc = cli_main([str(data), "--id", "pid", "--fields", ",".join(PEOPLE_FIELDS), "--gold", str(gold), "--database", path,
                    "--model", "people", "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "--gold: 1 id(s) are not among the records, e.g. 99" in err

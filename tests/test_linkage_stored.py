@@ -7,6 +7,7 @@ import json
 
 import duckdb
 import pytest
+from conftest import PEOPLE, PEOPLE_FIELDS
 
 import pdbq
 from pdbq.coref.layout import CorefInputError
@@ -14,26 +15,13 @@ from pdbq.errors import CatalogError, PdbqError
 from pdbq.linkage import dedupe
 from pdbq.linkage.cli import main as cli_main
 
-PEOPLE = [
-    (1, "John Smith", "12 Oak Street", "1980"),
-    (2, "Jon Smith", "12 Oak St", "1980"),
-    (3, "John Smyth", "12 Oak Street", "1980"),
-    (4, "Mary Jones", "7 Elm Road", "1975"),
-    (5, "Mary Jones", "7 Elm Rd", "1975"),
-    (6, "Peter Brown", "99 Pine Avenue", "1990"),
-    (7, "Mary Johnson", "300 Lake Drive", "1962"),
-    (8, "Peter Browne", "99 Pine Ave", "1990"),
-    (9, "Anna Lee", "5 Birch Lane", "2001"),
-]
-FIELDS = ["name", "address", "born"]
-
 
 @pytest.fixture
 def people_csv(tmp_path):
     path = tmp_path / "people.csv"
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["pid", *FIELDS])
+        w.writerow(["pid", *PEOPLE_FIELDS])
         w.writerows(PEOPLE)
     return path
 
@@ -45,7 +33,7 @@ def _stored(db) -> list[tuple]:
 def test_store_reopen_show_and_reuse(people_csv, tmp_path):
     path = tmp_path / "m.duckdb"
     with pdbq.connect(path) as db:
-        fit = dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="People")
+        fit = dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="People")
     assert fit.diagnostics["stored_model"] == {"name": "people", "version": 1}
     with pdbq.connect(path, read_only=True) as db:
         shown = _stored(db)
@@ -70,13 +58,13 @@ def test_store_reopen_show_and_reuse(people_csv, tmp_path):
 def test_second_fit_is_version_2_and_keeps_version_1(people_csv, tmp_path):
     path = tmp_path / "m.duckdb"
     with pdbq.connect(path) as db:
-        one = dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people")
+        one = dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people")
         two = dedupe(people_csv, id="pid", fields=["name", "born"], con=db, model_name="people")
         assert two.diagnostics["stored_model"]["version"] == 2
         assert {r[1] for r in _stored(db)} == {2}  # SHOW WEIGHTS: the latest version
         assert {json.loads(r[2])["field"] for r in _stored(db)[1:]} == {"name", "born"}
         v1 = dedupe(people_csv, id="pid", con=db, model="people@1")
-        assert [f.field for f in v1.pair_model.fields] == FIELDS
+        assert [f.field for f in v1.pair_model.fields] == PEOPLE_FIELDS
         assert v1.clusters.to_pydict() == one.clusters.to_pydict()
         assert db.duckdb.execute("SELECT version FROM pdbq_pair_models ORDER BY version").fetchall() == [(1,), (2,)]
 
@@ -87,11 +75,11 @@ def test_a_failing_fit_stores_nothing(people_csv, tmp_path):
         with pytest.raises(CorefInputError, match="field 'nme'"):
             dedupe(people_csv, id="pid", fields=["nme"], con=db, model_name="people")
         assert _stored(db) == []
-        dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people")
+        dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people")
         before = db.duckdb.execute("SELECT * FROM pdbq_pair_model_levels ORDER BY ALL").fetchall()
         # fails after the fit (no blocking key keeps the pairs under max_pairs): nothing stored
         with pytest.raises(CorefInputError, match="max_pairs"):
-            dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people", blocking=["1"], max_pairs=3)
+            dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people", blocking=["1"], max_pairs=3)
         assert db.duckdb.execute("SELECT count(*) FROM pdbq_pair_models").fetchone()[0] == 1
         assert db.duckdb.execute("SELECT * FROM pdbq_pair_model_levels ORDER BY ALL").fetchall() == before
 
@@ -99,7 +87,7 @@ def test_a_failing_fit_stores_nothing(people_csv, tmp_path):
 def test_read_only_and_bad_references_are_clear_errors(people_csv, tmp_path):
     path = tmp_path / "m.duckdb"
     with pdbq.connect(path) as db:
-        dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people")
+        dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people")
     with pdbq.connect(path, read_only=True) as db:
         # checked before any work: the bad field would only be found when the records load
         with pytest.raises(PdbqError, match="cannot store pair model 'people': the database is open read-only"):
@@ -111,7 +99,7 @@ def test_read_only_and_bad_references_are_clear_errors(people_csv, tmp_path):
         with pytest.raises(CatalogError, match="has no version 7; stored versions: 1"):
             dedupe(people_csv, id="pid", con=db, model="people@7")
     with pytest.raises(CorefInputError, match="give the database"):
-        dedupe(people_csv, id="pid", fields=FIELDS, model_name="people")
+        dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, model_name="people")
     with pytest.raises(CatalogError, match="stores no pair models"):
         dedupe(people_csv, id="pid", con=duckdb.connect(), model="people")
 
@@ -121,7 +109,7 @@ def test_cli_stores_and_reuses(people_csv, tmp_path, capsys):
     duckdb.connect(str(path)).close()  # a plain DuckDB file, no pdbq catalog
     out1, out2 = tmp_path / "a.csv", tmp_path / "b.csv"
     base = [str(people_csv), "--id", "pid", "--database", str(path)]
-    assert cli_main([*base, "--fields", ",".join(FIELDS), "--model", "people", "--out", str(out1)]) == 0
+    assert cli_main([*base, "--fields", ",".join(PEOPLE_FIELDS), "--model", "people", "--out", str(out1)]) == 0
     assert "stored pair model 'people' version 1" in capsys.readouterr().err
     assert cli_main([*base, "--use-model", "people@1", "--out", str(out2)]) == 0
     assert "scored with stored pair model 'people' version 1" in capsys.readouterr().err
@@ -138,9 +126,9 @@ def test_unconverged_em_keeps_the_stored_version(people_csv, tmp_path):
     from pdbq.coref.estimate import EmSettings
 
     with pdbq.connect(tmp_path / "m.duckdb") as db:
-        dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people")
+        dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people")
         before = _stored(db)
-        res = dedupe(people_csv, id="pid", fields=FIELDS, con=db, model_name="people", em=EmSettings(max_iter=1))
+        res = dedupe(people_csv, id="pid", fields=PEOPLE_FIELDS, con=db, model_name="people", em=EmSettings(max_iter=1))
         assert "stored_model" not in res.diagnostics
         assert any("pair model 'people' was not stored" in w for w in res.warnings)
         assert _stored(db) == before

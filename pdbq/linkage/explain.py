@@ -1,22 +1,9 @@
-"""Explanations of pair scores: each field's comparison level and its contribution to the weight
-(the rows are built by `pdbq.coref.explain`, shared with SQL's EXPLAIN MATCH; re-exported here).
-
-A pair's match weight is a sum: one term per field comparison plus a constant (the prior or the
-bias), so it explains itself term by term. `explain_pairs` returns that sum as rows, one per
-(pair, term):
-
-    id_l, id_r, term, level, contribution, match_weight
-
-`term` is the field (``field:method`` for linear comparisons) or ``(constant)``; `level` is
-what the comparison found for the pair (the estimated model's level name, e.g. ``exact`` or
-``jaro_winkler>=0.92``; the similarity for a linear comparison; NULL when either value is NULL: no
-evidence); `contribution` the term's share of `match_weight`. Units (the table's schema
-metadata ``unit``): bits, i.e. log2 Bayes factors, for the estimated model (the constant is
-the prior's log2 odds, and P(match) of the pair alone is 1 / (1 + 2^−weight)); the score's own
-units for linear comparisons.
-The table is Arrow, so DuckDB queries it as it is (``con.sql("SELECT ... FROM expl")``).
-`waterfall` draws one pair's terms as a waterfall chart (PNG; matplotlib, the optional extra
-`pdbq[plot]`).
+"""Explanations of pair scores for the front door: `explain_pairs` (each field's comparison level
+and its contribution to the match weight, one row per pair and term; the rows, their columns and
+units are described in `pdbq.coref.explain`, which builds them and which SQL's EXPLAIN MATCH also
+uses; re-exported here) and `waterfall`, which draws one pair's terms as a waterfall chart (PNG;
+matplotlib, the optional extra `pdbq[plot]`). The rows are an Arrow table, so DuckDB queries them as
+they are (``con.sql("SELECT ... FROM expl")``).
 """
 
 from __future__ import annotations

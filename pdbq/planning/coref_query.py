@@ -146,17 +146,22 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None):
     if dist.get("scheduler") is None and _shardable(graph, workers):
         return _resolve_sharded(graph, cfg, init, rounds + greedy, poll)
     res = resolve_distributed(graph, cfg, labels=init, scheduler=dist.get("scheduler"), poll=poll)
-    warnings: tuple[str, ...] = ()
-    if res.stopped_by_time and res.rounds:
-        warnings = (f"time_limit {config.time_limit:g} s reached after {len(res.rounds)} of {rounds + greedy} "
-                    "distributed rounds: the clustering is the last finished round's",)
-    elif res.stopped_by_time:
-        warnings = (f"time_limit {config.time_limit:g} s reached before the first of {rounds + greedy} distributed "
-                    "rounds finished (it was cancelled): the clustering is the starting one, not a MAP estimate; "
-                    "raise time_limit or lower workers",)
+    warnings = _time_warnings(res, config.time_limit, rounds + greedy, "distributed",
+                              "the clustering is the last finished round's")
     summary = {"mode": "dealt", **res.summary()}
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
                           res.accepted, res.seconds, warnings), summary
+
+
+def _time_warnings(res, time_limit: float, planned: int, kind: str, kept: str) -> tuple[str, ...]:
+    """What a time limit that ended ``kind`` ("distributed" or "sharded") MAP rounds leaves to say:
+    ``kept`` names the clustering answered when some round finished."""
+    if not res.stopped_by_time:
+        return ()
+    if res.rounds:
+        return (f"time_limit {time_limit:g} s reached after {len(res.rounds)} of {planned} {kind} rounds: {kept}",)
+    return (f"time_limit {time_limit:g} s reached before the first of {planned} {kind} rounds finished (it was "
+            "cancelled): the clustering is the starting one, not a MAP estimate; raise time_limit or lower workers",)
 
 
 def _shardable(graph, workers: int) -> bool:
@@ -185,14 +190,8 @@ def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int, poll=None):
         res = resolve_sharded(shard_by_components(where, graph, init), cfg, poll=poll)
     finally:
         shutil.rmtree(where, ignore_errors=True)
-    warnings: tuple[str, ...] = ()
-    if res.stopped_by_time and res.rounds:
-        warnings = (f"time_limit {cfg.time_limit:g} s reached after {len(res.rounds)} of {planned} sharded rounds: "
-                    "each shard's clustering is the last round it finished",)
-    elif res.stopped_by_time:
-        warnings = (f"time_limit {cfg.time_limit:g} s reached before the first of {planned} sharded rounds "
-                    "finished (it was cancelled): the clustering is the starting one, not a MAP estimate; raise "
-                    "time_limit or lower workers",)
+    warnings = _time_warnings(res, cfg.time_limit, planned, "sharded",
+                              "each shard's clustering is the last round it finished")
     score = float(partition_score(graph, res.labels))
     return CorefMapResult(res.labels, score, np.array([score]), sum(r.evaluations for r in res.rounds),
                           sum(r.proposals for r in res.rounds), sum(r.accepted for r in res.rounds), res.seconds,
