@@ -1,33 +1,40 @@
-"""Sharded coreference MAP on Dask: shards that live on the workers, rounds that move nothing.
+"""Sharded coreference MAP on Dask: shards that live on the workers, rounds that cost what moved.
 
 `resolve_distributed` ships the whole pair graph to every worker and deals the entities again
-every round, so memory per worker and the client's work per round grow with all the pairs. When
-the candidate pairs come from blocking (every pair inside one block: a name, a postcode…), no
-entity can gain from spanning two blocks, so a partition of the *blocks* never has to change:
+every round, so memory per worker and the client's work per round grow with all the pairs. Here
+each worker builds and keeps its own shard:
 
-1. **plan** (client, once): the blocks' mention and pair counts (one DuckDB aggregate over the
-   Parquet files, O(blocks) rows back) and the links between blocks that a candidate pair
-   crosses (O(linked block pairs) rows); linked blocks form a group that stays on one shard, so
-   no pair ever crosses two shards; the groups are dealt to ``workers`` shards greedily by pair
-   count, largest first — balanced, and the same for the same data and ``workers``;
-2. **build** (each worker, once): the worker reads its own blocks' mentions and pairs from the
-   Parquet files with DuckDB and keeps its shard's pair graph and labels in its memory —
-   nothing is scattered from the client, and a worker holds only its shard;
-3. **rounds**: every round the client sends each shard a few numbers (round, temperature,
-   steps) and gets a few back (mentions held, accepted moves, seconds); the annealing schedule,
-   the greedy rounds and their stop are those of `resolve_distributed`;
+1. **plan** (client, once, `shard_plan.plan_shards`): the blocks' mention and pair counts (one
+   DuckDB aggregate over the Parquet files) and the links between blocks that a candidate pair
+   crosses; linked blocks form a group dealt whole, largest pair count first, to the shard with
+   the fewest pairs. A group with more pairs than a shard's share is split (a breadth-first
+   partition of its pairs, read once): its pieces are dealt like groups and the pairs between
+   two shards are the run's **cut pairs**;
+2. **build** (each worker, once): the worker reads its mentions and their pairs from the Parquet
+   files with DuckDB and keeps its shard (`shard_state.Held`: the pairs it holds both mentions of,
+   its cut pairs, labels) — nothing is scattered from the client;
+3. **rounds**: every round each shard runs its moves on the entities it holds, scored exactly
+   (an entity lives on one shard at a time) and reports a few numbers. With cut pairs it also
+   reports its cut pairs summed by (entity, mention across), from which the client decides which
+   entities should meet on one shard (`shard_colocate.colocate`); before the next round's moves
+   those entities leave their shard with every pair of their mentions and travel worker to
+   worker as Dask futures to the shard that takes them in (`shard_tasks`). The client reads
+   O(cut pairs) and sends O(moved entities) per round; the annealing schedule, the greedy rounds
+   and their stop are those of `resolve_distributed`;
 4. **labels** (once, at the end): each shard returns its mentions and labels.
 
-Checks: a worker refuses a pair whose second mention lies outside its shard (`InferenceError`
-naming it: the files changed after the plan, so the shard would lose factors); every round each
-shard reports the mentions it holds and the client checks they add up to the plan's; at the
-end every mention comes back exactly once.
+Checks: a worker refuses a pair from a mention of a whole block to a mention outside its shard
+(`InferenceError` naming it: the files changed after the plan); every round the mentions each
+shard holds must be what the plan and the moves between shards say, and what arrives must be what
+was sent; at the end every mention comes back exactly once.
 
-Determinism and faults: a shard's round is a pure function of (data, plan, seed, round), its
-stream from `tasks.round_stream(seed, round, shard)`. A round task that finds no state for its
-shard on its worker (the worker died, Dask moved the task) rebuilds the shard from the Parquet
-files and replays the rounds before it, so the answer is that of an undisturbed run, at the cost
-of the replay (no checkpoint is kept).
+Determinism and faults: a shard's round is a pure function of (data, plan, seed, round, the
+moves between shards before it), its stream from `tasks.round_stream(seed, round, shard)`, and
+the moves are a pure function of the shards' reports. A task that finds no state for its shard
+(the worker died, Dask moved the task) rebuilds the shard from the files and replays the rounds
+before it — by itself when shards never exchange entities, else every shard from the files and
+the moves the client booked (the mentions that arrived, not their pairs: those are read again) —
+so the answer is that of an undisturbed run, at the cost of the replay (no checkpoint is kept).
 
 Where the data must be: every worker reads the Parquet files itself, so they must be reachable
 at the same paths from every worker (a local cluster, or shared storage).
@@ -35,168 +42,26 @@ at the same paths from every worker (a local cluster, or shared storage).
 
 from __future__ import annotations
 
-import threading
+import operator
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from pdbq.coref.contract import dense_groups
-from pdbq.coref.layout import PairGraph, pair_graph
-from pdbq.distributed.cluster import RoundCut, lost, open_client, raise_stop, run_round, scheduler_address
+from pdbq.distributed.cluster import RoundCut, lost, open_client, raise_stop, scheduler_address, wait_futures
 from pdbq.distributed.config import DistributedConfig
-from pdbq.distributed.shard_plan import (ShardPlan, ShardSource, duckdb_connect, plan_shards, shard_by_components,
-                                          write_pairs)
-from pdbq.distributed.tasks import RoundTask, timed_round
+from pdbq.distributed.shard_colocate import colocate
+from pdbq.distributed.shard_plan import ShardPlan, ShardSource, plan_shards, shard_by_components, write_pairs
+from pdbq.distributed.shard_state import ShardLost
+from pdbq.distributed.shard_tasks import (_HELD, _LOCK, ShardReport, ShardRound, release, shard_export, shard_labels,
+                                          shard_rebuild, shard_round)
 from pdbq.errors import InferenceError, OptionError
-from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS
 
-__all__ = ["ShardSource", "ShardPlan", "ShardedResult", "plan_shards", "resolve_sharded", "write_pairs",
-           "shard_by_components"]
-
-
-# ---------------------------------------------------------------------------------------------
-# on the workers
-
-
-class ShardRound(NamedTuple):
-    token: str  # the run
-    shard: int
-    blocks: np.ndarray  # the shard's block ids (to rebuild it)
-    round: int
-    temperatures: tuple[float, ...]  # of rounds 0..round (replayed after a rebuild)
-    steps: int  # proposals per round of this shard
-    config: DistributedConfig
-    # `time.time()` instant (the workers' clocks) at which the moves stop, the round then ``cut``
-    # and the shard left as it was: a cancelled Dask task that already runs is not stopped
-    deadline: float | None = None
-    stop_event: str | None = None  # the client's stop flag for a cancelled statement (`cluster.raise_stop`)
-
-
-class ShardReport(NamedTuple):
-    shard: int
-    mentions: int  # held after the round
-    accepted: int
-    seconds: float
-    replayed: int  # rounds replayed before this one (0 when the shard's state was here)
-    worker: str  # the worker that now holds the shard
-    evaluations: int = 0  # pair-score reads of this call (replayed rounds included)
-    proposals: int = 0
-    cut: bool = False  # the deadline stopped the moves: the shard holds its last finished round
-
-
-@dataclass
-class _Shard:
-    graph: PairGraph
-    mentions: np.ndarray  # global ids, sorted
-    labels: np.ndarray  # local dense labels
-    done: int  # rounds run
-
-
-_HELD: dict[tuple[str, int], _Shard] = {}  # per worker process: the shards it holds
-_LOCK = threading.Lock()
-
-
-def build_shard(source: ShardSource, blocks: np.ndarray) -> tuple[PairGraph, np.ndarray, np.ndarray]:
-    """The shard's pair graph over its own mentions (local indices: rank among the sorted global
-    ids), those ids and their starting labels (the source's ``init`` column, else singletons),
-    read from the Parquet files by this process."""
-    import pyarrow as pa  # noqa: PLC0415
-
-    con = duckdb_connect()
-    try:
-        con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
-        names = [d[0] for d in con.execute("SELECT * FROM read_parquet(?) LIMIT 0", [source.mentions]).description]
-        init_col = ", init" if "init" in names else ""
-        m = con.execute(f"SELECT mention{init_col} FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
-                        "ORDER BY mention", [source.mentions]).fetchnumpy()
-        mentions = np.asarray(m["mention"], np.int64)
-        con.register("shard_mentions", pa.table({"mention": mentions}))
-        p = con.execute("SELECT a, b, score FROM read_parquet(?) WHERE a IN (SELECT mention FROM shard_mentions)",
-                        [source.pairs]).fetchnumpy()
-    finally:
-        con.close()
-    init = dense_groups(np.asarray(m["init"], np.int64))[0] if init_col else np.arange(mentions.size, dtype=np.int64)
-    a, b, w = (np.asarray(p[c]) for c in ("a", "b", "score"))
-    ia = np.searchsorted(mentions, a)
-    ib = np.searchsorted(mentions, b)
-    if b.size:
-        outside = mentions[np.minimum(ib, mentions.size - 1)] != b
-        if outside.any():
-            k = int(np.flatnonzero(outside)[0])
-            raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) has its second mention outside its shard: the "
-                                 "Parquet files changed after the shards were planned")
-    return pair_graph(mentions.size, ia, ib, np.asarray(w, np.float64)), mentions, init
-
-
-def shard_round(source: ShardSource, task: ShardRound) -> ShardReport:
-    """Round ``task.round`` of one shard, on the worker that holds it (module docstring). At
-    ``task.deadline`` the moves stop and the shard keeps the last round it finished (``cut``)."""
-    t0 = time.perf_counter()
-    key = (task.token, task.shard)
-    with _LOCK:
-        held = _HELD.get(key)
-    replayed = 0
-    if held is None or held.done != task.round:
-        g, mentions, init = build_shard(source, task.blocks)
-        held = _Shard(g, mentions, init, 0)
-        replayed = task.round
-    cfg = task.config
-    counters = np.zeros(4, np.int64)
-    local = np.arange(held.mentions.size, dtype=np.int64)
-    labels, done, cut = held.labels, held.done, False
-    while done <= task.round:
-        r = done
-        before = counters.copy()  # the report counts the task's own round, not the replayed ones
-        rt = RoundTask(r, task.shard, local, labels, task.steps, task.temperatures[r], cfg.seed, cfg.hierarchy,
-                       cfg.sub_bias, cfg.p_new, cfg.p_split_merge, task.deadline, task.stop_event)
-        out, finished = timed_round(held.graph, rt, counters)
-        if not finished:
-            cut = True
-            break
-        if out.shape[0] != held.mentions.size:
-            raise InferenceError(f"shard {task.shard} returned {out.shape[0]} labels for {held.mentions.size} mentions")
-        labels, done = out, done + 1
-    own = counters - before
-    with _LOCK:
-        held.labels, held.done = labels, done
-        _HELD[key] = held
-    return ShardReport(task.shard, int(held.mentions.size), int(own[C_ACCEPTED]), time.perf_counter() - t0, replayed,
-                       _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]), cut)
-
-
-def _worker() -> str:
-    from distributed import get_worker  # noqa: PLC0415 - runs on a worker
-
-    try:
-        return str(get_worker().address)
-    except ValueError:  # called outside a worker (tests calling the task directly)
-        return ""
-
-
-def shard_labels(token: str, shard: int) -> tuple[np.ndarray, np.ndarray]:
-    """(global mention ids, local labels) of a shard this worker holds (then dropped)."""
-    with _LOCK:
-        held = _HELD.pop((token, shard), None)
-    if held is None:
-        raise InferenceError(f"shard {shard} is no longer held by its worker")
-    return held.mentions, held.labels
-
-
-def release(token: str) -> int:
-    """Drop every shard of run ``token`` this process holds; returns how many."""
-    with _LOCK:
-        keys = [k for k in _HELD if k[0] == token]
-        for k in keys:
-            del _HELD[k]
-    return len(keys)
-
-
-# ---------------------------------------------------------------------------------------------
-# the client
+__all__ = ["ShardSource", "ShardPlan", "ShardedResult", "ShardedRound", "plan_shards", "resolve_sharded", "write_pairs",
+           "shard_by_components", "ShardReport", "ShardRound", "_HELD", "_LOCK"]
 
 
 @dataclass(frozen=True)
@@ -212,6 +77,9 @@ class ShardedRound:
     bytes_sent: int = 0  # array bytes of the round's tasks (each shard's block ids)
     evaluations: int = 0  # pair-score reads of the round's moves
     proposals: int = 0
+    moved: int = 0  # mentions that changed shards before the round's moves (with their entities)
+    bytes_moved: int = 0  # bytes of their packages (ids, keys, pair lists), worker to worker
+    bytes_boundary: int = 0  # bytes of the shards' boundary summaries the client read
 
     @property
     def overhead(self) -> float:
@@ -240,7 +108,10 @@ class ShardedResult:
                 "compute_sum": sum(r.compute_sum for r in self.rounds), "redistribute": 0.0,
                 "overhead": sum(r.overhead for r in self.rounds), "reruns": sum(r.reruns for r in self.rounds),
                 "replayed": sum(r.replayed for r in self.rounds), "bytes_sent": sum(r.bytes_sent for r in self.rounds),
-                "cross_pairs": self.plan.cross_pairs,
+                "cross_pairs": self.plan.cross_pairs, "cut_pairs": self.plan.cut_pairs,
+                "split_groups": self.plan.split_groups, "moved": sum(r.moved for r in self.rounds),
+                "bytes_moved": sum(r.bytes_moved for r in self.rounds),
+                "bytes_boundary": sum(r.bytes_boundary for r in self.rounds),
                 "shard_mentions_max": int(self.plan.mentions.max()) if self.plan.mentions.size else 0}
 
     def efficiency(self) -> float:
@@ -262,77 +133,73 @@ def _temperatures(config: DistributedConfig) -> list[float]:
 
 def resolve_sharded(source: ShardSource, config: DistributedConfig = DistributedConfig(), *, client: Any = None,
                     scheduler: str | None = None, processes: bool = False, on_round=None,
-                    poll: Callable[[], None] | None = None) -> ShardedResult:
-    """Annealed MAP clustering from singletons by rounds over shards of blocks that live on the
-    workers (module docstring). ``config.steps_per_round`` proposals per shard and round on
-    average (each shard gets its share of ``workers`` × that, by mentions); ``redistribution``
-    does not apply (shards never change). ``on_round(stats, client)`` after each round.
-    ``config.time_limit`` holds inside a round: its tasks stop their moves at the deadline and
-    the client cancels a round still running then; each shard keeps the last round it finished
-    (shards share no pair, so together they are a clustering). ``poll()`` is called while
-    waiting on a round (whatever it raises, a cancelled statement, cancels it and propagates)."""
+                    poll: Callable[[], None] | None = None, split: bool = True) -> ShardedResult:
+    """Annealed MAP clustering from singletons by rounds over shards that live on the workers
+    (module docstring). ``config.steps_per_round`` proposals per shard and round on average
+    (each shard gets its share of ``workers`` × that, by the mentions it holds); a group of
+    linked blocks too big for one shard is split over several (``split``; else kept whole) and
+    entities then change shards between rounds; ``redistribution`` does not apply.
+    ``on_round(stats, client)`` after each round. ``config.time_limit`` holds inside a round:
+    its tasks stop their moves at the deadline and the client cancels a round still running
+    then; each shard keeps its entities as they were before the moves it did not finish.
+    ``poll()`` is called while waiting on a round (whatever it raises, a cancelled statement,
+    cancels it and propagates)."""
     config.check()
     if config.redistribution != "super":
         raise OptionError("sharded rounds keep each shard's blocks for the whole run: option 'redistribution' "
                           "does not apply (leave it at its default)")
     t0 = time.perf_counter()
     deadline = None if config.time_limit is None else t0 + config.time_limit
-    plan = plan_shards(source, config.workers)
-    n = int(plan.mentions.sum())
-    temps = _temperatures(config)
-    budget = config.steps_per_round * config.workers
-    steps = [max(1, int(budget * m // max(n, 1))) for m in plan.mentions.tolist()]
+    plan = plan_shards(source, config.workers, split=split)
+    run = _Run(source, plan, config, _temperatures(config), uuid.uuid4().hex[:12])
     client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
-    token = uuid.uuid4().hex[:12]
-    stop = None if poll is None else f"pdbq-shard-stop-{token}"
+    stop = None if poll is None else f"pdbq-shard-stop-{run.token}"
     stats: list[ShardedRound] = []
-    where: list[str | None] = [None] * config.workers  # the worker holding each shard
     stopped_by_time = False
     try:
         n_workers = len(client.scheduler_info()["workers"])
-        for r, t in enumerate(temps):
+        for r, t in enumerate(run.temps):
             if deadline is not None and time.perf_counter() >= deadline:
                 stopped_by_time = True  # no round starts after the time limit: the last round's clustering
                 break
             # the tasks' own deadline on the workers' clock
             task_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
-            tasks = [ShardRound(token, s, plan.blocks[s], r, tuple(temps[: r + 1]), steps[s], config, task_deadline,
-                                stop) for s in range(config.workers)]
+            tasks = run.tasks(r, task_deadline, stop)
+            # past the deadline, the tasks' own reports of where their moves stopped are awaited a
+            # little (a few measured round trips) before the round is cancelled
+            grace = 0.2 + 3 * max((x.overhead for x in stats), default=0.05)
             try:
-                done = run_round(client, shard_round, [source], lambda: [source], tasks, f"pdbq-shard-{token}-r{r}",
-                                 config.retries, f"sharded round {r}", placement=where, deadline=deadline, poll=poll)
-            except RoundCut:  # the shards keep their last finished round
+                reports, wall, reruns = _exchange_round(client, run, tasks, f"pdbq-shard-{run.token}-r{r}",
+                                                        None if deadline is None else deadline + grace, poll)
+            except RoundCut:
                 stopped_by_time = True
                 break
             except BaseException:
                 if stop is not None:  # a cancel: the running tasks stop themselves (closing waits for them)
                     raise_stop(client, stop)
                 raise
-            reports = sorted(done.results, key=lambda x: x.shard)
             if any(x.cut for x in reports):
                 stopped_by_time = True
                 break
-            where = [x.worker or None for x in reports]
-            held = np.array([x.mentions for x in reports], np.int64)
-            if not np.array_equal(held, plan.mentions):
-                bad = int(np.flatnonzero(held != plan.mentions)[0])
-                raise InferenceError(f"sharded round {r}: shard {bad} holds {held[bad]} mentions, the plan gave it "
-                                     f"{plan.mentions[bad]}")
             secs = [x.seconds for x in reports]
-            st = ShardedRound(r, t, done.wall, max(secs), float(sum(secs)), sum(x.accepted for x in reports),
-                              sum(1 for x in reports if x.replayed), done.reruns,
-                              sum(task.blocks.nbytes + 8 * len(task.temperatures) for task in tasks),
-                              sum(x.evaluations for x in reports), sum(x.proposals for x in reports))
+            run.check_and_book(r, tasks, reports)
+            st = ShardedRound(r, t, wall, max(secs), float(sum(secs)), sum(x.accepted for x in reports),
+                              sum(1 for x in reports if x.replayed), reruns,
+                              sum(_task_bytes(task) for task in tasks), sum(x.evaluations for x in reports),
+                              sum(x.proposals for x in reports),
+                              sum(ids.size for x in reports for _, ids, _ in x.arrivals),
+                              sum(x.bytes_in for x in reports),
+                              sum(x.boundary.nbytes for x in reports if x.boundary is not None))
             stats.append(st)
             if on_round is not None:
                 on_round(st, client)
-            if r >= config.rounds and st.accepted == 0:
+            if r >= config.rounds and st.accepted == 0 and not run.sends:
                 break
-        labels = _gather_labels(client, token, plan, n, len(stats) - 1, temps, steps, config, source, where)
+        labels = _gather_labels(client, run, len(stats) - 1)
         address = scheduler_address(client)
     finally:
         try:
-            client.run(release, token)
+            client.run(release, run.token)
         except Exception:  # noqa: BLE001 - a worker lost at the very end holds nothing to release
             pass
         close()
@@ -342,30 +209,190 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
                          stopped_by_time)
 
 
-def _gather_labels(client, token, plan: ShardPlan, n: int, last: int, temps, steps, config, source,
-                   where: list[str | None]) -> np.ndarray:
-    """Every shard's labels from the worker holding it (a shard whose worker died since the last
-    round is rebuilt and replayed first), checked: every mention exactly once."""
-    out = np.full(n, -1, np.int64)
+def _task_bytes(task: ShardRound) -> int:
+    return int(task.blocks.nbytes + 8 * len(task.temperatures) + (0 if task.split is None else task.split.nbytes)
+               + sum(k.nbytes for _, k in task.sends))
+
+
+class _Run:
+    """The client's side of one run: the plan, where each shard is, what each holds, the moves
+    decided for the next round and, when entities change shards, the history a replay needs."""
+
+    def __init__(self, source: ShardSource, plan: ShardPlan, config: DistributedConfig, temps: list[float], token: str):
+        self.source, self.plan, self.config, self.temps, self.token = source, plan, config, temps, token
+        self.workers = config.workers
+        self.n = int(plan.mentions.sum())
+        self.mobile = plan.cut_pairs > 0
+        self.split = plan.split or tuple(np.zeros(0, np.int64) for _ in range(self.workers))
+        self.loads = plan.mentions.astype(np.int64).copy()  # mentions each shard holds
+        self.after = self.loads.copy()  # ... after the next round's moves between shards
+        self.sends: dict = {}  # shard -> its sends before the next round
+        self.history: list[dict[int, tuple]] = []  # per finished round: shard -> (steps, sends, arrivals)
+        self.where: list[str | None] = [None] * self.workers  # the worker holding each shard
+        # a group gathers on one shard only up to a shard's share of the mentions, and no shard
+        # grows past a quarter above the largest planned one (it would set the rounds' time)
+        self.max_group = max(1, self.n // self.workers)
+        self.max_load = int(np.ceil(1.25 * int(plan.mentions.max()))) if plan.mentions.size else 0
+
+    def steps(self) -> list[int]:
+        budget = self.config.steps_per_round * self.workers
+        return [max(1, int(budget * m // max(self.n, 1))) for m in self.after.tolist()]
+
+    def tasks(self, r: int, deadline: float | None, stop: str | None) -> list[ShardRound]:
+        steps = self.steps()
+        first = r == 0 or not self.mobile
+        out = []
+        for s in range(self.workers):
+            sources = tuple(src for src in sorted(self.sends) for d, _ in self.sends[src] if d == s)
+            out.append(ShardRound(self.token, s, self.plan.blocks[s], r, tuple(self.temps[: r + 1]), steps[s],
+                                  self.config, deadline, stop, self.split[s] if first else None,
+                                  self.sends.get(s, ()), sources, () if first else None, self.mobile))
+        return out
+
+    def replay(self, task: ShardRound) -> ShardRound:
+        """``task`` with what rebuilding its shard needs (the plan's split mentions, the history)."""
+        if not self.mobile:
+            return task
+        hist = tuple(h[task.shard] for h in self.history[: task.round])
+        return task._replace(split=self.split[task.shard], history=hist)
+
+    def check_and_book(self, r: int, tasks: list[ShardRound], reports: list[ShardReport]) -> None:
+        """Every mention held by exactly the shards the moves said (`InferenceError` else); then
+        the round booked and the next round's moves decided from the shards' boundaries."""
+        held = np.array([x.mentions for x in reports], np.int64)
+        if held.sum() != self.n or not np.array_equal(held, self.after):
+            bad = int(np.flatnonzero(held != self.after)[0]) if held.shape == self.after.shape else 0
+            raise InferenceError(f"sharded round {r}: shard {bad} holds {held[bad]} mentions, {self.after[bad]} were "
+                                 f"expected ({held.sum()} of {self.n} in all)")
+        for task, x in zip(tasks, reports):
+            for src, ids, keys in x.arrivals:
+                want = dict(self.sends[src])[task.shard]
+                if not np.array_equal(np.unique(keys), want):
+                    raise InferenceError(f"sharded round {r}: shard {task.shard} received other entities from shard "
+                                         f"{src} than were sent")
+        self.where = [x.worker or None for x in reports]
+        self.loads = held
+        if not self.mobile:
+            return
+        self.history.append({x.shard: (task.steps, task.sends, x.arrivals) for task, x in zip(tasks, reports)})
+        self.sends, self.after = colocate([x.boundary for x in reports], held, self.config.super_bias,
+                                          self.max_group, self.max_load)
+
+
+def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadline: float | None,
+                    poll: Callable[[], None] | None) -> tuple[list[ShardReport], float, int]:
+    """Submit one round: each sending shard's export, its packages to their shards' round tasks
+    (worker to worker: Dask moves a package to the task that takes it), every shard's round.
+    One task per shard on the worker holding it (a preference: a shard whose worker died runs
+    elsewhere). A shard lost with its worker (`ShardLost`, or the cluster's own loss): every
+    shard is dropped and rebuilt from the files and the history, and the round submitted again,
+    up to ``retries`` times; a shard that never exchanges entities replays itself instead.
+    Returns the reports in shard order, the wall time and the re-submissions."""
+    t0 = time.perf_counter()
+    attempt = 0
+    while True:
+        alive = sorted(client.scheduler_info()["workers"])
+
+        def pin(s: int) -> dict:
+            w = run.where[s] if run.where[s] in alive else (alive[s % len(alive)] if alive else None)
+            return dict(workers=[w], allow_other_workers=True) if w is not None else {}
+
+        parcels: dict[int, list] = {s: [] for s in range(len(tasks))}
+        futures = []
+        for t in tasks:
+            if t.sends:
+                f = client.submit(shard_export, run.source, t, key=f"{key}-x{t.shard}-a{attempt}", pure=False,
+                                  **pin(t.shard))
+                futures.append(f)
+                for i, (d, _) in enumerate(t.sends):
+                    g = client.submit(operator.getitem, f, i, key=f"{key}-x{t.shard}-{d}-a{attempt}", pure=False)
+                    futures.append(g)
+                    parcels[d].append(g)
+        rounds = [client.submit(shard_round, run.source, t, *parcels[t.shard], key=f"{key}-t{t.shard}-a{attempt}",
+                                pure=False, **pin(t.shard)) for t in tasks]
+        futures += rounds
+        try:
+            finished = wait_futures(rounds, deadline, poll)
+        except BaseException:
+            client.cancel(futures)
+            raise
+        if not finished:
+            client.cancel(futures)
+            raise RoundCut(f"sharded round {tasks[0].round} was still running at the deadline: its tasks were cancelled")
+        try:
+            return sorted(client.gather(rounds), key=lambda x: x.shard), time.perf_counter() - t0, attempt
+        except Exception as exc:
+            if not (isinstance(exc, ShardLost) or lost(exc)):
+                raise
+            client.cancel(futures)
+            if attempt == run.config.retries:
+                raise InferenceError(f"sharded round {tasks[0].round} failed {attempt + 1} times (the cluster lost "
+                                     f"workers or shards: {type(exc).__name__}: {exc})") from exc
+            attempt += 1
+            if run.mobile:
+                client.run(release, run.token)
+            tasks = [run.replay(t) for t in tasks]
+
+
+def _gather_labels(client, run: _Run, last: int) -> np.ndarray:
+    """Every shard's labels from the worker holding it, checked: every mention exactly once.
+    A shard whose worker died since is rebuilt from the files and replayed to the end of the last
+    finished round first; when entities change shards, every shard is (a shard is missing, or the
+    shards do not add up to a clustering: a round cut between its exports and its arrivals)."""
+    out = np.full(run.n, -1, np.int64)
     base = 0
     alive = set(client.scheduler_info()["workers"])
-
-    def read(s: int, worker: str | None):
-        # a preference, not a restriction: pinned to a worker that dies meanwhile, the task would
-        # wait for it forever; run elsewhere it finds no shard and the shard is replayed
-        pin = dict(workers=[worker], allow_other_workers=True) if worker in alive else {}
-        return client.submit(shard_labels, token, s, pure=False, **pin).result()
-
-    for s in range(config.workers):
+    for s in range(run.workers):
         try:
-            mentions, labels = read(s, where[s])
-        except Exception as exc:  # not held any more (or its worker died): replay it, then read it there
+            mentions, labels = _read(client, run, s, alive)
+        except Exception as exc:  # not held any more (or its worker died): rebuild it, then read it there
             if not (isinstance(exc, InferenceError) or lost(exc)):
                 raise
-            task = ShardRound(token, s, plan.blocks[s], last, tuple(temps[: last + 1]), steps[s], config)
-            report = client.submit(shard_round, source, task, pure=False).result()
+            if run.mobile:
+                return _rebuild_all(client, run, last)
+            run.where[s] = _rebuild(client, run, s, last).result() or None
             alive = set(client.scheduler_info()["workers"])
-            mentions, labels = read(s, report.worker or None)
+            mentions, labels = _read(client, run, s, alive)
+        if mentions.size and (out[mentions] >= 0).any():
+            if run.mobile:
+                return _rebuild_all(client, run, last)
+            raise InferenceError(f"shard {s} returned mention {int(mentions[out[mentions] >= 0][0])} twice")
+        out[mentions] = base + labels
+        base += mentions.size
+    if (out < 0).any():
+        if run.mobile:
+            return _rebuild_all(client, run, last)
+        raise InferenceError(f"mention {int(np.flatnonzero(out < 0)[0])} came back from no shard")
+    return out
+
+
+def _read(client, run: _Run, s: int, alive: set) -> tuple[np.ndarray, np.ndarray]:
+    worker = run.where[s]
+    # a preference, not a restriction: pinned to a worker that dies meanwhile, the task would
+    # wait for it forever; run elsewhere it finds no shard and the shard is rebuilt
+    pin = dict(workers=[worker], allow_other_workers=True) if worker in alive else {}
+    return client.submit(shard_labels, run.token, s, pure=False, **pin).result()
+
+
+def _rebuild(client, run: _Run, s: int, last: int):
+    """A future of shard ``s`` rebuilt after rounds 0..``last`` (its worker's address)."""
+    steps = run.history[last][s][0] if run.mobile and last >= 0 else run.steps()[s]
+    task = ShardRound(run.token, s, run.plan.blocks[s], last, tuple(run.temps[: last + 1]), steps, run.config,
+                      split=run.split[s], mobile=run.mobile,
+                      history=tuple(h[s] for h in run.history[: last + 1]) if run.mobile else ())
+    return client.submit(shard_rebuild, run.source, task, pure=False)
+
+
+def _rebuild_all(client, run: _Run, last: int) -> np.ndarray:
+    client.run(release, run.token)
+    futures = [_rebuild(client, run, s, last) for s in range(run.workers)]
+    for s, f in enumerate(futures):
+        run.where[s] = f.result() or None
+    out = np.full(run.n, -1, np.int64)
+    base = 0
+    alive = set(client.scheduler_info()["workers"])
+    for s in range(run.workers):
+        mentions, labels = _read(client, run, s, alive)
         if mentions.size and (out[mentions] >= 0).any():
             raise InferenceError(f"shard {s} returned mention {int(mentions[out[mentions] >= 0][0])} twice")
         out[mentions] = base + labels
