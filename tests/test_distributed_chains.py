@@ -611,7 +611,7 @@ def test_process_cluster_split_shards_survive_a_killed_worker(one_block, client,
     from pdbq.distributed.shards import resolve_sharded
 
     _, src = one_block
-    cfg = DistributedConfig(workers=2, rounds=3, steps_per_round=60_000, greedy_rounds=0, seed=5)
+    cfg = DistributedConfig(workers=2, rounds=3, steps_per_round=20_000, greedy_rounds=0, seed=5)
     reference = resolve_sharded(src, cfg, client=client)
     t, killed = kill_busy_worker(process_client, "-r2-t", delay=0.05)  # after entities moved
     res = resolve_sharded(src, cfg, client=process_client)
