@@ -12,6 +12,11 @@ receives per round (today O(mentions) per round: every partition's mentions and 
     python examples/bench/coref_distributed.py --mentions 1000000 --workers 1 2 --rounds 6
     python examples/bench/coref_distributed.py --scheduler tcp://host:8786 --workers 4 8 16   # a bigger cluster
     python examples/bench/coref_distributed.py --mentions 1000000 --workers 1 8 14 --sharded  # shards on workers
+    python examples/bench/coref_distributed.py --mentions 100000 --workers 1 8 --sharded --linked  # one component
+
+``--linked`` joins consecutive name blocks by one weak pair each (score -1), so all mentions form
+one connected component of candidate pairs (loose blocking): the sharded rounds then split it
+over the shards and exchange entities across the cut pairs between rounds.
 """
 
 from __future__ import annotations
@@ -51,17 +56,21 @@ def main() -> None:
     ap.add_argument("--skip-flat", action="store_true")
     ap.add_argument("--sharded", action="store_true",
                     help="shards of name blocks built by the workers from Parquet files (resolve_sharded)")
+    ap.add_argument("--linked", action="store_true",
+                    help="join consecutive name blocks by a weak pair: one component, split over the shards")
     args = ap.parse_args()
     import distributed
 
     for n in args.mentions:
         t = time.perf_counter()
         data = person_x(n, seed=args.seed)
-        g = data.graph
+        g = _linked(data.graph, data.name) if args.linked else data.graph
         print(f"\n## {n:,} mentions, {g.n_pairs:,} candidate pairs, {np.unique(data.truth).size:,} true entities "
               f"(made in {time.perf_counter() - t:.1f} s); pair graph {g.nbytes() / n:.0f} bytes/mention")
         total = int(args.sweeps * n)
-        source = write_pairs(tempfile.mkdtemp(prefix="pdbq-shards-"), g, data.name) if args.sharded else None
+        # linked: one block for all (the plan splits the one group of linked blocks by itself)
+        block = np.zeros(n, np.int64) if args.linked else data.name
+        source = write_pairs(tempfile.mkdtemp(prefix="pdbq-shards-"), g, block) if args.sharded else None
         greedy = 2
         if not args.skip_flat:
             t = time.perf_counter()
@@ -105,6 +114,25 @@ def main() -> None:
                   f"{statistics.median(r.compute_max for r in rounds):.2f} | {100 * over:.1f} | {res.efficiency():.2f} | "
                   f"{max(rss.values()):.0f} | {held / 2**20:.0f} | "
                   f"{statistics.median((r.bytes_sent + getattr(r, 'bytes_received', 0)) / 2**20 for r in rounds):.3f} |")
+            if args.sharded and res.plan.cut_pairs:
+                print(f"|   | cut pairs {res.plan.cut_pairs:,} of {g.n_pairs:,}; mentions moved per round (median) "
+                      f"{statistics.median(r.moved for r in rounds):,.0f}; MiB moved worker to worker per round "
+                      f"{statistics.median(r.bytes_moved for r in rounds) / 2**20:.3f}; boundary MiB per round "
+                      f"{statistics.median(r.bytes_boundary for r in rounds) / 2**20:.3f} |")
+
+
+def _linked(g, name: np.ndarray):
+    """``g`` with a weak pair (score -1) from the last mention of each name block to the first of
+    the next (mentions are sorted by name), so that all of them form one component."""
+    from pdbq.coref.layout import pair_graph
+
+    n = g.indptr.shape[0] - 1
+    src = np.repeat(np.arange(n), np.diff(g.indptr))
+    keep = src < g.nbr
+    first = np.searchsorted(name, np.unique(name))
+    a = np.concatenate([src[keep], first[1:] - 1])
+    b = np.concatenate([g.nbr[keep].astype(np.int64), first[1:]])
+    return pair_graph(n, a, b, np.concatenate([g.score[keep], np.full(first.size - 1, -1.0)]))
 
 
 if __name__ == "__main__":

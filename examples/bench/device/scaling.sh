@@ -13,7 +13,9 @@
 #           evaluated on all chains between segments (segments, overhead, updates at the stop)
 #   coref:  the dealt map/redistribute rounds and the sharded rounds (--sharded) at 100k and 1M
 #           mentions (efficiency, worker memory, client MiB per round); 10M sharded (s10m) on its
-#           own (worker memory target: <= 2 x (data / workers) + 200 MiB)
+#           own (worker memory target: <= 2 x (data / workers) + 200 MiB); the sharded rounds on
+#           one component (l100k, l1m: --linked joins the name blocks, so the plan splits the
+#           component over the shards and entities move across the cut pairs between rounds)
 #
 # `scaling.sh --dry-run` runs every step at a toy size on this machine's cores (2 workers), to check
 # the script and the benchmarks before a device session; nothing it prints is a measurement.
@@ -27,7 +29,7 @@ OUT=${OUT:-/tmp/scaling}; mkdir -p "$OUT"
 export PYTHONPATH=/tmp/site:$PWD NUMBA_CACHE_DIR=/tmp/nb PYTHONUNBUFFERED=1
 { nproc; python3 -c "import numba, numpy, duckdb, dask, pdbq; print(numba.__version__, numpy.__version__, duckdb.__version__, dask.__version__)"; } 2>&1 | tee "$OUT/env.txt"
 # STEPS picks the runs (default: what fits one device session of about 8 minutes)
-STEPS=${STEPS:-"chains check tol s1m d1m"}
+STEPS=${STEPS:-"chains check tol s1m l1m d1m"}
 has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 D=examples/bench/coref_distributed.py
 C=examples/bench/chains_distributed.py
@@ -37,6 +39,8 @@ if [ "$DRY" = 1 ]; then
   timeout 300 python3 $C --side 40 --workers 2 --tolerance 0.05 --time-limit 20 --threads 2>&1 | tee "$OUT/dry_tol.txt"
   timeout 300 python3 $D --mentions 3000 --rounds 2 --sweeps 2 --workers 1 2 --skip-flat --threads 2>&1 | tee "$OUT/dry_d.txt"
   timeout 300 python3 $D --mentions 3000 --rounds 2 --sweeps 2 --workers 1 2 --skip-flat --threads --sharded 2>&1 | tee "$OUT/dry_s.txt"
+  timeout 300 python3 $D --mentions 3000 --rounds 3 --sweeps 4 --workers 1 2 --skip-flat --threads --sharded --linked 2>&1 | tee "$OUT/dry_l.txt"
+  grep -q "cut pairs" "$OUT/dry_l.txt"  # the component was split and the run says what crossed
   echo "dry run: every step ran"
   exit 0
 fi
@@ -46,6 +50,8 @@ has tol && timeout "${TTOL:-150}" python3 $C --side 1000 --workers 1 8 14 --tole
 has d100k && timeout "${T100K:-120}" python3 $D --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d100k.txt"
 has s100k && timeout "${TS100K:-90}" python3 $D --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s100k.txt"
 has s1m && timeout "${TS1M:-150}" python3 $D --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat --sharded 2>&1 | tee "$OUT/s1m.txt"
+has l100k && timeout "${TL100K:-90}" python3 $D --mentions 100000 --rounds 6 --sweeps 20 --workers 1 8 14 --skip-flat --sharded --linked 2>&1 | tee "$OUT/l100k.txt"
+has l1m && timeout "${TL1M:-150}" python3 $D --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat --sharded --linked 2>&1 | tee "$OUT/l1m.txt"
 has d1m && timeout "${T1M:-150}" python3 $D --mentions 1000000 --rounds 4 --sweeps 10 --workers 1 8 14 --skip-flat 2>&1 | tee "$OUT/d1m.txt"
 has s10m && timeout "${TS10M:-600}" python3 $D --mentions 10000000 --rounds 4 --sweeps 4 --workers 14 --skip-flat --sharded 2>&1 | tee "$OUT/s10m.txt"
 true
