@@ -619,3 +619,31 @@ def test_process_cluster_split_shards_survive_a_killed_worker(one_block, client,
     assert killed, "no worker was running a shard round when the kill fired"
     assert np.array_equal(res.labels, reference.labels)
     assert killed[0] not in process_client.scheduler_info()["workers"]
+
+
+@needs_dask
+def test_split_shards_hold_the_time_limit_and_stop_on_cancel(one_block, client):
+    """A round of 10^12 proposals is cut at the time limit (the answer: the starting clustering,
+    ``stopped_by_time``); a cancel after entities moved stops the run, and no shard is left."""
+    import time
+
+    import pdbq.distributed.shards as shards
+    from pdbq.distributed import DistributedConfig
+    from pdbq.progress import Cancelled
+
+    _, src = one_block
+    t0 = time.perf_counter()
+    cut = shards.resolve_sharded(src, DistributedConfig(workers=2, steps_per_round=10**12, time_limit=1.0),
+                                 client=client)
+    assert time.perf_counter() - t0 < 1 + 10 and cut.stopped_by_time and not cut.rounds
+    assert np.array_equal(cut.labels, np.arange(400))
+    moved = []
+
+    def poll():
+        if moved:
+            raise Cancelled("cancelled")
+
+    with pytest.raises(Cancelled):
+        shards.resolve_sharded(src, _split_cfg(2), client=client, poll=poll,
+                               on_round=lambda st, c: moved.append(st.moved) if st.moved else None)
+    assert moved and not shards._HELD

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pdbq.coref.contract import contract, dense_groups
+from pdbq.coref.contract import dense_groups
 from pdbq.coref.layout import PairGraph, pair_graph
 from pdbq.distributed.shard_plan import ShardSource, duckdb_connect
 from pdbq.errors import InferenceError
@@ -193,11 +193,16 @@ def boundary(held: Held, bias: float) -> Boundary:
     key_of[ent] = keys
     on_edge = np.zeros(k, bool)
     on_edge[ent[mention]] = True
-    cg = contract(held.graph, ent, bias)[0]
-    src = np.repeat(np.arange(k, dtype=np.int64), np.diff(cg.indptr))
-    dst = cg.nbr.astype(np.int64)
-    link = (src < dst) & (cg.score > 0) & (on_edge[src] | on_edge[dst])
-    la, lb, lg = key_of[src[link]], key_of[dst[link]], cg.score[link]
+    # only the pairs that touch an entity with a cut pair are summed (few, in a shard that is
+    # mostly inside)
+    g = held.graph
+    es = ent[np.repeat(np.arange(held.mentions.size, dtype=np.int64), np.diff(g.indptr))]
+    ed = ent[g.nbr]
+    near = (es < ed) & (on_edge[es] | on_edge[ed])
+    link_id, inverse = np.unique(es[near] * k + ed[near], return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=g.score[near] + bias, minlength=link_id.size)
+    pos = sums > 0
+    la, lb, lg = key_of[link_id[pos] // max(k, 1)], key_of[link_id[pos] % max(k, 1)], sums[pos]
     entity = np.unique(np.concatenate([ka, la, lb]))
     sizes = np.bincount(ent, minlength=k)
     size_of_key = sizes[ent[np.searchsorted(held.mentions, entity)]].astype(np.int64)  # a key is a member's id

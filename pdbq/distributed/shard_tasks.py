@@ -173,9 +173,9 @@ def shard_round(source: ShardSource, task: ShardRound, *packages: Package) -> Sh
     shard = _Shard(state, task.round + (1 if finished else 0), held.out, not finished)
     with _LOCK:
         _HELD[(task.token, task.shard)] = shard
+    edge = boundary(state, task.config.super_bias) if task.mobile and finished else None
     return ShardReport(task.shard, int(state.mentions.size), int(own[C_ACCEPTED]), time.perf_counter() - t0, replayed,
-                       _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]), not finished,
-                       boundary(state, task.config.super_bias) if task.mobile and finished else None, arrivals,
+                       _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]), not finished, edge, arrivals,
                        sum(p.nbytes for p in packages))
 
 
