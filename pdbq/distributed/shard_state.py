@@ -29,7 +29,7 @@ from pdbq.coref.layout import PairGraph, pair_graph
 from pdbq.distributed.shard_plan import ShardSource, duckdb_connect
 from pdbq.errors import InferenceError
 
-__all__ = ["Held", "Package", "Boundary", "ShardLost", "assemble", "read_rows", "entity_keys", "export", "admit",
+__all__ = ["Held", "Package", "Boundary", "ShardLost", "assemble", "read_rows", "read_whole", "entity_keys", "export", "admit",
            "boundary", "package_from_rows"]
 
 
@@ -262,3 +262,37 @@ def read_rows(source: ShardSource, blocks: np.ndarray, split: np.ndarray, also: 
             raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) has its second mention outside its shard: the "
                                  "Parquet files changed after the shards were planned")
     return mentions, init, a, b, w
+
+
+def read_whole(source: ShardSource, blocks: np.ndarray) -> Held:
+    """A shard of whole blocks that never exchanges entities, from the Parquet files by this
+    process: each pair read once (a run without cut pairs keeps no directed rows, so building
+    a shard costs what its pair graph does). A pair whose second mention lies outside the
+    shard is an `InferenceError` as in `read_rows`."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    con = duckdb_connect()
+    try:
+        con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
+        names = [d[0] for d in con.execute("SELECT * FROM read_parquet(?) LIMIT 0", [source.mentions]).description]
+        init_col = ", init" if "init" in names else ""
+        m = con.execute(f"SELECT mention{init_col} FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
+                        "ORDER BY mention", [source.mentions]).fetchnumpy()
+        mentions = np.asarray(m["mention"], np.int64)
+        con.register("shard_mentions", pa.table({"mention": mentions}))
+        p = con.execute("SELECT a, b, score FROM read_parquet(?) WHERE a IN (SELECT mention FROM shard_mentions)",
+                        [source.pairs]).fetchnumpy()
+    finally:
+        con.close()
+    init = dense_groups(np.asarray(m["init"], np.int64))[0] if init_col else np.arange(mentions.size, dtype=np.int64)
+    a, b, w = (np.asarray(p[c]) for c in ("a", "b", "score"))
+    ia = np.searchsorted(mentions, a)
+    ib = np.searchsorted(mentions, b)
+    if b.size:
+        outside = mentions[np.minimum(ib, mentions.size - 1)] != b
+        if outside.any():
+            k = int(np.flatnonzero(outside)[0])
+            raise InferenceError(f"pair ({int(a[k])}, {int(b[k])}) has its second mention outside its shard: the "
+                                 "Parquet files changed after the shards were planned")
+    none = np.zeros(0, np.int64)
+    return Held(mentions, init, pair_graph(mentions.size, ia, ib, np.asarray(w, np.float64)), none, none, np.zeros(0))

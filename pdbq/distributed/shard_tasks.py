@@ -24,7 +24,7 @@ from pdbq.coref.contract import dense_groups
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.shard_plan import ShardSource
 from pdbq.distributed.shard_state import (Boundary, Held, Package, ShardLost, admit, assemble, boundary, export,
-                                          package_from_rows, read_rows)
+                                          package_from_rows, read_rows, read_whole)
 from pdbq.distributed.tasks import RoundTask, timed_round
 from pdbq.errors import InferenceError
 from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS
@@ -103,14 +103,17 @@ def _replay(source: ShardSource, task: ShardRound, upto: int, counters: np.ndarr
     hist = task.history or ()
     if task.mobile and len(hist) < upto:
         raise InferenceError(f"shard {task.shard}: a replay to round {upto} got the history of {len(hist)} rounds")
-    arrived = [ids for _, _, arrivals in hist[:upto] for _, ids, _ in arrivals]
-    also = np.concatenate(arrived) if arrived else np.zeros(0, np.int64)
-    split = np.zeros(0, np.int64) if task.split is None else task.split
-    mentions, init, a, b, w = read_rows(source, task.blocks, split, also)
-    labels = np.arange(mentions.size, dtype=np.int64) if init is None else dense_groups(init)[0]
-    pos = np.minimum(np.searchsorted(mentions, a), max(mentions.size - 1, 0))
-    mine = (mentions[pos] == a) if mentions.size else np.zeros(a.size, bool)
-    state = assemble(mentions, labels, a[mine], b[mine], w[mine])
+    if task.mobile:
+        arrived = [ids for _, _, arrivals in hist[:upto] for _, ids, _ in arrivals]
+        also = np.concatenate(arrived) if arrived else np.zeros(0, np.int64)
+        split = np.zeros(0, np.int64) if task.split is None else task.split
+        mentions, init, a, b, w = read_rows(source, task.blocks, split, also)
+        labels = np.arange(mentions.size, dtype=np.int64) if init is None else dense_groups(init)[0]
+        pos = np.minimum(np.searchsorted(mentions, a), max(mentions.size - 1, 0))
+        mine = (mentions[pos] == a) if mentions.size else np.zeros(a.size, bool)
+        state = assemble(mentions, labels, a[mine], b[mine], w[mine])
+    else:
+        state = read_whole(source, task.blocks)
     for r in range(upto):
         steps = task.steps
         if task.mobile:
