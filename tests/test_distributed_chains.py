@@ -591,6 +591,7 @@ def test_split_shards_are_deterministic_and_replayed_after_lost_shards(one_block
     _, src = one_block
     first = shards.resolve_sharded(src, _split_cfg(5), client=client)
     assert sum(r.moved for r in first.rounds[:3]) > 0  # entities changed shards before the loss
+    assert all(r.replayed == 0 and r.reruns == 0 for r in first.rounds)  # no shard was lost undisturbed
 
     def lose_every_shard(stats, client):
         if stats.round == 2:

@@ -29,7 +29,7 @@ from pdbq.distributed.tasks import RoundTask, timed_round
 from pdbq.errors import InferenceError
 from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS
 
-__all__ = ["ShardRound", "ShardReport", "shard_round", "shard_export", "shard_rebuild", "shard_labels", "release"]
+__all__ = ["ShardRound", "ShardReport", "shard_round", "shard_export", "sent_count", "shard_rebuild", "shard_labels", "release"]
 
 Sends = tuple[tuple[int, np.ndarray], ...]  # (destination shard, sorted entity keys) each
 Arrivals = tuple[tuple[int, np.ndarray, np.ndarray], ...]  # (source shard, mention ids, their keys) each
@@ -159,10 +159,17 @@ def shard_export(source: ShardSource, task: ShardRound) -> tuple[Package, ...]:
     return packages
 
 
-def shard_round(source: ShardSource, task: ShardRound, *packages: Package) -> ShardReport:
-    """Round ``task.round`` of one shard: its sends out, ``packages`` (from ``task.sources``)
-    in, then its moves; at ``task.deadline`` the moves stop and the shard keeps its entities as
-    they were before them (``cut``)."""
+def sent_count(packages: tuple[Package, ...]) -> int:
+    """How many packages a shard's export made (a small result the shard's own round task waits
+    on, so that its export has run first)."""
+    return len(packages)
+
+
+def shard_round(source: ShardSource, task: ShardRound, sent: int, *packages: Package) -> ShardReport:
+    """Round ``task.round`` of one shard: its sends out (``sent``: the packages its export task
+    made, which ran first), ``packages`` (from ``task.sources``) in, then its moves; at
+    ``task.deadline`` the moves stop and the shard keeps its entities as they were before them
+    (``cut``)."""
     t0 = time.perf_counter()
     counters = np.zeros(4, np.int64)
     held, replayed = _state(source, task, counters, sent=True)

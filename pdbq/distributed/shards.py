@@ -56,8 +56,8 @@ from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.shard_colocate import colocate
 from pdbq.distributed.shard_plan import ShardPlan, ShardSource, plan_shards, shard_by_components, write_pairs
 from pdbq.distributed.shard_state import ShardLost
-from pdbq.distributed.shard_tasks import (_HELD, _LOCK, ShardReport, ShardRound, release, shard_export, shard_labels,
-                                          shard_rebuild, shard_round)
+from pdbq.distributed.shard_tasks import (_HELD, _LOCK, ShardReport, ShardRound, release, sent_count, shard_export,
+                                          shard_labels, shard_rebuild, shard_round)
 from pdbq.errors import InferenceError, OptionError
 
 __all__ = ["ShardSource", "ShardPlan", "ShardedResult", "ShardedRound", "plan_shards", "resolve_sharded", "write_pairs",
@@ -298,18 +298,20 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
             return dict(workers=[w], allow_other_workers=True) if w is not None else {}
 
         parcels: dict[int, list] = {s: [] for s in range(len(tasks))}
+        sent: dict[int, Any] = {}  # a shard's round waits for its own export (they share its state)
         futures = []
         for t in tasks:
             if t.sends:
                 f = client.submit(shard_export, run.source, t, key=f"{key}-x{t.shard}-a{attempt}", pure=False,
                                   **pin(t.shard))
-                futures.append(f)
+                sent[t.shard] = client.submit(sent_count, f, key=f"{key}-n{t.shard}-a{attempt}", pure=False)
+                futures += [f, sent[t.shard]]
                 for i, (d, _) in enumerate(t.sends):
                     g = client.submit(operator.getitem, f, i, key=f"{key}-x{t.shard}-{d}-a{attempt}", pure=False)
                     futures.append(g)
                     parcels[d].append(g)
-        rounds = [client.submit(shard_round, run.source, t, *parcels[t.shard], key=f"{key}-t{t.shard}-a{attempt}",
-                                pure=False, **pin(t.shard)) for t in tasks]
+        rounds = [client.submit(shard_round, run.source, t, sent.get(t.shard, 0), *parcels[t.shard],
+                                key=f"{key}-t{t.shard}-a{attempt}", pure=False, **pin(t.shard)) for t in tasks]
         futures += rounds
         try:
             finished = wait_futures(rounds, deadline, poll)
