@@ -648,3 +648,33 @@ def test_split_shards_hold_the_time_limit_and_stop_on_cancel(one_block, client):
         shards.resolve_sharded(src, _split_cfg(2), client=client, poll=poll,
                                on_round=lambda st, c: moved.append(st.moved) if st.moved else None)
     assert moved and not shards._HELD
+
+
+def test_boundary_summaries_decide_which_entities_meet_and_packages_carry_their_pairs():
+    """Shard 0 holds {0, 1} (one entity) and {2}; shard 1 holds {3} and {4, 5}. The cut pair
+    0-3 (score 1.0) makes entities 0 and 3 worth merging, 1-4 (-1.0) does not: entity 3 moves to
+    shard 0 (which holds more of the group), with its pair to 0 now inside shard 0; the pair
+    1-4 stays cut on both sides."""
+    from pdbq.distributed.shard_colocate import colocate
+    from pdbq.distributed.shard_state import admit, assemble, boundary, export
+
+    pairs = {(0, 3): 1.0, (1, 4): -1.0, (0, 1): 0.5, (4, 5): 2.0}
+
+    def shard(ids, labels):
+        rows = [(a, b, w) for (x, y), w in pairs.items() for a, b in ((x, y), (y, x)) if a in ids]
+        a, b, w = (np.array(c) for c in zip(*rows))
+        return assemble(np.array(ids, np.int64), np.array(labels, np.int64), a.astype(np.int64), b.astype(np.int64),
+                        w.astype(float))
+
+    s0, s1 = shard([0, 1, 2], [0, 0, 1]), shard([3, 4, 5], [0, 1, 1])
+    b0, b1 = boundary(s0, 0.3), boundary(s1, 0.3)
+    assert b0.key.tolist() == [0, 0] and b0.across.tolist() == [3, 4] and b0.score.tolist() == [1.0, -1.0]
+    assert b0.entity.tolist() == [0] and b0.size.tolist() == [2] and b1.entity.tolist() == [3, 4]
+    sends, after = colocate([b0, b1], np.array([3, 3]), 0.3, max_group=3, max_load=4)
+    assert list(sends) == [1] and sends[1][0][0] == 0 and sends[1][0][1].tolist() == [3] and after.tolist() == [4, 2]
+    assert colocate([b0, b1], np.array([3, 3]), 0.3, max_group=3, max_load=3)[0] == {}  # shard 0 would be too full
+    s1b, (package,) = export(s1, 1, sends[1])
+    s0b = admit(s0, (package,))
+    assert s0b.mentions.tolist() == [0, 1, 2, 3] and s0b.graph.n_pairs == 2  # 0-1 and 0-3 now inside
+    assert s0b.ext_b.tolist() == [4] and s1b.mentions.tolist() == [4, 5] and s1b.ext_b.tolist() == [1]
+    assert len(set(s0b.labels.tolist())) == 3  # the arriving entity keeps apart until the moves merge it

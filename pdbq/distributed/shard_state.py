@@ -193,14 +193,19 @@ def boundary(held: Held, bias: float) -> Boundary:
     key_of[ent] = keys
     on_edge = np.zeros(k, bool)
     on_edge[ent[mention]] = True
-    # only the pairs that touch an entity with a cut pair are summed (few, in a shard that is
-    # mostly inside)
+    # only the rows of mentions of an entity with a cut pair are read (few, in a shard that is
+    # mostly inside): a pair between two such mentions is read from its lower one
     g = held.graph
-    es = ent[np.repeat(np.arange(held.mentions.size, dtype=np.int64), np.diff(g.indptr))]
-    ed = ent[g.nbr]
-    near = (es < ed) & (on_edge[es] | on_edge[ed])
-    link_id, inverse = np.unique(es[near] * k + ed[near], return_inverse=True)
-    sums = np.bincount(inverse.reshape(-1), weights=g.score[near] + bias, minlength=link_id.size)
+    rows = np.flatnonzero(on_edge[ent])
+    deg = np.diff(g.indptr)[rows]
+    src = np.repeat(rows, deg)
+    at = np.repeat(g.indptr[rows] - np.cumsum(deg) + deg, deg) + np.arange(int(deg.sum()))
+    dst = g.nbr[at].astype(np.int64)
+    es, ed = ent[src], ent[dst]
+    near = (es != ed) & (~on_edge[ed] | (src < dst))
+    lo, hi = np.minimum(es[near], ed[near]), np.maximum(es[near], ed[near])
+    link_id, inverse = np.unique(lo * k + hi, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=g.score[at][near] + bias, minlength=link_id.size)
     pos = sums > 0
     la, lb, lg = key_of[link_id[pos] // max(k, 1)], key_of[link_id[pos] % max(k, 1)], sums[pos]
     entity = np.unique(np.concatenate([ka, la, lb]))
