@@ -612,9 +612,10 @@ def test_process_cluster_split_shards_survive_a_killed_worker(one_block, client,
     from pdbq.distributed.shards import resolve_sharded
 
     _, src = one_block
-    cfg = DistributedConfig(workers=2, rounds=3, steps_per_round=20_000, greedy_rounds=0, seed=5)
+    cfg = DistributedConfig(workers=2, rounds=2, steps_per_round=20_000, greedy_rounds=0, seed=5)
     reference = resolve_sharded(src, cfg, client=client)
-    t, killed = kill_busy_worker(process_client, "-r2-t", delay=0.05)  # after entities moved
+    assert reference.rounds[1].moved > 0
+    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.05)  # after entities moved
     res = resolve_sharded(src, cfg, client=process_client)
     t.join(timeout=1)
     assert killed, "no worker was running a shard round when the kill fired"
