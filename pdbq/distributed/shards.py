@@ -146,8 +146,8 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     cancels it and propagates)."""
     config.check()
     if config.redistribution != "super":
-        raise OptionError("sharded rounds keep each shard's blocks for the whole run: option 'redistribution' "
-                          "does not apply (leave it at its default)")
+        raise OptionError("sharded rounds move entities between shards only across the pairs that join them: "
+                          "option 'redistribution' does not apply (leave it at its default)")
     t0 = time.perf_counter()
     deadline = None if config.time_limit is None else t0 + config.time_limit
     plan = plan_shards(source, config.workers, split=split)
