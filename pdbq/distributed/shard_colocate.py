@@ -69,6 +69,15 @@ def colocate(bounds: list[Boundary], loads: np.ndarray, super_bias: float, max_g
     total = np.bincount(inv.reshape(-1), weights=g_)
     keep = total > 0
     uniq, total = uniq[keep], total[keep]
+    # each entity follows its strongest link only: the groups stay what the entities would merge
+    # into first, instead of chaining every weakly attracted entity of a block into one group too
+    # big to move
+    ends = np.concatenate([uniq // ekey.size, uniq % ekey.size])
+    edge = np.concatenate([np.arange(uniq.size), np.arange(uniq.size)])
+    order = np.lexsort((edge, -total[edge], ends))
+    first = np.concatenate([[True], ends[order][1:] != ends[order][:-1]]) if order.size else np.zeros(0, bool)
+    best = np.unique(edge[order][first])
+    uniq, total = uniq[best], total[best]
     parent = np.arange(ekey.size, dtype=np.int64)
     size = esize.astype(np.int64).copy()
     for e in np.lexsort((uniq, -total)).tolist():
