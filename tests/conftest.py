@@ -170,7 +170,12 @@ def kill_busy_worker(client, key_part: str, delay: float = 0.3, within: float = 
     def run() -> None:
         end = time.monotonic() + within
         while time.monotonic() < end:
-            for worker, keys in client.processing().items():
+            try:
+                processing = client.processing()
+            except Exception:  # noqa: BLE001 - the scheduler's view can be missing while a worker restarts
+                time.sleep(0.02)
+                continue
+            for worker, keys in processing.items():
                 if worker in pids and any(key_part in str(k) for k in keys):
                     time.sleep(delay)  # mid-task, not before it started
                     killed.append(worker)
