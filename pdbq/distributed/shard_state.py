@@ -29,8 +29,8 @@ from pdbq.coref.layout import PairGraph, pair_graph
 from pdbq.distributed.shard_plan import ShardSource, duckdb_connect
 from pdbq.errors import InferenceError
 
-__all__ = ["Held", "Package", "Boundary", "ShardLost", "assemble", "read_rows", "read_whole", "entity_keys", "export", "admit",
-           "boundary", "package_from_rows"]
+__all__ = ["Held", "Package", "Boundary", "ShardLost", "assemble", "read_rows", "read_whole", "whole_held", "entity_keys",
+           "export", "admit", "boundary", "package_from_rows"]
 
 
 class ShardLost(InferenceError):
@@ -226,6 +226,9 @@ def read_rows(source: ShardSource, blocks: np.ndarray, split: np.ndarray, also: 
     changed after the shards were planned."""
     import pyarrow as pa  # noqa: PLC0415
 
+    if hasattr(source, "read_whole"):
+        raise InferenceError("shipped shard rows serve shards that never exchange entities (whole groups): a "
+                             "split group's shard reads its rows from the files")
     con = duckdb_connect()
     try:
         con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
@@ -276,6 +279,8 @@ def read_whole(source: ShardSource, blocks: np.ndarray) -> Held:
     shard is an `InferenceError` as in `read_rows`."""
     import pyarrow as pa  # noqa: PLC0415
 
+    if hasattr(source, "read_whole"):  # rows shipped to this worker (`shard_shipping.ShardPayload`)
+        return source.read_whole()
     con = duckdb_connect()
     try:
         con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
@@ -289,8 +294,14 @@ def read_whole(source: ShardSource, blocks: np.ndarray) -> Held:
                         [source.pairs]).fetchnumpy()
     finally:
         con.close()
-    init = dense_groups(np.asarray(m["init"], np.int64))[0] if init_col else np.arange(mentions.size, dtype=np.int64)
-    a, b, w = (np.asarray(p[c]) for c in ("a", "b", "score"))
+    init = np.asarray(m["init"], np.int64) if init_col else None
+    return whole_held(mentions, init, *(np.asarray(p[c]) for c in ("a", "b", "score")))
+
+
+def whole_held(mentions: np.ndarray, init: np.ndarray | None, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> Held:
+    """`read_whole`'s shard from its rows: its sorted global mention ids, their ``init`` labels
+    (None: singletons) and its pairs (a, b, score), each once, every ``a`` among the mentions."""
+    init = dense_groups(np.asarray(init, np.int64))[0] if init is not None else np.arange(mentions.size, dtype=np.int64)
     ia = np.searchsorted(mentions, a)
     ib = np.searchsorted(mentions, b)
     if b.size:

@@ -37,7 +37,8 @@ the moves the client booked (the mentions that arrived, not their pairs: those a
 so the answer is that of an undisturbed run, at the cost of the replay (no checkpoint is kept).
 
 Where the data must be: every worker reads the Parquet files itself, so they must be reachable
-at the same paths from every worker (a local cluster, or shared storage).
+at the same paths from every worker (a local cluster, or shared storage); or, with ``ship``, this
+process sends each shard's rows to its worker once (`shard_shipping`; groups then stay whole).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class ShardedResult:
     scheduler: str
     dask_workers: int = 0
     stopped_by_time: bool = False  # time_limit ended the run before its planned rounds
+    shipped: int = 0  # bytes of shard rows this process sent to the workers (0: they read the files)
+    resent: int = 0  # shards' rows sent again after their worker was lost
 
     def summary(self) -> dict:
         """Where the run's time went, for diagnostics (the keys of
@@ -112,6 +115,7 @@ class ShardedResult:
                 "split_groups": self.plan.split_groups, "moved": sum(r.moved for r in self.rounds),
                 "bytes_moved": sum(r.bytes_moved for r in self.rounds),
                 "bytes_boundary": sum(r.bytes_boundary for r in self.rounds),
+                "source": "shipped" if self.shipped else "files", "bytes_shipped": self.shipped, "resent": self.resent,
                 "shard_mentions_max": int(self.plan.mentions.max()) if self.plan.mentions.size else 0}
 
     def efficiency(self) -> float:
@@ -133,7 +137,7 @@ def _temperatures(config: DistributedConfig) -> list[float]:
 
 def resolve_sharded(source: ShardSource, config: DistributedConfig = DistributedConfig(), *, client: Any = None,
                     scheduler: str | None = None, processes: bool = False, on_round=None,
-                    poll: Callable[[], None] | None = None, split: bool = True) -> ShardedResult:
+                    poll: Callable[[], None] | None = None, split: bool = True, ship: bool = False) -> ShardedResult:
     """Annealed MAP clustering from singletons by rounds over shards that live on the workers
     (module docstring). ``config.steps_per_round`` proposals per shard and round on average
     (each shard gets its share of ``workers`` × that, by the mentions it holds); a group of
@@ -143,20 +147,26 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     its tasks stop their moves at the deadline and the client cancels a round still running
     then; each shard keeps its entities as they were before the moves it did not finish.
     ``poll()`` is called while waiting on a round (whatever it raises, a cancelled statement,
-    cancels it and propagates)."""
+    cancels it and propagates). ``ship``: this process cuts the shards from the files and sends
+    each one's rows to its worker (`shard_shipping`: for a cluster that cannot read the files)
+    instead of the workers reading them; groups are then kept whole (no entity changes shards)."""
     config.check()
     if config.redistribution != "super":
         raise OptionError("sharded rounds move entities between shards only across the pairs that join them: "
                           "option 'redistribution' does not apply (leave it at its default)")
     t0 = time.perf_counter()
     deadline = None if config.time_limit is None else t0 + config.time_limit
-    plan = plan_shards(source, config.workers, split=split)
+    plan = plan_shards(source, config.workers, split=split and not ship)
     run = _Run(source, plan, config, _temperatures(config), uuid.uuid4().hex[:12])
     client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
     stop = None if poll is None else f"pdbq-shard-stop-{run.token}"
     stats: list[ShardedRound] = []
     stopped_by_time = False
     try:
+        if ship:
+            from pdbq.distributed.shard_shipping import ship_shards  # noqa: PLC0415 - shipping imports this package
+
+            run.shipment = ship_shards(client, source, plan)
         n_workers = len(client.scheduler_info()["workers"])
         for r, t in enumerate(run.temps):
             if deadline is not None and time.perf_counter() >= deadline:
@@ -205,8 +215,10 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
         close()
     from pdbq.inference.coreference.resolve import stable_labels  # noqa: PLC0415 - one relabelling rule for all drivers
 
+    shipment = run.shipment
     return ShardedResult(stable_labels(labels), plan, tuple(stats), time.perf_counter() - t0, address, n_workers,
-                         stopped_by_time)
+                         stopped_by_time, 0 if shipment is None else shipment.shipped,
+                         0 if shipment is None else shipment.resent)
 
 
 def _task_bytes(task: ShardRound) -> int:
@@ -233,6 +245,16 @@ class _Run:
         # grows past a quarter above the largest planned one (it would set the rounds' time)
         self.max_group = max(1, self.n // self.workers)
         self.max_load = int(np.ceil(1.25 * int(plan.mentions.max()))) if plan.mentions.size else 0
+        self.shipment = None  # `shard_shipping.Shipment`: each shard's rows sent to its worker
+
+    def source_of(self, shard: int) -> Any:
+        """What a task of ``shard`` reads its rows from: the files, or the future of its shipped rows."""
+        return self.source if self.shipment is None else self.shipment.futures[shard]
+
+    def reship(self) -> None:
+        """Send again the shipped rows lost with their workers (nothing when the workers read files)."""
+        if self.shipment is not None:
+            self.shipment.reship(self.where)
 
     def steps(self) -> list[int]:
         budget = self.config.steps_per_round * self.workers
@@ -302,7 +324,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
         futures = []
         for t in tasks:
             if t.sends:
-                f = client.submit(shard_export, run.source, t, key=f"{key}-x{t.shard}-a{attempt}", pure=False,
+                f = client.submit(shard_export, run.source_of(t.shard), t, key=f"{key}-x{t.shard}-a{attempt}", pure=False,
                                   **pin(t.shard))
                 sent[t.shard] = client.submit(sent_count, f, key=f"{key}-n{t.shard}-a{attempt}", pure=False)
                 futures += [f, sent[t.shard]]
@@ -310,7 +332,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
                     g = client.submit(operator.getitem, f, i, key=f"{key}-x{t.shard}-{d}-a{attempt}", pure=False)
                     futures.append(g)
                     parcels[d].append(g)
-        rounds = [client.submit(shard_round, run.source, t, sent.get(t.shard, 0), *parcels[t.shard],
+        rounds = [client.submit(shard_round, run.source_of(t.shard), t, sent.get(t.shard, 0), *parcels[t.shard],
                                 key=f"{key}-t{t.shard}-a{attempt}", pure=False, **pin(t.shard)) for t in tasks]
         futures += rounds
         try:
@@ -331,6 +353,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
                 raise InferenceError(f"sharded round {tasks[0].round} failed {attempt + 1} times (the cluster lost "
                                      f"workers or shards: {type(exc).__name__}: {exc})") from exc
             attempt += 1
+            run.reship()
             if run.mobile:
                 client.run(release, run.token)
             tasks = [run.replay(t) for t in tasks]
@@ -382,7 +405,8 @@ def _rebuild(client, run: _Run, s: int, last: int):
     task = ShardRound(run.token, s, run.plan.blocks[s], last, tuple(run.temps[: last + 1]), steps, run.config,
                       split=run.split[s], mobile=run.mobile,
                       history=tuple(h[s] for h in run.history[: last + 1]) if run.mobile else ())
-    return client.submit(shard_rebuild, run.source, task, pure=False)
+    run.reship()
+    return client.submit(shard_rebuild, run.source_of(s), task, pure=False)
 
 
 def _rebuild_all(client, run: _Run, last: int) -> np.ndarray:

@@ -143,8 +143,8 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None):
         p_split_merge=config.p_split_merge, seed=config.seed, time_limit=config.time_limit,
     ).check()
     init = initial_labels(graph, config)
-    if dist.get("scheduler") is None and _shardable(graph, workers):
-        return _resolve_sharded(graph, cfg, init, rounds + greedy, poll)
+    if _shardable(graph, workers):
+        return _resolve_sharded(graph, cfg, init, rounds + greedy, poll, dist.get("scheduler"))
     res = resolve_distributed(graph, cfg, labels=init, scheduler=dist.get("scheduler"), poll=poll)
     warnings = _time_warnings(res, config.time_limit, rounds + greedy, "distributed",
                               "the clustering is the last finished round's")
@@ -176,9 +176,10 @@ def _shardable(graph, workers: int) -> bool:
     return int(sizes.max()) <= n // workers
 
 
-def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int, poll=None):
-    """The MAP rounds over shards of candidate-pair components that the workers build from
-    Parquet files this process writes to a temporary directory (removed after the run)."""
+def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int, poll=None, scheduler: str | None = None):
+    """The MAP rounds over shards of candidate-pair components, written as Parquet files to a
+    temporary directory here (removed after the run): the in-process cluster's workers read their
+    shards from them; a ``scheduler``'s cannot, so each shard's rows are sent to its worker."""
     import shutil  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
@@ -187,7 +188,8 @@ def _resolve_sharded(graph, cfg, init: np.ndarray, planned: int, poll=None):
 
     where = tempfile.mkdtemp(prefix="pdbq-shards-")
     try:
-        res = resolve_sharded(shard_by_components(where, graph, init), cfg, poll=poll)
+        res = resolve_sharded(shard_by_components(where, graph, init), cfg, poll=poll, scheduler=scheduler,
+                              ship=scheduler is not None)
     finally:
         shutil.rmtree(where, ignore_errors=True)
     warnings = _time_warnings(res, cfg.time_limit, planned, "sharded",

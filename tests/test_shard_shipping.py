@@ -1,0 +1,110 @@
+"""Sharded MAP rounds with each shard's rows shipped to its worker (a cluster that cannot read our files)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import BLOCKED_CLUSTER_SQL, kill_busy_worker
+
+distributed = pytest.importorskip("distributed")
+
+from pdbq.coref.personx import person_x  # noqa: E402
+from pdbq.distributed import DistributedConfig  # noqa: E402
+import pdbq.distributed.shard_state as shard_state  # noqa: E402
+import pdbq.distributed.shards as shards  # noqa: E402
+from pdbq.distributed.shard_shipping import shard_payloads  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tcp_cluster():
+    """An in-process cluster reached by its tcp:// address, as a remote scheduler is."""
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                                       dashboard_address=":0")
+    client = distributed.Client(cluster)
+    yield cluster.scheduler_address, client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def blocked(tmp_path_factory):
+    data = person_x(1_200, per_name=60, noise=0.5, seed=4)
+    return data, shards.write_pairs(str(tmp_path_factory.mktemp("shipped")), data.graph, data.name)
+
+
+def _no_files(monkeypatch):
+    """Workers (threads of this process) must build their shards from what was shipped."""
+    def refuse(*args, **kw):
+        raise AssertionError("a worker read the Parquet files")
+
+    monkeypatch.setattr(shard_state, "duckdb_connect", refuse)
+
+
+def test_payloads_are_each_shards_rows_once(blocked):
+    data, src = blocked
+    plan = shards.plan_shards(src, 3)
+    payloads = shard_payloads(src, plan)
+    seen = []
+    for s, p in enumerate(payloads):
+        held, files = p.read_whole(), shard_state.read_whole(src, plan.blocks[s])
+        assert np.array_equal(held.mentions, files.mentions) and np.array_equal(held.labels, files.labels)
+        assert np.array_equal(held.graph.indptr, files.graph.indptr) and np.array_equal(held.graph.nbr, files.graph.nbr)
+        assert held.graph.n_pairs == plan.pairs[s]
+        seen.append(held.mentions)
+    assert np.array_equal(np.sort(np.concatenate(seen)), np.arange(data.name.size))
+
+
+def test_sql_map_with_a_scheduler_ships_the_shards(tcp_cluster, monkeypatch):
+    """The same query on the in-process cluster (workers read the files) and on a cluster named by
+    its address (nothing read from files by the workers): the same clustering, sharded both times."""
+    import pdbq
+
+    address, _ = tcp_cluster
+    db = pdbq.connect()
+    db.execute(BLOCKED_CLUSTER_SQL)
+    q = "SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4{})"
+    local = db.execute(q.format(""))
+    expected = local.fetchall()
+    assert local.diagnostics["dask"]["source"] == "files"
+    _no_files(monkeypatch)
+    res = db.execute(q.format(f", scheduler = '{address}'"))
+    assert res.fetchall() == expected
+    d = res.diagnostics["dask"]
+    assert d["mode"] == "sharded" and d["source"] == "shipped" and d["scheduler"] == address
+    assert d["bytes_shipped"] > 0 and d["resent"] == 0
+
+
+def test_payloads_lost_with_their_worker_are_sent_again(blocked, tcp_cluster, monkeypatch):
+    """After round 1 every shard and its shipped rows are gone (as if the workers had died): the
+    rows are sent again, the shards rebuilt and replayed, and the clustering is the undisturbed one."""
+    _, client = tcp_cluster
+    data, src = blocked
+    cfg = DistributedConfig(workers=2, rounds=3, steps_per_round=10_000, greedy_rounds=1, seed=3)
+    first = shards.resolve_sharded(src, cfg, client=client)
+    _no_files(monkeypatch)
+    shipped = shards.resolve_sharded(src, cfg, client=client, ship=True)
+    assert np.array_equal(shipped.labels, first.labels) and shipped.resent == 0
+
+    def lose_everything(stats, client):
+        if stats.round == 1:
+            with shards._LOCK:
+                shards._HELD.clear()
+            lost = [distributed.Future(k, client) for k in list(client.futures) if str(k).startswith("ShardPayload")]
+            assert len(lost) == 2
+            client.cancel(lost, force=True)
+
+    again = shards.resolve_sharded(src, cfg, client=client, ship=True, on_round=lose_everything)
+    assert np.array_equal(again.labels, first.labels)
+    assert again.resent == 2 and again.rounds[2].replayed == 2
+
+
+@pytest.mark.slow
+def test_process_cluster_shipped_shards_survive_a_killed_worker(blocked, process_client):
+    _, src = blocked
+    cfg = DistributedConfig(workers=2, rounds=2, steps_per_round=30_000, greedy_rounds=0, seed=5)
+    reference = shards.resolve_sharded(src, cfg)
+    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.05)
+    res = shards.resolve_sharded(src, cfg, client=process_client, ship=True)
+    t.join(timeout=1)
+    assert killed, "no worker was running a shard round when the kill fired"
+    assert np.array_equal(res.labels, reference.labels)
