@@ -132,7 +132,73 @@ def test_tempered_chains_on_dask_match_the_exact_marginals(client):
                                   mixing=MixingConfig(tempering=3).check(), client=client)
     ok, err = within(pooled, exact[free])
     assert ok, err
-    assert all(p.betas.shape == (3,) for p in parts)  # each group ran its own ladder
+    assert pooled.betas.shape == (3,)
+
+
+def _or_graph():
+    return random_graph(np.random.default_rng(3), F.OR, S.LINEAR, categorical=False, evidence=True)
+
+
+@pytest.mark.parametrize("moves", [dict(tempering=3), dict(tempering=2, jumps=4), dict(blocks="auto"),
+                                   dict(clusters=True), dict(tempering=2, jumps=4, blocks="auto")])
+def test_moves_on_dask_are_the_in_process_moves_bit_for_bit(client, moves):
+    """A fixed-length run with each move family: the groups draw the moves' streams of their own
+    chains of the whole run, and the ladder and mode pool are adapted from all chains between
+    burn-in rounds, so estimates, errors, warnings and what the moves did are the in-process ones."""
+    from pdbq.distributed.chains import run_chains
+    from pdbq.inference.moves.mixing import run_mixing
+
+    g = _or_graph()
+    free = np.flatnonzero(g.evidence < 0)
+    cfg = GibbsConfig(steps=4_000, chains=4, seed=8, threads=1)
+    mixing = MixingConfig(**moves).check()
+    here = run_mixing(g, free, cfg, mixing, sites=free.astype(np.int32))
+    pooled, _, run = run_chains(g, free, cfg, workers=2, sites=free.astype(np.int32), mixing=mixing, client=client)
+    assert _same(pooled, here) and pooled.burn_in == here.burn_in
+    for k in ("betas", "swap_rates", "n_blocks", "cluster_bonds", "jump_modes", "jump_pairs", "jump_rate"):
+        assert np.array_equal(getattr(pooled, k), getattr(here, k), equal_nan=True), k
+    assert (run.rounds > 1) == ("tempering" in moves)  # adapting moves go segment by segment
+    other = run_mixing(g, free, dataclasses.replace(cfg, seed=9), mixing, sites=free.astype(np.int32))
+    assert not _same(other, here)  # the comparison can fail
+
+
+def test_cutset_sweeps_on_dask_are_the_in_process_sweeps_bit_for_bit(client):
+    from pdbq.distributed.chains import run_chains
+    from pdbq.inference.moves.cutset import choose_cutset, cutset_plan, cutset_result, run_cutset
+
+    g = _grid(4)
+    cs = choose_cutset(g, max_table=8)
+    targets = np.array([0, 5, 15])
+    cfg = GibbsConfig(steps=3_000, chains=4, seed=3, threads=1)
+    here = run_cutset(g, targets, cfg, cutset=cs)
+    plan = cutset_plan(g, targets, cs)
+    r, _, _ = run_chains(g, plan.sampled, cfg, workers=3, sites=np.arange(g.n_vars, dtype=np.int32), cutset=cs,
+                         client=client)
+    assert _same(cutset_result(g, plan, r), here)
+
+
+def test_tempered_groups_lost_in_burn_in_replay_the_clients_ladders(client):
+    """Both groups lost after the second burn-in round: rebuilt, they ask for the client's
+    adaptations, replay burn-in with them and end as the in-process run."""
+    import pdbq.distributed.chain_groups as cg
+    from pdbq.inference.moves.mixing import run_mixing
+
+    g = _or_graph()
+    free = np.flatnonzero(g.evidence < 0)
+    cfg = GibbsConfig(steps=4_000, chains=4, seed=8, threads=1)
+    mixing = MixingConfig(tempering=3, jumps=4).check()
+    here = run_mixing(g, free, cfg, mixing, sites=free.astype(np.int32))
+    burned = []
+
+    def lose_groups(info):
+        burned.append(info.burn_in)
+        if len(burned) == 2:
+            with cg._LOCK:
+                cg._HELD.clear()
+
+    pooled, _, run = _rounds(g, free, cfg, client, mixing=mixing, on_round=lose_groups)
+    assert burned[:2] == [True, True] and run.replayed > 0
+    assert _same(pooled, here) and np.array_equal(pooled.betas, here.betas)
 
 
 # ------------------------------------------------------------------------------- budget-governed runs on Dask

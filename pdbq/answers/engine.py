@@ -258,8 +258,8 @@ def dask_runner(options, deadline: float | None, on_round, poll: Callable[[], No
         if plan is not None:
             r = cutset_result(graph, plan, r)
             why += "; " + describe_cutset(r)
-        elif isinstance(parts[0], MixingResult):
-            why += "; first group: " + describe_moves(parts[0])
+        elif isinstance(r, MixingResult):  # what the moves did over all chains (`mixing.pooled_moves_report`)
+            why += "; " + describe_moves(r)
         return r, why, rec.as_dict()
 
     return run

@@ -32,6 +32,7 @@ from pdbq.distributed.cluster import stop_poll
 from pdbq.errors import InferenceError
 from pdbq.inference.mcmc.gibbs import Moves, StartedRun, start_chains
 from pdbq.inference.moves.cutset import cutset_plan
+from pdbq.inference.moves.adaptation import Adapted, BurnStats, adapts
 from pdbq.inference.moves.mixing import MixingSetup, MovesReport, mixing_moves, mixing_report
 
 __all__ = ["SegmentTask", "SegmentReport", "GroupShape", "group_segment", "release_groups", "whole"]
@@ -58,6 +59,12 @@ class SegmentTask(NamedTuple):
     # the client's stop flag for a cancelled statement (`cluster.raise_stop`): a running Dask task
     # is not stopped by cancelling it, so the group's chains poll it
     stop_event: str | None = None
+    # moves that adapt from all chains (`adaptation`): the client's adaptations so far (one per
+    # burn-in round), the latest (to adopt if this group has not), and all of them (only when a
+    # group rebuilt elsewhere asked for them to replay its burn-in: ``needs_history``)
+    adapted: int = 0
+    adaptation: Adapted | None = None
+    history: tuple[Adapted, ...] = ()
 
 
 class GroupShape(NamedTuple):
@@ -80,6 +87,8 @@ class SegmentReport(NamedTuple):
     replayed: int  # updates per chain replayed to rebuild the group (0: it was held)
     worker: str
     moves: MovesReport | None = None  # "finish", with mixing moves
+    burn_stats: BurnStats | None = None  # "burn" with adapting moves: the round's rows for the client
+    needs_history: bool = False  # rebuilt here: send the task again with ``history`` (nothing was run)
 
 
 class _Group:
@@ -88,6 +97,21 @@ class _Group:
         self.burned = 0
         self.kept = 0
         self.kept_updates = 0
+        self.applied = 0  # the client's adaptations adopted
+        # moves that adapt from all chains wait for the client's adaptation after each burn-in round
+        self.cycle = setup.made[-1] if setup is not None and setup.made and adapts(setup.mixing) else None
+        if self.cycle is not None:
+            self.cycle.deferred = True
+
+    def adopt(self, task: SegmentTask) -> None:
+        """Adopt the client's latest adaptation unless adopted already."""
+        if self.cycle is None or self.applied >= task.adapted:
+            return
+        if self.applied != task.adapted - 1 or task.adaptation is None:
+            raise InferenceError(f"chain group {task.group} on Dask adopted {self.applied} of {task.adapted} "
+                                 "adaptations of its moves: it cannot catch up")
+        self.cycle.adopt(task.adaptation)
+        self.applied += 1
 
 
 _HELD: dict[tuple[str, int], _Group] = {}  # per worker process: the groups it holds
@@ -110,8 +134,10 @@ def _open(job: ChainJob, task: SegmentTask) -> _Group:
         moves, kernel = setup.moves, setup.kernel
     # an endless deadline: the run is budget-governed as the client's (its round length, its
     # burn-in share) and its rounds are cut in clock-sized chunks; each segment brings its stop
+    # a fixed-length run's rounds are sized as one process sizes them (no deadline)
     run = start_chains(job.graph, targets, cfg, sites=sites, selection=job.selection if job.cutset is None else None,
-                       kernel=kernel, deadline=float("inf"), moves=moves, poll=stop_poll(task.stop_event))
+                       kernel=kernel, deadline=None if job.fixed else float("inf"), moves=moves,
+                       poll=stop_poll(task.stop_event))
     if run.chains is None:
         raise InferenceError("a chain group on Dask has nothing to sample (no sites or no live target)")
     return _Group(run, setup)
@@ -125,6 +151,9 @@ def _replay(g: _Group, task: SegmentTask) -> int:
         ch.run_round(m, False, None)
         ch.end_round("burn_in")
         g.burned += m
+        if g.cycle is not None and g.applied < len(task.history):  # the client's adaptation of that round
+            g.cycle.adopt(task.history[g.applied])
+            g.applied += 1
     while g.kept < task.kept:
         m = min(ch.round_len, task.kept_updates - g.kept_updates)
         ch.run_round(m, True, None)
@@ -134,7 +163,9 @@ def _replay(g: _Group, task: SegmentTask) -> int:
     return g.burned + g.kept_updates
 
 
-def _held(job: ChainJob, task: SegmentTask) -> tuple[_Group, int]:
+def _held(job: ChainJob, task: SegmentTask) -> tuple[_Group | None, int]:
+    """The group as the task expects it, rebuilt and replayed if need be; None when replaying
+    needs the client's adaptations and the task did not bring them."""
     key = (task.token, task.group)
     with _LOCK:
         g = _HELD.pop(key, None)
@@ -142,7 +173,12 @@ def _held(job: ChainJob, task: SegmentTask) -> tuple[_Group, int]:
         return g, 0
     if g is not None and task.kind == "finish" and g.kept >= task.kept:
         return g, 0  # rounds beyond the booked ones ran, then the run stopped: nothing to replay
+    if g is not None:
+        g.run.chains.close()
     g = _open(job, task)
+    if g.cycle is not None and len(task.history) < task.adapted:
+        g.run.chains.close()
+        return None, 0
     return g, _replay(g, task)
 
 
@@ -188,15 +224,22 @@ def group_segment(job: ChainJob, task: SegmentTask) -> SegmentReport:
     t0 = time.perf_counter()
     stop_at = None if task.seconds is None else t0 + task.seconds
     g, replayed = _held(job, task)
+    if g is None:
+        z = np.zeros(0)
+        return SegmentReport(task.group, None, 0, False, z, z.astype(np.int64), time.perf_counter() - t0, 0, _worker(),
+                             needs_history=True)
+    g.adopt(task)
     ch = g.run.chains
     empty = (np.zeros((0,) + ch.rsums.shape), np.zeros((0,) + ch.rcounts.shape, np.int64))
-    shape, burned, cut, moves = None, 0, False, None
+    shape, burned, cut, moves, stats = None, 0, False, None, None
     sums, counts = empty
     if task.kind == "open":
         shape = GroupShape(ch.round_len, ch.unit, int(g.run.plan.burn_in), ch.book.constant)
     elif task.kind == "burn":
         until = None if task.burn_seconds is None else t0 + task.burn_seconds
         burned, cut = _burn(g, task.lengths[0], stop_at, until)
+        if g.cycle is not None and g.cycle.pending is not None:
+            stats, g.cycle.pending = g.cycle.pending.for_shipping(), None
     elif task.kind == "keep":
         sums, counts = _keep(g, task.lengths, stop_at)
     elif task.kind == "finish":
@@ -212,7 +255,7 @@ def group_segment(job: ChainJob, task: SegmentTask) -> SegmentReport:
     if not keep:
         ch.close()
     return SegmentReport(task.group, shape, burned, cut, sums, counts, time.perf_counter() - t0, replayed,
-                         _worker(), moves)
+                         _worker(), moves, stats)
 
 
 def _worker() -> str:

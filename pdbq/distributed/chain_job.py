@@ -15,7 +15,7 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.mcmc.kernels import KernelGraph
 
-__all__ = ["ChainJob", "nbytes"]
+__all__ = ["ChainJob", "nbytes", "fixed_length"]
 
 
 class ChainJob(NamedTuple):
@@ -31,7 +31,12 @@ class ChainJob(NamedTuple):
     kernel: KernelGraph  # the kernel arrays, derived once on the client (cheaper to ship than to derive again)
     sweeps: int = 1  # single-site passes per mixing cycle (AUTO's domain blocks: `domains.sweeps_per_cycle`)
     cutset: Any = None  # a `cutset.Cutset`: cutset sampling's sweeps (targets: the sampled ones, sites: every free variable)
+    fixed: bool = False  # a run of a fixed length (`fixed_length`): its groups' rounds are sized as one process sizes them
 
+
+def fixed_length(config: GibbsConfig, deadline: float | None) -> bool:
+    """Whether the run has a fixed length (``steps``, no ``tolerance``, ``time_limit`` or deadline)."""
+    return config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
 
 
 def nbytes(x: object) -> int:

@@ -7,8 +7,9 @@ same segment — explicit burn-in, then kept rounds up to the next check of the 
 books the rounds that come back in chain order, and evaluates the stopping rule on the pooled
 batches after each round, exactly as `run_gibbs` does between its rounds. So with the same seed
 and the same workers, a run the tolerance (or the step cap) ends is the in-process run, bit for
-bit, for single-site chains; with tempering, blocks, clusters or jumps each group adapts its own
-moves in burn-in (a valid sampler; the answer lies within its errors of the in-process one).
+bit, for every move: moves that adapt from all chains in burn-in (the ladder of tempering, the
+mode pool of jumps, `adaptation`) burn in one round per segment, each group's rows come back and
+this process adapts once and sends the result to every group with the next segment.
 
 The clock: each segment carries the time left to the deadline, and the workers stop there (a
 round the deadline cuts is dropped, as in this process); the client waits for a segment no
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from pdbq.distributed.chain_groups import SegmentReport, SegmentTask, group_segment, release_groups, whole
-from pdbq.distributed.chain_job import ChainJob, nbytes
+from pdbq.distributed.chain_job import ChainJob, fixed_length, nbytes
 from pdbq.distributed.cluster import lost, open_client, raise_stop, scheduler_address, wait_futures
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
@@ -51,7 +52,8 @@ from pdbq.inference.mcmc.gibbs import (
 from pdbq.inference.mcmc.kernels import KernelGraph, prepare_kernel_graph
 from pdbq.inference.mcmc.pooling import chain_groups
 from pdbq.inference.mcmc.run_book import MIN_ROUNDS_FOR_TOLERANCE, RunBook, plan_run
-from pdbq.inference.moves.mixing import MovesReport, with_moves_report
+from pdbq.inference.moves.adaptation import Adaptation, BurnStats, adapts
+from pdbq.inference.moves.mixing import MovesReport, pooled_moves_report, with_moves_report
 
 __all__ = ["run_chain_rounds", "SEGMENT_GRACE"]
 
@@ -75,6 +77,7 @@ class _Segments:
         self.wall = self.compute_max = self.compute_sum = 0.0
         self.rtt = 0.0
         self.bytes_gathered = 0
+        self.history: list = []  # the client's adaptations of the moves, one per burn-in round (`_Run`)
 
     def run(self, tasks: list[SegmentTask], stop: float | None) -> list[SegmentReport] | None:
         """The groups' reports, or None when ``stop`` (a `time.perf_counter()` instant; None:
@@ -107,6 +110,14 @@ class _Segments:
                 return None
             try:
                 reports = self.client.gather(futures)
+                redo = [i for i, r in enumerate(reports) if r.needs_history]
+                if redo:  # groups rebuilt on another worker replay their burn-in with every adaptation
+                    again = [self.client.submit(group_segment, self.shared,
+                                                tasks[i]._replace(stop_event=self.stop, history=tuple(self.history)),
+                                                key=f"{key}-g{i}-a{attempt}-h", pure=False, retries=self.retries)
+                             for i in redo]
+                    for i, r in zip(redo, self.client.gather(again)):
+                        reports[i] = r
                 break
             except Exception as exc:
                 if not lost(exc):
@@ -139,10 +150,14 @@ class _Run:
         self.burned = [0] * len(seg.groups)
         self.late = False
         self.stop = book.plan.stop_at
+        # moves that adapt from all chains: adapted here after every burn-in round, for every group
+        self.adaptation = Adaptation(seg.job.mixing) if seg.job.cutset is None and adapts(seg.job.mixing) else None
 
     def task(self, g: int, kind: str, **kw) -> SegmentTask:
         first, n = self.seg.groups[g]
-        return SegmentTask(self.seg.token, g, first, n, self.burned[g], self.book.rounds_done, self.book.done, kind, **kw)
+        hist = self.seg.history
+        return SegmentTask(self.seg.token, g, first, n, self.burned[g], self.book.rounds_done, self.book.done, kind, **kw,
+                           adapted=len(hist), adaptation=hist[-1] if hist else None)
 
     def left(self, at: float | None) -> float | None:
         return None if at is None else at - time.perf_counter()
@@ -169,22 +184,33 @@ class _Run:
         if until is not None and time.perf_counter() >= until:
             book.burn_in_cut()
             return
-        tasks = [self.task(g, "burn", lengths=(plan.burn_in,), seconds=self.left(self.stop),
-                           burn_seconds=self.left(until)) for g in range(len(self.burned))]
-        reports = self.seg.run(tasks, self.stop)
-        if reports is None:
-            self.late = True
-            book.stopped_by = "time"
-            return
-        for r in reports:
-            self.burned[r.group] += r.burned
-        book.burned = min(self.burned)
-        if any(r.cut for r in reports):
-            book.burn_in_cut()
-            return
-        self.report(True)
-        if self.past():
-            book.stopped_by = "time"
+        while book.burned < plan.burn_in:
+            # adapting moves: one round per segment, adapted here from every group's rows
+            to = plan.burn_in if self.adaptation is None else book.burned + whole(
+                min(book.round_len, plan.burn_in - book.burned), self.unit)
+            tasks = [self.task(g, "burn", lengths=(to,), seconds=self.left(self.stop),
+                               burn_seconds=self.left(until)) for g in range(len(self.burned))]
+            reports = self.seg.run(tasks, self.stop)
+            if reports is None:
+                self.late = True
+                book.stopped_by = "time"
+                return
+            for r in reports:
+                self.burned[r.group] += r.burned
+            book.burned = min(self.burned)
+            if self.adaptation is not None:
+                self.adaptation.after_round(BurnStats.concat([r.burn_stats for r in reports]))
+                self.seg.history.append(self.adaptation.snapshot())
+            if any(r.cut for r in reports):
+                book.burn_in_cut()
+                return
+            self.report(True)
+            if self.past():
+                book.stopped_by = "time"
+                return
+            if until is not None and time.perf_counter() >= until:
+                book.burn_in_cut()
+                return
 
     def lengths(self) -> list[int]:
         """The kept rounds of the next segment: up to the stopping rule's next check (doubling
@@ -287,7 +313,7 @@ def run_chain_rounds(
         return result_from_book(graph, StartedRun(config, checked, kmax, plan, None, t0), None, None), empty
     groups = chain_groups(config.chains, workers)
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection,
-                   config, mixing, blocks, kernel, sweeps, cutset)
+                   config, mixing, blocks, kernel, sweeps, cutset, fixed_length(config, deadline))
     stop = deadline
     if config.time_limit is not None:
         stop = t0 + config.time_limit if stop is None else min(stop, t0 + config.time_limit)
@@ -326,8 +352,7 @@ def run_chain_rounds(
             f"the Dask workers had not answered {SEGMENT_GRACE + 3 * seg.rtt:.2g} s after the time limit: the "
             f"answer comes from the {book.rounds_done} round(s) booked before (a slow or lost worker)",) + r.warnings)
     if moves:
-        merged = [w for m in moves for w in m.warnings]
-        r = with_moves_report(r, MovesReport(tuple(dict.fromkeys(merged)), moves[0].fields))
+        r = with_moves_report(r, pooled_moves_report(moves, book.done))
     counts = dict(scheduler=address, dask_workers=n_workers, groups=len(groups), chains=config.chains,
                   rounds=seg.count, wall=seg.wall, compute_max=seg.compute_max, compute_sum=seg.compute_sum,
                   scatter=scatter, reruns=seg.reruns, bytes_gathered=seg.bytes_gathered, start=start,

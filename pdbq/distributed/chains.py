@@ -9,8 +9,9 @@ and the blocks are scattered to every worker once (one broadcast, before any tas
 batches, and the client pools them (`pooling.pool_groups`): the estimator, the batch-means
 standard errors, R-hat across all chains and the warnings are those of one in-process run. For
 single-site chains the answer is the in-process answer bit for bit, whatever the number of
-workers; with tempering or mode jumps each group adapts its own ladder in burn-in (a valid
-chain, another answer within the standard errors).
+workers, and so is a run with block, cluster or cutset moves (each chain draws the moves' streams
+of its index in the run, `MoveContext.first`); tempering and mode jumps adapt from all chains
+in burn-in, so their runs go segment by segment (`chain_rounds`), bit for bit as well.
 
 A task is a pure function of its inputs, so a group whose worker dies is re-run by Dask
 elsewhere, and when a round still fails because the cluster lost a worker or the scattered
@@ -33,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pdbq.distributed.chain_job import ChainJob, nbytes
+from pdbq.distributed.chain_job import ChainJob, fixed_length, nbytes
 from pdbq.distributed.cluster import open_client, raise_stop, run_round, scheduler_address, stop_poll
 from pdbq.errors import OptionError
 from pdbq.graph.layout import FactorGraph, validate
@@ -42,7 +43,8 @@ from pdbq.inference.mcmc.gibbs import GibbsResult, run_gibbs
 from pdbq.inference.mcmc.kernels import KernelGraph, prepare_kernel_graph
 from pdbq.inference.mcmc.pooling import chain_groups, pool_groups
 from pdbq.inference.moves.cutset import cutset_plan
-from pdbq.inference.moves.mixing import run_mixing
+from pdbq.inference.moves.adaptation import adapts
+from pdbq.inference.moves.mixing import MovesReport, mixing_moves, mixing_report, pooled_moves_report, with_moves_report
 
 __all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "fixed_length"]
 
@@ -60,6 +62,7 @@ class GroupResult(NamedTuple):
     group: int
     result: GibbsResult  # its chains' answer, with the kept batches
     seconds: float  # compute on the worker (kernel arrays included)
+    moves: MovesReport | None = None  # what its mixing moves did (None: single-site chains or cutset)
 
 
 @dataclass(frozen=True)
@@ -110,11 +113,6 @@ class DaskRun:
                 + ("; the workers were late for the time limit" if self.late else ""))
 
 
-def fixed_length(config: GibbsConfig, deadline: float | None) -> bool:
-    """Whether the run has a fixed length (each group then runs to its end in one task)."""
-    return config.steps is not None and config.tolerance is None and config.time_limit is None and deadline is None
-
-
 def check_groups(config: GibbsConfig, workers: int) -> None:
     """`OptionError` unless the run's chains can be cut into ``workers`` groups of whole chains."""
     if workers > config.chains:
@@ -133,7 +131,12 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
         plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)
         r = run_gibbs(job.graph, plan.sampled, cfg, kernel=plan.kernel, moves=plan.moves, poll=poll)
     elif job.mixing is not None and job.mixing.active:
-        r = run_mixing(job.graph, job.targets, cfg, job.mixing, blocks=job.blocks, sweeps=job.sweeps, **kw)
+        setup = mixing_moves(job.graph, job.targets, cfg, job.mixing, sites=job.sites, kernel=job.kernel,
+                             blocks=job.blocks, sweeps=job.sweeps, poll=poll)
+        r = run_gibbs(job.graph, job.targets, cfg, sites=job.sites, selection=job.selection, kernel=setup.kernel,
+                      moves=setup.moves, poll=poll)
+        report = mixing_report(setup, r.steps)
+        return GroupResult(task.group, with_moves_report(r, report), time.perf_counter() - t0, report)
     else:
         r = run_gibbs(job.graph, job.targets, cfg, **kw)
     return GroupResult(task.group, r, time.perf_counter() - t0)
@@ -174,7 +177,9 @@ def run_chains(
     statement, cancels their tasks and propagates)."""
     config = config.check()
     check_groups(config, workers)
-    if not fixed_length(config, deadline):
+    # moves that adapt from all chains in burn-in (a ladder, a mode pool) go segment by segment
+    # even for a fixed length: the client adapts them between burn-in rounds for every group
+    if not fixed_length(config, deadline) or (cutset is None and adapts(mixing)):
         from pdbq.distributed.chain_rounds import run_chain_rounds  # noqa: PLC0415
 
         r, counts = run_chain_rounds(graph, targets, config, workers=workers, sites=sites, selection=selection,
@@ -210,6 +215,8 @@ def run_chains(
     results = sorted(done.results, key=lambda g: g.group)
     parts = [g.result for g in results]
     pooled = pool_groups(graph, config, parts)
+    if all(g.moves is not None for g in results):
+        pooled = with_moves_report(pooled, pooled_moves_report([g.moves for g in results], pooled.steps))
     secs = [g.seconds for g in results]
     run = DaskRun(address, n_workers, len(tasks), config.chains, 1, done.wall, max(secs), float(sum(secs)), scatter,
                   done.reruns, nbytes(job) * max(n_workers, 1), nbytes(parts), start)

@@ -84,7 +84,6 @@ __all__ = [
     "check_targets",
     "ChainBatches",
     "batch_estimates",
-    "moves_seed",
     "start_chains",
     "StartedRun",
     "result_from_book",
@@ -169,6 +168,10 @@ class MoveContext(NamedTuple):
     # any thread. True once the round must end (its deadline passed): return early, the round is
     # discarded. Raises when the statement was cancelled (the run ends with that error).
     stop: Callable[[], bool] | None = None
+    # states[0] is chain ``first`` of the whole run (`GibbsConfig.first_chain`): a move's own
+    # streams are drawn by the run's chain index (`rng.group_states`), so a chain group on a Dask
+    # worker draws what those chains draw in one process
+    first: int = 0
 
 
 class ChainMoves(NamedTuple):
@@ -341,16 +344,6 @@ def initial_states(
     return states, values, gsums
 
 
-def moves_seed(seed: int, first_chain: int) -> int:
-    """The root of a move step's own streams (tempered copies, blocks, clusters, jumps) for the
-    chain group starting at ``first_chain``: the run's seed for the first group, so a run in one
-    group is the in-process run, and a distinct root for every other group, so no two groups
-    share a stream."""
-    if first_chain == 0:
-        return int(seed)
-    return int(np.random.SeedSequence([int(seed), int(first_chain), 0x6A09]).generate_state(1, dtype=np.uint32)[0])
-
-
 def _threads(requested: int | None, chains: int) -> int:
     return max(1, min(chains, requested if requested is not None else (os.cpu_count() or 1)))
 
@@ -404,8 +397,7 @@ class _Chains:
         self.rcounts = np.zeros((chains, n_live), dtype=np.int64)
         self.accs = [Accum(tix, self.rsums[c], self.rcounts[c]) for c in range(chains)]
         self.step = (moves.start or _single_site)(
-            MoveContext(graph, kg, sched, self.states, self.accs, moves_seed(config.seed, config.first_chain),
-                        self.stop_now))
+            MoveContext(graph, kg, sched, self.states, self.accs, config.seed, self.stop_now, config.first_chain))
         # sized as the whole run's store (a group of its chains batches as the whole run does)
         store = BatchStore(chains, n_live, kmax, max_bytes=STORE_BYTES * chains // config.all_chains)
         self.pool = _Pool(_threads(config.threads, chains))

@@ -6,9 +6,10 @@ batches as chain ``first_chain + c`` of the whole run would, so the groups' kept
 (`GibbsResult.batches`) laid side by side are the whole run's, and `pool_groups` computes from
 them the estimates, batch-means standard errors, R-hat across all chains, ESS and warnings with
 the very function a single run uses (`gibbs.batch_estimates`). For single-site chains the pooled
-answer is the in-process answer, bit for bit; with tempering, block moves or mode jumps each
-group adapts its own ladder and mode pool in burn-in, so the answer is as valid but not
-identical.
+answer is the in-process answer, bit for bit, and so with block, cluster or cutset moves; moves that adapt from all chains in
+burn-in (tempering's ladder, the jumps' mode pool) need their groups adapted together between
+rounds (`pdbq.distributed.chain_rounds`): pooled groups that adapted apart are as valid but
+not identical.
 
 >>> from dataclasses import replace
 >>> from pdbq.graph.builder import GraphBuilder

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["chain_states", "chain_generators", "next_state", "uniform", "bounded"]
+__all__ = ["chain_states", "chain_generators", "group_states", "group_generators", "next_state", "uniform", "bounded"]
 
 _MULT = np.uint64(0x2545F4914F6CDD1D)
 _S12 = np.uint64(12)
@@ -40,6 +40,19 @@ def chain_states(seed: int, chains: int) -> np.ndarray:
 def chain_generators(seed: int, chains: int, stream: int = 1) -> list[np.random.Generator]:
     """numpy Generators for per-chain set-up work (initial states), distinct from `chain_states`."""
     return [np.random.default_rng(child.spawn(stream + 1)[stream]) for child in _children(seed, chains)]
+
+
+def group_states(seed: int, first: int, chains: int, per_chain: int = 1) -> np.ndarray:
+    """The `chain_states` of chains ``first .. first + chains - 1`` of a larger run, ``per_chain``
+    streams each (chain c's are streams c·per_chain …): a chain's streams depend on its index in
+    the run, never on the group it runs in."""
+    lo, hi = first * per_chain, (first + chains) * per_chain
+    return chain_states(seed, max(hi, 1))[lo:hi] if hi > lo else chain_states(seed, 1)
+
+
+def group_generators(seed: int, first: int, chains: int, stream: int = 1) -> list[np.random.Generator]:
+    """The `chain_generators` of chains ``first .. first + chains - 1`` of a larger run."""
+    return chain_generators(seed, first + chains, stream)[first:]
 
 
 @njit(cache=True)

@@ -71,7 +71,7 @@ from pdbq.inference.mcmc.kernels import (
     run_chain,
 )
 from pdbq.inference.exact.potentials import Hyperedge
-from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.mcmc.rng import group_states
 from pdbq.inference.mcmc.transition import Kernel, state_table
 
 __all__ = [
@@ -361,7 +361,7 @@ class _Sweeps:
         self.probs = np.zeros((chains, kmax))
         self.card = g.cardinality.astype(np.int64)
         self.order = np.arange(cs.n_groups, dtype=np.int64)
-        self.rng = chain_states(ctx.seed + 3_000_017, chains)
+        self.rng = group_states(ctx.seed + 3_000_017, ctx.first, chains)
         self.sweeps = np.zeros(chains, dtype=np.int64)
         self.blks = cs.touched
         # the components no cutset variable touches never change: one exact draw makes each

@@ -68,13 +68,14 @@ from pdbq.inference.mcmc.kernels import (
     prepare_kernel_graph,
     run_chain,
 )
-from pdbq.inference.moves.jumps import JumpSet, ModePool, empty_jumps, jump_moves, jump_set, quench
-from pdbq.inference.mcmc.rng import chain_generators, chain_states
-from pdbq.inference.moves.tempering import adapt_ladder, initial_ladder, swap_probability
+from pdbq.inference.moves.adaptation import Adaptation, Adapted, BurnStats, MovesTally
+from pdbq.inference.moves.jumps import JumpSet, empty_jumps, jump_moves, jump_set, quench
+from pdbq.inference.mcmc.rng import group_generators, group_states
+from pdbq.inference.moves.tempering import initial_ladder, swap_probability
 from pdbq.memory import check_fits
 
 __all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves", "mixing_moves", "MixingSetup", "mixing_report",
-           "MovesReport", "with_moves_report"]
+           "MovesReport", "MovesFacts", "moves_report", "pooled_moves_report", "with_moves_report"]
 
 _MIN_CYCLE_UPDATES = 256
 ADAPT_CYCLES = 20  # cycles of burn-in for the ladder in a run the budget ends
@@ -124,12 +125,17 @@ class _Cycle:
         self.site_updates, self.per_cycle, self.K = site_updates, per_cycle, K
         self.cg = cg
         self.fused = fused  # > 0: plain chains with clusters, that many sweep+pass pairs in one numba call
-        self.betas = initial_ladder(K, mixing.beta_min)
+        # the ladder and the mode pool, adapted from all chains after each burn-in round; a chain
+        # group on Dask leaves that to the client (``deferred``: `pending` holds the round's rows)
+        self.adaptation = Adaptation(mixing)
+        self.betas = self.adaptation.betas
+        self.deferred = False
+        self.pending: BurnStats | None = None
         dtype = states[0].values.dtype
         # copy k > 0 of chain c starts from chain c's state with its own random stream
         extra_vals = np.empty((chains, max(K - 1, 0), g.n_vars), dtype=dtype)
         extra_gs = np.zeros((chains, max(K - 1, 0), g.n_groups))
-        extra_rng = chain_states(ctx.seed + 1_000_003, max(chains * (K - 1), 1))
+        extra_rng = group_states(ctx.seed + 1_000_003, ctx.first, chains, K - 1)
         self.copies: list[list[ChainState]] = []
         for c in range(chains):
             row = [states[c]]
@@ -140,7 +146,7 @@ class _Cycle:
         self.bests = [[Best(np.array([0.0, np.inf]), np.zeros(g.n_vars, dtype=dtype), np.array([1.0 / self.betas[k]]))
                        for k in range(K)] for _ in range(chains)]
         self.unused = Best(np.zeros(2), np.zeros(0, dtype=dtype), np.ones(1))
-        self.gens = chain_generators(ctx.seed, chains, stream=2)
+        self.gens = group_generators(ctx.seed, ctx.first, chains, stream=2)
         self.cycle_no = np.zeros(chains, dtype=np.int64)  # per chain: each chain on its own thread
         if packed is not None:
             self._block_scratch(chains, packed, g)
@@ -150,11 +156,11 @@ class _Cycle:
             self.work = np.empty((chains, g.n_vars), dtype=dtype)
             self.work_gs = np.zeros((chains, g.n_groups))
             self.path = np.empty((chains, g.n_vars), dtype=np.int64)
-        # swap statistics of the current round (row per chain) and of all kept rounds
+        # swap statistics of the current round and of all kept rounds (row per chain)
         self.r_acc = np.zeros((chains, max(K - 1, 0)))
         self.r_att = np.zeros((chains, max(K - 1, 0)))
-        self.swap_acc = np.zeros(max(K - 1, 0))
-        self.swap_att = np.zeros(max(K - 1, 0))
+        self.swap_acc = np.zeros((chains, max(K - 1, 0)))
+        self.swap_att = np.zeros((chains, max(K - 1, 0)))
         self._jump_state(chains, g, sites, movable)
 
     def _block_scratch(self, chains: int, packed, g: FactorGraph) -> None:
@@ -167,22 +173,22 @@ class _Cycle:
         widest = int(np.diff(packed.ax_off).max()) if packed.ax_off.shape[0] > 1 else 1
         self.coords = np.zeros((chains, widest), dtype=np.int64)
         self.probs = np.zeros((chains, int(g.cardinality.max())))
-        self.block_rng = chain_states(self.ctx.seed + 2_000_029, chains)
+        self.block_rng = group_states(self.ctx.seed + 2_000_029, self.ctx.first, chains)
 
     def _cluster_scratch(self, chains: int, cg: ClusterGraph, states: list) -> None:
         self.cl_scratch = [make_scratch(cg) for _ in range(chains)]
         self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
-        self.cl_rng = chain_states(self.ctx.seed + 3_000_017, chains)
+        self.cl_rng = group_states(self.ctx.seed + 3_000_017, self.ctx.first, chains)
         check_cluster_inputs(cg, states[0].values, states[0].group_sums, self.cl_rng[0:1], 1.0)
 
     def _jump_state(self, chains: int, g: FactorGraph, sites, movable) -> None:
         # mode jumps: the pool fills in burn-in (per chain candidates, merged between rounds)
-        self.pool = ModePool(self.mixing.jumps) if self.mixing.jumps else None
+        self.pool = self.adaptation.pool
         self.js: JumpSet = empty_jumps(g.n_vars)
         self.sites, self.movable = sites, movable
         self.candidates: list[list[tuple[np.ndarray, float]]] = [[] for _ in range(chains)]
         if self.pool is not None:
-            self.jump_rng = chain_states(self.ctx.seed + 4_000_037, chains * self.K)
+            self.jump_rng = group_states(self.ctx.seed + 4_000_037, self.ctx.first, chains, self.K)
         self.r_jacc = np.zeros(chains)
         self.r_jatt = np.zeros(chains)
         self.jump_acc = 0.0
@@ -279,29 +285,33 @@ class _Cycle:
                 vk1[:] = tmp
 
     def end_round(self, phase: str) -> None:
-        if self.K > 1:
-            acc, att = self.r_acc.sum(axis=0), self.r_att.sum(axis=0)
-            if phase == "burn_in":
-                rates = np.where(att > 0, acc / np.maximum(att, 1), 0.3)
-                self.betas = adapt_ladder(self.betas, rates, floor=0.5 * self.mixing.beta_min)
-            elif phase == "kept":
-                self.swap_acc += acc
-                self.swap_att += att
+        if phase == "burn_in":
+            stats = BurnStats(self.r_acc.copy(), self.r_att.copy(), tuple(tuple(c) for c in self.candidates))
+            if self.deferred:
+                self.pending = stats
+            else:
+                self.adopt(self.adaptation.after_round(stats))
+        elif phase == "kept":
+            self.swap_acc += self.r_acc
+            self.swap_att += self.r_att
+            self.jump_acc += float(self.r_jacc.sum())
+            self.jump_att += float(self.r_jatt.sum())
         self.r_acc[:] = 0.0
         self.r_att[:] = 0.0
+        for cands in self.candidates:
+            cands.clear()
+        self.r_jacc[:] = 0.0
+        self.r_jatt[:] = 0.0
+
+    def adopt(self, adapted: Adapted) -> None:
+        """Move on with an adapted ladder and mode pool (`adaptation`)."""
+        self.betas = np.array(adapted.betas, dtype=np.float64)
         if self.pool is not None:
-            if phase == "burn_in":
-                for cands in self.candidates:  # chain order: the pool is a function of the seed
-                    for mode, energy in cands:
-                        self.pool.offer(mode, energy)
-                self.js = jump_set(self.pool.modes(), self.movable)
-            elif phase == "kept":
-                self.jump_acc += float(self.r_jacc.sum())
-                self.jump_att += float(self.r_jatt.sum())
-            for cands in self.candidates:
-                cands.clear()
-            self.r_jacc[:] = 0.0
-            self.r_jatt[:] = 0.0
+            self.pool = adapted.pool
+            self.js = jump_set(self.pool.modes(), self.movable)
+
+    def tally(self) -> MovesTally:
+        return MovesTally(self.swap_acc.copy(), self.swap_att.copy(), self.jump_acc, self.jump_att)
 
 
 def run_mixing(
@@ -424,20 +434,53 @@ def mixing_moves(graph: FactorGraph, targets, config: GibbsConfig, mixing: Mixin
 
 class MovesReport(NamedTuple):
     """What a mixing run's moves did (the `MixingResult` fields beyond `GibbsResult`'s) and the
-    warnings they call for; from the first chain group's cycle."""
+    warnings they call for. ``facts`` and ``tally``: what they were computed from (chain groups'
+    reports pool into the whole run's, `pooled_moves_report`)."""
 
     warnings: tuple[str, ...]
     fields: dict
+    facts: MovesFacts | None = None
+    tally: MovesTally | None = None
+
+
+class MovesFacts(NamedTuple):
+    """What a report says besides the tallies: the same in every chain group of a run."""
+
+    tempering: int
+    jumps: bool
+    betas: np.ndarray
+    n_blocks: int
+    largest_block: int
+    largest_block_table: int
+    blocks_cut: bool
+    cluster_bonds: int
+    jump_modes: int  # modes in the pool
+    jump_set_modes: int  # modes the jumps exchange (< 2: no jump was tried)
+    jump_pairs: int
 
 
 def mixing_report(setup: MixingSetup, steps: int) -> MovesReport:
     """The report of ``setup``'s moves after a run that kept ``steps`` updates per chain."""
     mixing, made = setup.mixing, setup.made
     K = mixing.tempering
-    betas = made[0].betas if made else initial_ladder(K, mixing.beta_min)
-    swap_acc = made[0].swap_acc if made else np.zeros(max(K - 1, 0))
-    swap_att = made[0].swap_att if made else np.zeros(max(K - 1, 0))
-    rates = swap_acc / np.maximum(swap_att, 1)
+    cyc = made[0] if made else None
+    facts = MovesFacts(K, bool(mixing.jumps), cyc.betas if cyc else initial_ladder(K, mixing.beta_min), setup.n_blocks,
+                       setup.largest_block, setup.largest_block_table, setup.blocks_cut, setup.cluster_bonds,
+                       len(cyc.pool) if cyc and cyc.pool is not None else 0, cyc.js.n_modes if cyc else 0,
+                       cyc.js.n_pairs if cyc else 0)
+    tally = cyc.tally() if cyc else MovesTally(np.zeros((0, max(K - 1, 0))), np.zeros((0, max(K - 1, 0))), 0.0, 0.0)
+    return moves_report(facts, tally, steps)
+
+
+def pooled_moves_report(reports: list[MovesReport], steps: int) -> MovesReport:
+    """The whole run's report from its chain groups' (in chain order): their tallies together."""
+    return moves_report(reports[0].facts, MovesTally.concat([r.tally for r in reports]), steps)
+
+
+def moves_report(facts: MovesFacts, tally: MovesTally, steps: int) -> MovesReport:
+    """The report of moves described by ``facts`` that did ``tally`` in ``steps`` kept updates per chain."""
+    K = facts.tempering
+    rates = tally.swap_rates()
     warnings = []
     if K > 1 and rates.size and steps > 0:
         low = np.flatnonzero(rates < LOW_SWAP_RATE)
@@ -446,28 +489,27 @@ def mixing_report(setup: MixingSetup, steps: int) -> MovesReport:
                 f"tempering: swaps between copies {int(low[0])} and {int(low[0]) + 1} were accepted in under "
                 f"{LOW_SWAP_RATE:.0%} of attempts; the hot copies barely reach the β = 1 copy: add copies (tempering = K)"
             )
-    if mixing.jumps and made and made[0].js.n_modes < 2 and steps > 0:
-        found = len(made[0].pool)
-        warnings.append(f"jumps: burn-in met {found} distinct local mode(s), fewer than the 2 a jump needs, so no "
-                        "jump was tried (the jumps are chosen in burn-in only: give burn_in > 0)")
-    if setup.blocks_cut:
-        warnings.append(f"blocks: the time limit stopped choosing blocks after {setup.n_blocks}: fewer block moves "
+    if facts.jumps and facts.jump_set_modes < 2 and steps > 0:
+        warnings.append(f"jumps: burn-in met {facts.jump_modes} distinct local mode(s), fewer than the 2 a jump needs, "
+                        "so no jump was tried (the jumps are chosen in burn-in only: give burn_in > 0)")
+    if facts.blocks_cut:
+        warnings.append(f"blocks: the time limit stopped choosing blocks after {facts.n_blocks}: fewer block moves "
                         "than the graph allows; raise time_limit")
-    if setup.cluster_bonds == 0:
+    if facts.cluster_bonds == 0:
         warnings.append("clusters: no factor can carry a bond (docs/inference.md, \"Cluster moves\"), so the "
                         "cluster pass only relabels single variables")
     fields = dict(
-        betas=np.asarray(betas, dtype=np.float64),
+        betas=np.asarray(facts.betas, dtype=np.float64),
         swap_rates=rates,
-        n_blocks=setup.n_blocks,
-        largest_block=setup.largest_block,
-        largest_block_table=setup.largest_block_table,
-        cluster_bonds=setup.cluster_bonds,
-        jump_modes=len(made[0].pool) if made and made[0].pool is not None else 0,
-        jump_pairs=made[0].js.n_pairs if made else 0,
-        jump_rate=(made[0].jump_acc / made[0].jump_att) if made and made[0].jump_att else float("nan"),
+        n_blocks=facts.n_blocks,
+        largest_block=facts.largest_block,
+        largest_block_table=facts.largest_block_table,
+        cluster_bonds=facts.cluster_bonds,
+        jump_modes=facts.jump_modes,
+        jump_pairs=facts.jump_pairs,
+        jump_rate=tally.jump_rate(),
     )
-    return MovesReport(tuple(warnings), fields)
+    return MovesReport(tuple(warnings), fields, facts, tally)
 
 
 def with_moves_report(r: GibbsResult, report: MovesReport) -> MixingResult:
