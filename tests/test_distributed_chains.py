@@ -406,6 +406,14 @@ def test_sql_workers_give_the_in_process_answer_and_say_where_they_ran(movies):
 
 
 @needs_dask
+@pytest.mark.parametrize("moves", ["tempering = 3", "tempering = 2, jumps = 4", "blocks = 'auto'", "clusters = true"])
+def test_sql_moves_on_dask_give_the_in_process_answer(movies, moves):
+    q = ("SELECT movie, PROB(is_popular) AS p, STDERR(is_popular) AS se FROM is_popular ORDER BY movie "
+         f"USING GIBBS WITH (sweeps = 300, seed = 3, {moves}{{}})")
+    assert movies.execute(q.format(", workers = 2")).fetchall() == movies.execute(q.format("")).fetchall()
+
+
+@needs_dask
 def test_sql_tolerance_and_time_limit_run_on_dask_as_in_process(movies):
     q = "SELECT movie, PROB(is_popular) AS p, STDERR(is_popular) AS se FROM is_popular ORDER BY movie USING {} WITH ({})"
     here = movies.execute(q.format("QAM", "tolerance = 0.02, seed = 3")).fetchall()
