@@ -465,6 +465,39 @@ def test_cluster_prob_refuses_dask_options_and_map_reports_the_run():
     res = db.execute("SELECT e.id, MAP(e) AS c FROM e USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4)")
     d = res.diagnostics["dask"]
     assert d["groups"] == 2 and d["rounds"] >= 3 and d["dask_workers"] == 2 and d["scheduler"]
+    # options of an in-process MAP that the distributed rounds would not read
+    for opt in ("chains = 3", "greedy_sweeps = 4", "burn_in = 2", "subsample = 0.5"):
+        with pytest.raises(OptionError, match=f"'{opt.split()[0]}' has no effect with workers, scheduler or rounds"):
+            db.execute(f"SELECT e.id, MAP(e) FROM e USING ANNEAL WITH (rounds = 2, {opt})")
+        db.execute(f"SELECT e.id, MAP(e) FROM e USING ANNEAL WITH ({opt})")  # read in this process
+
+
+def test_python_dask_arguments_without_effect_are_refused(client):
+    from pdbq.distributed import DistributedConfig
+    from pdbq.distributed.chains import run_chains
+    from pdbq.distributed.cluster import open_client
+
+    with pytest.raises(OptionError, match="scheduler has no effect with a client"):
+        open_client(client, "tcp://127.0.0.1:1", False, 2)
+    with pytest.raises(OptionError, match="processes has no effect with a scheduler"):
+        open_client(None, "tcp://127.0.0.1:1", True, 2)
+    with pytest.raises(OptionError, match="'sub_bias' has no effect without hierarchy"):
+        DistributedConfig(sub_bias=0.7).check()
+    with pytest.raises(OptionError, match="'super_bias' has no effect with redistribution = 'random'"):
+        DistributedConfig(redistribution="random", super_bias=0.1).check()
+    DistributedConfig(hierarchy=True, sub_bias=0.7, super_bias=0.1).check()
+    from pdbq.distributed import ShardSource, resolve_sharded
+
+    with pytest.raises(OptionError, match="'super_bias'"):
+        resolve_sharded(ShardSource("m.parquet", "p.parquet"), DistributedConfig(super_bias=0.1), client=client,
+                        ship=True)
+    g = _chain(6)
+    sites = np.arange(6, dtype=np.int32)
+    cfg = GibbsConfig(steps=500, chains=2, threads=1)
+    for kw, message in ((dict(sweeps=2), "sweeps"), (dict(blocks=[]), "blocks have no effect"),
+                        (dict(cutset=object(), mixing=MixingConfig(tempering=2).check()), "mixing has no effect with cutset")):
+        with pytest.raises(OptionError, match=message):
+            run_chains(g, np.array([0]), cfg, workers=2, sites=sites, client=client, **kw)
 
 
 @pytest.mark.slow

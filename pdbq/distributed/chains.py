@@ -46,7 +46,8 @@ from pdbq.inference.moves.cutset import cutset_plan
 from pdbq.inference.moves.adaptation import adapts
 from pdbq.inference.moves.mixing import MovesReport, mixing_moves, mixing_report, pooled_moves_report, with_moves_report
 
-__all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "fixed_length"]
+__all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "check_moves",
+           "fixed_length"]
 
 
 class GroupTask(NamedTuple):
@@ -120,6 +121,18 @@ def check_groups(config: GibbsConfig, workers: int) -> None:
                           "each worker runs whole chains")
 
 
+def check_moves(mixing: MixingConfig | None, blocks, sweeps: int, cutset, selection) -> None:
+    """`OptionError` for a move argument of `run_chains` that the run would not read."""
+    active = mixing is not None and mixing.active
+    if cutset is not None and (active or selection is not None):
+        raise OptionError(f"{'mixing' if active else 'selection'} has no effect with cutset: the groups run cutset "
+                          "sweeps over every free variable")
+    if not active and blocks is not None:
+        raise OptionError("blocks have no effect without mixing moves (give mixing = MixingConfig(blocks=...))")
+    if not active and sweeps != 1:
+        raise OptionError("sweeps (single-site passes per mixing cycle) has no effect without mixing moves")
+
+
 def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
     """One group's chains, on a worker (module docstring): a pure function of its inputs."""
     t0 = time.perf_counter()
@@ -177,6 +190,7 @@ def run_chains(
     statement, cancels their tasks and propagates)."""
     config = config.check()
     check_groups(config, workers)
+    check_moves(mixing, blocks, sweeps, cutset, selection)
     # moves that adapt from all chains in burn-in (a ladder, a mode pool) go segment by segment
     # even for a fixed length: the client adapts them between burn-in rounds for every group
     if not fixed_length(config, deadline) or (cutset is None and adapts(mixing)):

@@ -67,7 +67,13 @@ def open_client(client: Any, scheduler: str | None, processes: bool, workers: in
     An unreachable or malformed scheduler is an `InferenceError` within ``timeout`` seconds
     (default 30)."""
     if client is not None:
+        if scheduler is not None or processes:
+            raise OptionError(f"{'scheduler' if scheduler is not None else 'processes'} has no effect with a client "
+                              "of your own: the run uses that client's cluster")
         return client, lambda: None
+    if scheduler is not None and processes:
+        raise OptionError("processes has no effect with a scheduler: it starts a local process cluster instead of "
+                          "connecting to one")
     dask = dask_module()
     if scheduler is not None:
         wait = _CONNECT_TIMEOUT if timeout is None else max(0.5, timeout)

@@ -97,4 +97,10 @@ class DistributedConfig:
         if not isinstance(self.hierarchy, bool):
             raise OptionError(f"option 'hierarchy' must be true or false, got {self.hierarchy!r}")
         LevelMoves(1.0, self.p_new, self.p_split_merge).check("entity moves")
+        defaults = DistributedConfig()
+        if not self.hierarchy and self.sub_bias != defaults.sub_bias:
+            raise OptionError("option 'sub_bias' has no effect without hierarchy = True (it is the sub-entity level's bias)")
+        if self.redistribution == "random" and self.super_bias != defaults.super_bias:
+            raise OptionError("option 'super_bias' has no effect with redistribution = 'random' (it groups the "
+                              "super-entities that 'super' and 'super_mcmc' keep together)")
         return self

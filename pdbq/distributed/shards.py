@@ -154,6 +154,9 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     if config.redistribution != "super":
         raise OptionError("sharded rounds move entities between shards only across the pairs that join them: "
                           "option 'redistribution' does not apply (leave it at its default)")
+    if (ship or not split) and config.super_bias != DistributedConfig().super_bias:
+        raise OptionError("option 'super_bias' has no effect on sharded rounds whose groups stay whole (ship or "
+                          "split=False): it decides which entities move between shards")
     t0 = time.perf_counter()
     deadline = None if config.time_limit is None else t0 + config.time_limit
     plan = plan_shards(source, config.workers, split=split and not ship)

@@ -45,6 +45,15 @@ __all__ = ["is_cluster_query", "execute_cluster_query"]
 
 _OPTIONS = {f.name for f in fields(CorefConfig)} | {"max_pairs", "interval", "decide", "workers", "scheduler", "rounds"}
 _MAX_PAIRS = 20_000_000
+# options of an in-process MAP that the distributed rounds do not read (why, for the error)
+_INERT_ON_DASK = {
+    "chains": "the rounds anneal one clustering (in this process MAP keeps the best of 'chains')",
+    "greedy_sweeps": "the rounds end with 2 zero-temperature rounds of their own",
+    "burn_in": "MAP keeps no samples, so it has no burn-in",
+    "subsample": "the rounds score every changed pair exactly",
+    "interval": "the rounds score every changed pair exactly",
+    "decide": "the rounds score every changed pair exactly",
+}
 _MAX_DIST_SIZE = 500
 # a Dask address: protocol://host[:port] (tcp, tls, ws, wss, ucx, inproc)
 _SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|ucx|inproc)://[^\s\x00/]+(:\d{1,5})?/?$")
@@ -126,6 +135,9 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None):
     if config.proposal != "neighbour":
         raise OptionError(f"option 'proposal' = {config.proposal!r} is not available with workers/scheduler "
                           "(distributed rounds run the neighbour mention moves)")
+    inert = sorted(_INERT_ON_DASK.keys() & set(dict(stmt.options)))
+    if inert:
+        raise OptionError(f"option '{inert[0]}' has no effect with workers, scheduler or rounds: {_INERT_ON_DASK[inert[0]]}")
     from pdbq.distributed import DistributedConfig, resolve_distributed  # noqa: PLC0415 - Dask only when asked
 
     workers = dist.get("workers", 2)
