@@ -617,8 +617,10 @@ def test_blocks_linked_by_a_pair_share_a_shard(tmp_path, client):
 
 @pytest.mark.slow
 def test_process_cluster_shards_survive_a_killed_worker(blocked, client, process_client):
-    """A worker killed mid-round: its shard is rebuilt from the files and replayed on the other
-    worker, and the clustering is the undisturbed one (here: the in-process cluster's)."""
+    """A worker killed mid-round, the shards' rows shipped to the workers (`shard_shipping`): the
+    rows it held are lost with it and sent again, its shard is rebuilt from them and replayed on
+    the other worker, and the clustering is the undisturbed one (here: the in-process cluster's,
+    whose workers read the files; the lost-shard replay from files is the test above)."""
     from pdbq.distributed import DistributedConfig
     from pdbq.distributed.shards import resolve_sharded
 
@@ -626,10 +628,10 @@ def test_process_cluster_shards_survive_a_killed_worker(blocked, client, process
     cfg = DistributedConfig(workers=2, rounds=2, steps_per_round=30_000, greedy_rounds=0, seed=5)
     reference = resolve_sharded(src, cfg, client=client)
     t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.05)  # in round 1: a replay is needed
-    res = resolve_sharded(src, cfg, client=process_client)
+    res = resolve_sharded(src, cfg, client=process_client, ship=True)
     t.join(timeout=1)
     assert killed, "no worker was running a shard round when the kill fired"
-    assert np.array_equal(res.labels, reference.labels)
+    assert np.array_equal(res.labels, reference.labels) and res.resent >= 1
     # the killed worker's shard was rebuilt and replayed (in round 1, or when its labels were read
     # if the kill came just after round 1's result: no round stat shows that one)
     assert killed[0] not in process_client.scheduler_info()["workers"]

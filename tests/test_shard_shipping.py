@@ -1,10 +1,13 @@
-"""Sharded MAP rounds with each shard's rows shipped to its worker (a cluster that cannot read our files)."""
+"""Sharded MAP rounds with each shard's rows shipped to its worker (a cluster that cannot read our files).
+
+A worker killed mid-round with shipped shards: tests/test_distributed_chains.py
+(`test_process_cluster_shards_survive_a_killed_worker`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BLOCKED_CLUSTER_SQL, kill_busy_worker
+from conftest import BLOCKED_CLUSTER_SQL
 
 distributed = pytest.importorskip("distributed")
 
@@ -96,15 +99,3 @@ def test_payloads_lost_with_their_worker_are_sent_again(blocked, tcp_cluster, mo
     again = shards.resolve_sharded(src, cfg, client=client, ship=True, on_round=lose_everything)
     assert np.array_equal(again.labels, first.labels)
     assert again.resent == 2 and again.rounds[2].replayed == 2
-
-
-@pytest.mark.slow
-def test_process_cluster_shipped_shards_survive_a_killed_worker(blocked, process_client):
-    _, src = blocked
-    cfg = DistributedConfig(workers=2, rounds=2, steps_per_round=30_000, greedy_rounds=0, seed=5)
-    reference = shards.resolve_sharded(src, cfg)
-    t, killed = kill_busy_worker(process_client, "-r1-t", delay=0.05)
-    res = shards.resolve_sharded(src, cfg, client=process_client, ship=True)
-    t.join(timeout=1)
-    assert killed, "no worker was running a shard round when the kill fired"
-    assert np.array_equal(res.labels, reference.labels)
