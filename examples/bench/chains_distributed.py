@@ -22,6 +22,12 @@ check compares with the in-process run of the same chains and budget (a toleranc
 bit; a time stop: within the standard errors).
 
     python examples/bench/chains_distributed.py --side 100 --workers 1 2 --tolerance 0.02 --time-limit 30
+
+With ``--tempering K`` every chain runs K tempered copies; the ladder adapts from all groups
+between burn-in rounds (one segment per burn-in round), so the pooled answer is again the
+in-process one, bit for bit; the row ends with the number of segments.
+
+    python examples/bench/chains_distributed.py --side 100 --workers 1 2 --tempering 4
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ from gibbs import ising  # noqa: E402 - the sibling benchmark's graph
 from pdbq.distributed import run_chains  # noqa: E402
 from pdbq.inference.mcmc.config import GibbsConfig  # noqa: E402
 from pdbq.inference.mcmc.gibbs import run_gibbs  # noqa: E402
+from pdbq.inference.mcmc.config import MixingConfig  # noqa: E402
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph  # noqa: E402
+from pdbq.inference.moves.mixing import run_mixing  # noqa: E402
 
 
 def _rss_mib() -> float:
@@ -60,6 +68,8 @@ def main() -> None:
     ap.add_argument("--no-check", action="store_true", help="skip the in-process run of the same chains")
     ap.add_argument("--tolerance", type=float, default=None, help="budget-governed: stop at this 95%% half-width")
     ap.add_argument("--time-limit", type=float, default=None, help="budget-governed: stop after this many seconds")
+    ap.add_argument("--tempering", type=int, default=1,
+                    help="replica exchange with this many copies per chain (the ladder adapted from all groups)")
     args = ap.parse_args()
     import distributed
 
@@ -80,6 +90,7 @@ def main() -> None:
     rate0 = total * 1.1 / base_wall  # steps/10 of burn-in on top
     print(f"one process, one chain, one thread: {base_wall:.2f} s, {rate0 / 1e6:.1f} M updates/s\n")
     budget = args.tolerance is not None or args.time_limit is not None
+    mixing = MixingConfig(tempering=args.tempering).check() if args.tempering > 1 else None
     print("| workers | chains | wall s | M updates/s | speed-up | slowest group s | overhead s | cluster start s | "
           "MiB shipped | KiB gathered | worker RSS MiB | pooled = in-process |" + (" segments | updates/chain | stopped by |" if budget else ""))
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---|" if budget else ""))
@@ -101,7 +112,7 @@ def main() -> None:
             run_chains(small, np.array([0]), GibbsConfig(steps=100, chains=w, threads=1), workers=w,
                        sites=np.arange(small.n_vars, dtype=np.int32), client=client)  # numba loads on every worker
             t = time.perf_counter()
-            pooled, _, run = run_chains(g, targets, cfg, workers=w, sites=sites, kernel=kg, client=client)
+            pooled, _, run = run_chains(g, targets, cfg, workers=w, sites=sites, kernel=kg, client=client, mixing=mixing)
             wall = time.perf_counter() - t
             rss = client.run(_rss_mib)
         finally:
@@ -110,7 +121,8 @@ def main() -> None:
                 cluster.close()
         same = "not checked"
         if not args.no_check:
-            ref = run_gibbs(g, targets, cfg, sites=sites, kernel=kg)
+            ref = (run_mixing(g, targets, cfg, mixing, sites=sites, kernel=kg) if mixing is not None
+                   else run_gibbs(g, targets, cfg, sites=sites, kernel=kg))
             diff = float(np.nanmax(np.abs(ref.marginals - pooled.marginals)))
             same = "yes" if diff == 0.0 else f"max diff {diff:.2g}"
             if budget and diff:
@@ -121,7 +133,8 @@ def main() -> None:
         print(f"| {w} | {cfg.chains} | {wall:.2f} | {rate / 1e6:.1f} | {rate / rate0:.2f}x | {run.compute_max:.2f} | "
               f"{run.overhead:.2f} | {start:.2f} | {run.bytes_scattered / 2**20:.1f} | {run.bytes_gathered / 2**10:.0f} | "
               f"{max(rss.values()):.0f} | {same} |"
-              + (f" {run.rounds} | {pooled.steps + pooled.burn_in:,} | {pooled.batches.stopped_by} |" if budget else ""))
+              + (f" {run.rounds} | {pooled.steps + pooled.burn_in:,} | {pooled.batches.stopped_by} |" if budget else "")
+              + (f" <!-- {run.rounds} segment(s) -->" if mixing is not None and not budget else ""))
 
 
 if __name__ == "__main__":

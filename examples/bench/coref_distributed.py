@@ -13,6 +13,7 @@ receives per round (today O(mentions) per round: every partition's mentions and 
     python examples/bench/coref_distributed.py --scheduler tcp://host:8786 --workers 4 8 16   # a bigger cluster
     python examples/bench/coref_distributed.py --mentions 1000000 --workers 1 8 14 --sharded  # shards on workers
     python examples/bench/coref_distributed.py --mentions 100000 --workers 1 8 --sharded --linked  # one component
+    python examples/bench/coref_distributed.py --sharded --ship --scheduler tcp://host:8786     # shards sent to them
 
 ``--linked`` joins consecutive name blocks by one weak pair each (score -1), so all mentions form
 one connected component of candidate pairs (loose blocking): the sharded rounds then split it
@@ -58,6 +59,9 @@ def main() -> None:
                     help="shards of name blocks built by the workers from Parquet files (resolve_sharded)")
     ap.add_argument("--linked", action="store_true",
                     help="join consecutive name blocks by a weak pair: one component, split over the shards")
+    ap.add_argument("--ship", action="store_true",
+                    help="with --sharded: this process sends each shard's rows to its worker (a cluster that cannot "
+                         "read the files) instead of the workers reading them")
     args = ap.parse_args()
     import distributed
 
@@ -97,8 +101,11 @@ def main() -> None:
                 resolve_distributed(person_x(600, seed=1).graph,
                                     DistributedConfig(workers=w, rounds=1, greedy_rounds=0, steps_per_round=10), client=client)
                 t = time.perf_counter()
-                res = resolve_sharded(source, cfg, client=client) if args.sharded else resolve_distributed(g, cfg, client=client)
+                res = (resolve_sharded(source, cfg, client=client, ship=args.ship) if args.sharded
+                       else resolve_distributed(g, cfg, client=client))
                 wall = time.perf_counter() - t
+                if args.sharded and args.ship:
+                    print(f"<!-- {w} worker(s): {res.shipped / 2**20:.1f} MiB of shard rows shipped, once -->")
                 rss = client.run(_rss_mib)
             finally:
                 client.close()
