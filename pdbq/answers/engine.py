@@ -221,9 +221,14 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
         raise OptionError(f"workers = {workers} needs at least as many chains, got chains = {chains}: each worker "
                           "runs whole chains")
     where = f"the Dask scheduler at {options.scheduler}" if options.scheduler else "an in-process Dask cluster"
-    how = ("each group run to its end in one task" if options.fixed_length else
-           "the groups kept on their workers, their rounds booked here and the stopping rule (tolerance, time_limit) "
-           "evaluated on all chains between segments")
+    if options.fixed_length and options.tempering == 1 and not options.jumps:
+        how = "each group run to its end in one task"
+    elif options.fixed_length:  # the ladder and mode pool adapt from all chains between burn-in rounds
+        how = ("the groups kept on their workers, the ladder and mode pool adapted here from all chains after each "
+               "burn-in round")
+    else:
+        how = ("the groups kept on their workers, their rounds booked here and the stopping rule (tolerance, "
+               "time_limit) evaluated on all chains between segments")
     auto = ("; AUTO's pilot and its moves (cutset sampling included) run there too"
             if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit) else "")
     return (f"{chains} chains in {workers} group(s) on {where}, the graph shipped once per worker, {how}, estimates "
