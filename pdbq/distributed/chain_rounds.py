@@ -198,8 +198,10 @@ class _Run:
             for r in reports:
                 self.burned[r.group] += r.burned
             book.burned = min(self.burned)
-            if self.adaptation is not None:
-                self.adaptation.after_round(BurnStats.concat([r.burn_stats for r in reports]))
+            stats = [r.burn_stats for r in reports]
+            # a group the clock stopped before its round has none: burn-in ends cut, unadapted
+            if self.adaptation is not None and all(x is not None for x in stats):
+                self.adaptation.after_round(BurnStats.concat(stats))
                 self.seg.history.append(self.adaptation.snapshot())
             if any(r.cut for r in reports):
                 book.burn_in_cut()
