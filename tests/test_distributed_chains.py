@@ -490,7 +490,7 @@ def test_python_dask_arguments_without_effect_are_refused(client):
 
     with pytest.raises(OptionError, match="'super_bias'"):
         resolve_sharded(ShardSource("m.parquet", "p.parquet"), DistributedConfig(super_bias=0.1), client=client,
-                        ship=True)
+                        split=False)
     g = _chain(6)
     sites = np.arange(6, dtype=np.int32)
     cfg = GibbsConfig(steps=500, chains=2, threads=1)

@@ -99,3 +99,35 @@ def test_payloads_lost_with_their_worker_are_sent_again(blocked, tcp_cluster, mo
     again = shards.resolve_sharded(src, cfg, client=client, ship=True, on_round=lose_everything)
     assert np.array_equal(again.labels, first.labels)
     assert again.resent == 2 and again.rounds[2].replayed == 2
+
+
+@pytest.fixture(scope="module")
+def one_block(tmp_path_factory):
+    """One name block of 400 mentions split over two shards: entities change shards."""
+    data = person_x(400, per_name=400, entities_per_name=(6, 6), noise=0.5, seed=3)
+    return data, shards.write_pairs(str(tmp_path_factory.mktemp("one_block_shipped")), data.graph, data.name)
+
+
+def test_split_shards_shipped_are_the_split_shards_read_from_files(one_block, tcp_cluster, monkeypatch):
+    """A group split over two shards, its cut pairs shipped to both: the same moves between shards
+    and the same clustering as when the workers read the files; after every shard and its rows
+    are lost, the replay takes the rows of the entities that arrived, sent from here."""
+    _, client = tcp_cluster
+    _, src = one_block
+    cfg = DistributedConfig(workers=2, rounds=4, greedy_rounds=1, steps_per_round=1000, seed=2)
+    files = shards.resolve_sharded(src, cfg, client=client)
+    assert files.plan.cut_pairs > 0 and sum(r.moved for r in files.rounds[:2]) > 0
+    _no_files(monkeypatch)
+    shipped = shards.resolve_sharded(src, cfg, client=client, ship=True)
+    assert np.array_equal(shipped.labels, files.labels)
+    assert [r.moved for r in shipped.rounds] == [r.moved for r in files.rounds]
+
+    def lose_everything(stats, client):
+        if stats.round == 2:
+            with shards._LOCK:
+                shards._HELD.clear()
+            lost = [distributed.Future(k, client) for k in list(client.futures) if str(k).startswith("ShardPayload")]
+            client.cancel(lost, force=True)
+
+    again = shards.resolve_sharded(src, cfg, client=client, ship=True, on_round=lose_everything)
+    assert np.array_equal(again.labels, files.labels) and again.resent >= 2 and again.rounds[3].replayed > 0

@@ -226,9 +226,8 @@ def read_rows(source: ShardSource, blocks: np.ndarray, split: np.ndarray, also: 
     changed after the shards were planned."""
     import pyarrow as pa  # noqa: PLC0415
 
-    if hasattr(source, "read_whole"):
-        raise InferenceError("shipped shard rows serve shards that never exchange entities (whole groups): a "
-                             "split group's shard reads its rows from the files")
+    if hasattr(source, "read_rows"):  # rows shipped to this worker (`shard_shipping.ShardPayload`)
+        return source.read_rows(also)
     con = duckdb_connect()
     try:
         con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))

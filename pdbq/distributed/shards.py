@@ -38,7 +38,7 @@ so the answer is that of an undisturbed run, at the cost of the replay (no check
 
 Where the data must be: every worker reads the Parquet files itself, so they must be reachable
 at the same paths from every worker (a local cluster, or shared storage); or, with ``ship``, this
-process sends each shard's rows to its worker once (`shard_shipping`; groups then stay whole).
+process sends each shard's rows to its worker once (`shard_shipping`).
 """
 
 from __future__ import annotations
@@ -149,17 +149,17 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
     ``poll()`` is called while waiting on a round (whatever it raises, a cancelled statement,
     cancels it and propagates). ``ship``: this process cuts the shards from the files and sends
     each one's rows to its worker (`shard_shipping`: for a cluster that cannot read the files)
-    instead of the workers reading them; groups are then kept whole (no entity changes shards)."""
+    instead of the workers reading them."""
     config.check()
     if config.redistribution != "super":
         raise OptionError("sharded rounds move entities between shards only across the pairs that join them: "
                           "option 'redistribution' does not apply (leave it at its default)")
-    if (ship or not split) and config.super_bias != DistributedConfig().super_bias:
-        raise OptionError("option 'super_bias' has no effect on sharded rounds whose groups stay whole (ship or "
-                          "split=False): it decides which entities move between shards")
+    if not split and config.super_bias != DistributedConfig().super_bias:
+        raise OptionError("option 'super_bias' has no effect on sharded rounds whose groups stay whole (split=False): "
+                          "it decides which entities move between shards")
     t0 = time.perf_counter()
     deadline = None if config.time_limit is None else t0 + config.time_limit
-    plan = plan_shards(source, config.workers, split=split and not ship)
+    plan = plan_shards(source, config.workers, split=split)
     run = _Run(source, plan, config, _temperatures(config), uuid.uuid4().hex[:12])
     client, close = open_client(client, scheduler, processes, config.workers, config.time_limit)
     stop = None if poll is None else f"pdbq-shard-stop-{run.token}"
@@ -250,9 +250,15 @@ class _Run:
         self.max_load = int(np.ceil(1.25 * int(plan.mentions.max()))) if plan.mentions.size else 0
         self.shipment = None  # `shard_shipping.Shipment`: each shard's rows sent to its worker
 
-    def source_of(self, shard: int) -> Any:
-        """What a task of ``shard`` reads its rows from: the files, or the future of its shipped rows."""
-        return self.source if self.shipment is None else self.shipment.futures[shard]
+    def source_for(self, task: ShardRound) -> Any:
+        """What ``task`` reads its shard's rows from: the files, or the future of its shipped rows
+        (for a replay that takes in entities, with the pairs of the mentions that arrive)."""
+        if self.shipment is None:
+            return self.source
+        arrived = [ids for _, _, arrivals in (task.history or ()) for _, ids, _ in arrivals]
+        if task.mobile and arrived:
+            return self.shipment.for_replay(task.shard, np.concatenate(arrived))
+        return self.shipment.futures[task.shard]
 
     def reship(self) -> None:
         """Send again the shipped rows lost with their workers (nothing when the workers read files)."""
@@ -327,7 +333,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
         futures = []
         for t in tasks:
             if t.sends:
-                f = client.submit(shard_export, run.source_of(t.shard), t, key=f"{key}-x{t.shard}-a{attempt}", pure=False,
+                f = client.submit(shard_export, run.source_for(t), t, key=f"{key}-x{t.shard}-a{attempt}", pure=False,
                                   **pin(t.shard))
                 sent[t.shard] = client.submit(sent_count, f, key=f"{key}-n{t.shard}-a{attempt}", pure=False)
                 futures += [f, sent[t.shard]]
@@ -335,7 +341,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
                     g = client.submit(operator.getitem, f, i, key=f"{key}-x{t.shard}-{d}-a{attempt}", pure=False)
                     futures.append(g)
                     parcels[d].append(g)
-        rounds = [client.submit(shard_round, run.source_of(t.shard), t, sent.get(t.shard, 0), *parcels[t.shard],
+        rounds = [client.submit(shard_round, run.source_for(t), t, sent.get(t.shard, 0), *parcels[t.shard],
                                 key=f"{key}-t{t.shard}-a{attempt}", pure=False, **pin(t.shard)) for t in tasks]
         futures += rounds
         try:
@@ -409,7 +415,7 @@ def _rebuild(client, run: _Run, s: int, last: int):
                       split=run.split[s], mobile=run.mobile,
                       history=tuple(h[s] for h in run.history[: last + 1]) if run.mobile else ())
     run.reship()
-    return client.submit(shard_rebuild, run.source_of(s), task, pure=False)
+    return client.submit(shard_rebuild, run.source_for(task), task, pure=False)
 
 
 def _rebuild_all(client, run: _Run, last: int) -> np.ndarray:
