@@ -374,6 +374,25 @@ def test_auto_runs_its_pilot_and_its_moves_on_dask(client):
     assert r.n_blocks > 0  # the chosen block moves ran in the groups on the workers
 
 
+@pytest.mark.parametrize("graph", ["walled", "grid"])
+def test_auto_on_dask_is_auto_in_process_bit_for_bit(client, graph):
+    """AUTO's pilot, its choice (exact blocks on hard walls, cluster moves on a strongly coupled
+    grid) and its moves, run by chain groups on Dask at a fixed length: the in-process answer."""
+    from pdbq.inference.moves.move_choice import choose_moves, run_auto
+
+    g = _walled_chain(12) if graph == "walled" else _grid(6, weight=1.2)
+    targets = np.array([0, 11])
+    cfg = GibbsConfig(chains=4, seed=2, threads=1, steps=6_000)
+    here, why = run_auto(g, targets, cfg, choose_moves(g))
+
+    def chains(graph, targets, cfg, mixing=None, blocks=None, sweeps=1, deadline=None, **kw):
+        return _rounds(graph, targets, cfg, client, mixing=mixing, blocks=blocks, sweeps=sweeps, deadline=deadline)[0]
+
+    there, why_there = run_auto(g, targets, cfg, choose_moves(g), chains=chains)
+    assert ("block" if graph == "walled" else "cluster") in why and why_there == why
+    assert _same(there, here)
+
+
 @pytest.fixture(scope="module")
 def movies():
     import pdbq
