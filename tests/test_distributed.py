@@ -160,8 +160,8 @@ def test_sql_map_query_runs_distributed_rounds():
 
 def test_sql_map_over_separate_components_runs_sharded_rounds():
     """Candidate pairs inside six blocks: the SQL MAP query runs the sharded rounds (the workers
-    build their shards from files), finds the in-process clustering, and says so; with one
-    component (every pair) it runs the dealt rounds."""
+    build their shards from files), finds the in-process clustering, and says so; one component
+    (every pair) is split over the two shards and still finds it."""
     import pdbq
 
     db = pdbq.connect()
@@ -181,8 +181,11 @@ def test_sql_map_over_separate_components_runs_sharded_rounds():
     assert again.fetchall() == rows
     one = pdbq.connect()
     one.execute(NAMES_CLUSTER_SQL)
-    dealt = one.execute("SELECT e.id, MAP(e) AS c FROM e USING ANNEAL WITH (workers = 2, rounds = 3, seed = 4)")
-    assert dealt.diagnostics["dask"]["mode"] == "dealt"
+    q1 = "SELECT e.id, MAP(e) AS c FROM e ORDER BY e.id USING ANNEAL WITH ({})"
+    split = one.execute(q1.format("workers = 2, rounds = 3, seed = 4"))
+    d1 = split.diagnostics["dask"]
+    assert d1["mode"] == "sharded" and d1["split_groups"] == 1 and d1["cut_pairs"] > 0
+    assert split.fetchall() == one.execute(q1.format("seed = 4")).fetchall()
 
 
 def test_affine_groups_join_entities_linked_by_attractive_pairs_and_cap_their_size():
