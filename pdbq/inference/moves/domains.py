@@ -34,6 +34,7 @@ draws about `BLOCK_TIME_SHARE` of the time. Measured on Segmentation_11 (92-vari
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -43,7 +44,8 @@ from pdbq.inference.moves.blocks import Block, build_blocks
 from pdbq.inference.mcmc.kernels import KernelGraph
 
 __all__ = ["SLOW_ESS_RATIO", "BLOCK_TIME_SHARE", "DRAW_COST", "slow_variables", "domain_blocks",
-           "sweeps_per_cycle", "describe_domains"]
+           "sweeps_per_cycle", "describe_domains", "whole_domain_block", "exact_sweeps", "cycle_cost",
+           "describe_whole_domain"]
 
 SLOW_ESS_RATIO = 0.01
 BLOCK_TIME_SHARE = 0.75
@@ -53,6 +55,19 @@ BLOCK_TIME_SHARE = 0.75
 DRAW_COST = 0.5
 MAX_SWEEPS = 10_000
 MIN_FRESH = 0.5  # share of a further domain block's variables that no earlier one holds
+# One block holding the whole slow set, estimated by its exact marginals (`domain_chains`): its
+# table may grow to WHOLE_TABLE_CAP entries while the budget still affords MIN_CYCLES draws per
+# chain. Measured on Segmentation_11 (the 100-variable slow set, 8,192-entry tables under its own
+# order, 7.5 s, loaded machine): with the draws at ~98% of the time the largest 95% half-width
+# was 0.005, at ~94% 0.006, at ~85% 0.010 (sweeps only refresh the fast rest of the graph).
+WHOLE_TABLE_CAP = 2**16
+EXACT_TIME_SHARE = 0.95
+EXACT_DRAW_FACTOR = 2.0  # a draw plus its downward pass (exact marginals) against a draw alone
+# kept draws per chain the budget must afford, at the pilot's pace (a plain run's rounds: about half
+# the pace of the bare kernels, so this is conservative). Fewer than 100 kept (the ESS check) or a
+# resolution floor 3.84 / draws over the tolerance warn; the measured errors at 75–110 kept draws
+# were still a third of plain domain blocks' (docs/benchmarks.md)
+MIN_CYCLES = 50
 
 
 def slow_variables(targets: np.ndarray, ess: np.ndarray, evidence: np.ndarray, draws: float) -> np.ndarray:
@@ -134,3 +149,46 @@ def describe_domains(blocks: list[Block], n_slow: int, cut: float, sweeps: int) 
     sizes = ", ".join(str(b.size) for b in blocks)
     return (f"{n_slow} variable(s) mix slowly (pilot ESS under {cut:.3g}, {SLOW_ESS_RATIO:g} × its kept draws): "
             f"exact domain block(s) of {sizes} variables around them, drawn once per {sweeps} single-site sweep(s)")
+
+
+def whole_domain_block(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, base_table: int,
+                       affordable, edges=None, deadline: float | None = None) -> Block | None:
+    """One exact block holding every ``slow`` variable, grown as `domain_blocks` does with the
+    table budget doubled from ``base_table`` until one block holds them all (at most
+    `WHOLE_TABLE_CAP` entries), or None: when no such block fits, or when ``affordable(block)``
+    says the budget cannot pay for enough draws of the smallest block that holds them."""
+    slow = np.asarray(slow, dtype=np.int64)
+    if slow.size < 2:
+        return None
+    table = max(int(base_table), 2)
+    while table <= WHOLE_TABLE_CAP:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
+        for b in domain_blocks(graph, slow, ess_of, max_table=table, edges=edges, deadline=deadline):
+            if b.size >= slow.size and np.isin(slow, b.vars).all():
+                return b if affordable(b) else None
+        table *= 2
+    return None
+
+
+def exact_sweeps(block: Block, kernel: KernelGraph, sites: np.ndarray) -> int:
+    """Single-site sweeps per draw of ``block`` with its exact marginals such that the draws take
+    about `EXACT_TIME_SHARE` of the time (at least 1)."""
+    sw = sweep_work(kernel, sites)
+    if sw <= 0:
+        return 1
+    ratio = DRAW_COST * EXACT_DRAW_FACTOR * block_work([block]) / sw
+    return int(min(MAX_SWEEPS, max(1, math.ceil(ratio * (1 - EXACT_TIME_SHARE) / EXACT_TIME_SHARE))))
+
+
+def cycle_cost(block: Block, kernel: KernelGraph, sites: np.ndarray, sweeps: int) -> float:
+    """One cycle (``sweeps`` sweeps and one exact draw of ``block`` with its marginals), in sweeps."""
+    sw = sweep_work(kernel, sites)
+    return float(sweeps) + (DRAW_COST * EXACT_DRAW_FACTOR * block_work([block]) / sw if sw > 0 else 0.0)
+
+
+def describe_whole_domain(block: Block, n_slow: int, cut: float, sweeps: int) -> str:
+    return (f"{n_slow} variable(s) mix slowly (pilot ESS under {cut:.3g}, {SLOW_ESS_RATIO:g} × its kept draws): "
+            f"one exact block of {block.size} variables ({block.max_table:,}-entry clique tables) holds them all, "
+            f"drawn once per {sweeps} single-site sweep(s), its variables estimated by their exact marginals given "
+            "the rest")

@@ -55,8 +55,20 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.inference.moves.clusters import cluster_coverage
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.moves.cutset import Cutset, choose_cutset, describe_cutset, run_cutset
-from pdbq.inference.moves.domains import SLOW_ESS_RATIO, describe_domains, domain_blocks, slow_variables, sweeps_per_cycle
-from pdbq.inference.mcmc.gibbs import GibbsResult, ImpossibleStateError, run_gibbs
+from pdbq.inference.moves.domain_chains import domain_moves
+from pdbq.inference.moves.domains import (
+    MIN_CYCLES,
+    SLOW_ESS_RATIO,
+    cycle_cost,
+    describe_domains,
+    describe_whole_domain,
+    domain_blocks,
+    exact_sweeps,
+    slow_variables,
+    sweeps_per_cycle,
+    whole_domain_block,
+)
+from pdbq.inference.mcmc.gibbs import BURN_IN_SHARE, GibbsResult, ImpossibleStateError, run_gibbs
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
 from pdbq.inference.moves.blocks import block_edges, build_blocks
 from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
@@ -229,28 +241,62 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     slow = slow[in_sites[slow]]  # only sampled sites may move
     if int(np.count_nonzero(graph.evidence < 0)) > MAX_BLOCK_VARS:
         return None  # as for block moves: too large to build the tables of (plain moves go on)
-    try:
-        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table, deadline=deadline)
-    except InferenceError:
-        return None  # a factor too large for a table (`potentials.hyperedges`): plain moves go on
-    if not blocks:
-        return None
     kernel = kw.get("kernel")
     if kernel is None:
         kernel = prepare_kernel_graph(graph)
         kw = {**kw, "kernel": kernel}
-    sweeps = sweeps_per_cycle(blocks, kernel, sites)
-    if rest.time_limit is not None:  # choosing the blocks comes out of the budget
-        rest = dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t0), 1e-3))
-    mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
+    cut = SLOW_ESS_RATIO * draws
     if rest.time_limit is not None or deadline is not None:
         # the chains can all agree on one state of a domain for a while and meet the tolerance
         # with the other never drawn (Segmentation_11 under load: unwarned, off by 0.08 after
         # 226,000 updates per chain): a slow domain's run samples to its budget
         rest = dataclasses.replace(rest, tolerance_stops=False)
+    try:
+        whole = None
+        if chains is None:  # chain groups elsewhere (Dask) run the plain block cycle below
+            budget = _sweep_budget(pilot, rest, deadline, sites.shape[0], t0)
+            whole = whole_domain_block(
+                graph, slow, ess_of, base_table=moves.block_table, deadline=deadline,
+                affordable=lambda b: budget * (1 - BURN_IN_SHARE) >= MIN_CYCLES * cycle_cost(b, kernel, sites, exact_sweeps(b, kernel, sites)))
+        if whole is not None:
+            sweeps = exact_sweeps(whole, kernel, sites)
+            rest = _less_time(rest, t0)
+            r = run_gibbs(graph, targets, rest, deadline=deadline, moves=domain_moves(graph, [whole], sites, sweeps), **kw)
+            return r, describe_whole_domain(whole, int(slow.size), cut, sweeps)
+        blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table, deadline=deadline)
+    except InferenceError:
+        return None  # a factor too large for a table (`potentials.hyperedges`): plain moves go on
+    if not blocks:
+        return None
+    sweeps = sweeps_per_cycle(blocks, kernel, sites)
+    rest = _less_time(rest, t0)
+    mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
     r = _with_moves(graph, targets, rest, mixing, blocks, deadline, kw, chains, sweeps)
-    cut = SLOW_ESS_RATIO * draws
     return r, describe_domains(blocks, int(slow.size), cut, sweeps)
+
+
+def _less_time(rest: GibbsConfig, t0: float) -> GibbsConfig:
+    """``rest`` with the time since ``t0`` (choosing the blocks) taken out of its time limit."""
+    if rest.time_limit is None:
+        return rest
+    return dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t0), 1e-3))
+
+
+def _sweep_budget(pilot: GibbsResult, rest: GibbsConfig, deadline: float | None, n_sites: int, t0: float) -> float:
+    """Single-site sweeps per chain the rest of the budget affords, at the pilot's measured pace
+    (time limits) or from the steps left."""
+    n_sites = max(n_sites, 1)
+    out = math.inf
+    if rest.steps is not None:
+        out = rest.steps / n_sites
+    left = [] if rest.time_limit is None else [rest.time_limit - (time.perf_counter() - t0)]
+    if deadline is not None:
+        left.append(deadline - time.perf_counter())
+    if left:
+        made = (pilot.steps + pilot.burn_in) / n_sites
+        pace = made / pilot.seconds if pilot.seconds > 0 else 0.0
+        out = min(out, max(min(left), 0.0) * pace)
+    return out
 
 
 def _tied_instead(graph: FactorGraph, cached: list, mixing: MixingConfig, deadline) -> tuple[list, str] | None:
