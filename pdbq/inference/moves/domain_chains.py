@@ -29,21 +29,58 @@ passes' updates plus one per block variable, as `mixing` does.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.gibbs import ChainMoves, MoveContext, Moves
-from pdbq.inference.mcmc.kernels import Accum, Best, group_sums_into, run_chain
+from pdbq.inference.mcmc.kernels import Accum, Best, KernelGraph, group_sums_into, run_chain
 from pdbq.inference.mcmc.rng import chain_states
 from pdbq.inference.moves.block_kernels import pack_blocks
 from pdbq.inference.moves.blocks import Block
 from pdbq.inference.moves.cutset_kernels import draw_block
 from pdbq.memory import check_fits
 
-__all__ = ["domain_moves"]
+__all__ = ["domain_moves", "draw_seconds"]
 
 _RNG_OFFSET = 5_000_011  # the block draws' streams, apart from the chains' and the other moves'
+
+
+class _Scratch:
+    """Per-chain buffers of the block draws."""
+
+    def __init__(self, graph: FactorGraph, blocks: list[Block], chains: int):
+        self.packed = pk = pack_blocks(blocks)
+        widest_table = max(int(pk.blk_psi.max()), 1)
+        check_fits(widest_table, f"domain blocks for {chains} chains (one largest block table each)", copies=chains,
+                   option="block_table")
+        self.psi = np.zeros((chains, widest_table))
+        widest = int(np.diff(pk.ax_off).max()) if pk.ax_off.shape[0] > 1 else 1
+        self.coords = np.zeros((chains, max(widest, 1)), dtype=np.int64)
+        msg = max((int(pk.c_size[c] // pk.ax_card[pk.ax_off[c]]) for c in range(pk.c_var.shape[0])), default=1)
+        self.tmp = np.zeros((chains, 2 * max(msg, 1)))
+        self.probs = np.zeros((chains, max(int(graph.cardinality.max()), 1)))
+
+
+def draw_seconds(graph: FactorGraph, block: Block, kernel: KernelGraph) -> float:
+    """Wall seconds of one draw of ``block`` with its exact marginals on this machine now (one
+    thread; the second of two draws, so a first call's dispatch is not counted)."""
+    sc = _Scratch(graph, [block], 1)
+    values = np.zeros(graph.n_vars, dtype=np.uint8 if kernel.max_card <= 256 else np.int32)
+    tix = np.full(graph.n_vars, -1, dtype=np.int32)
+    tix[block.vars] = np.arange(block.size, dtype=np.int32)
+    sums = np.zeros((block.size, sc.probs.shape[1]))
+    counts = np.zeros(block.size, dtype=np.int64)
+    rng = chain_states(0, 1)
+    spent = 0.0
+    for _ in range(2):
+        t = time.perf_counter()
+        draw_block(sc.packed, 0, values, sc.psi[0], sc.coords[0], sc.tmp[0], sc.probs[0], rng[0:1], True, tix, sums,
+                   counts)
+        spent = time.perf_counter() - t
+    return spent
 
 
 class _DomainCycle:
@@ -53,17 +90,8 @@ class _DomainCycle:
         g = ctx.graph
         chains = len(ctx.states)
         self.ctx, self.site_updates, self.per_cycle = ctx, site_updates, per_cycle
-        self.packed = pk = pack_blocks(blocks)
+        self.sc = _Scratch(g, blocks, chains)
         self.n_blocks = len(blocks)
-        widest_table = max(int(pk.blk_psi.max()), 1)
-        check_fits(widest_table, f"domain blocks for {chains} chains (one largest block table each)", copies=chains,
-                   option="block_table")
-        self.psi = np.zeros((chains, widest_table))
-        widest = int(np.diff(pk.ax_off).max()) if pk.ax_off.shape[0] > 1 else 1
-        self.coords = np.zeros((chains, max(widest, 1)), dtype=np.int64)
-        msg = max((int(pk.c_size[c] // pk.ax_card[pk.ax_off[c]]) for c in range(pk.c_var.shape[0])), default=1)
-        self.tmp = np.zeros((chains, 2 * max(msg, 1)))
-        self.probs = np.zeros((chains, max(int(g.cardinality.max()), 1)))
         self.rng = chain_states(ctx.seed + _RNG_OFFSET, chains)
         self.unused = Best(np.zeros(2), np.zeros(0, dtype=ctx.states[0].values.dtype), np.ones(1))
         in_block = np.zeros(g.n_vars, dtype=bool)
@@ -87,8 +115,9 @@ class _DomainCycle:
                 group_sums_into(g, kg.tables, st.values, st.group_sums)
             run_chain(g, kg, st, ctx.sched, self.sweep_accs[c], self.unused, self.site_updates, collect)
             for b in range(self.n_blocks):
-                draw_block(self.packed, b, st.values, self.psi[c], self.coords[c], self.tmp[c], self.probs[c],
-                           self.rng[c : c + 1], collect, acc.target_index, acc.sums, acc.counts)
+                sc = self.sc
+                draw_block(sc.packed, b, st.values, sc.psi[c], sc.coords[c], sc.tmp[c], sc.probs[c], self.rng[c : c + 1],
+                           collect, acc.target_index, acc.sums, acc.counts)
 
 
 def domain_moves(graph: FactorGraph, blocks: list[Block], sites: np.ndarray, sweeps: int) -> Moves:

@@ -18,6 +18,10 @@ move. The blocks are fixed once the pilot is over (its samples are burn-in and a
 so the chain that follows is a fixed cycle of Gibbs sweeps and exact block draws, each of which
 leaves the target distribution invariant.
 
+`whole_domain_block` instead looks for one block holding the whole slow set (the table budget
+doubled until one does, within `WHOLE_TABLE_CAP`): drawn with its exact marginals as the
+estimator (`domain_chains`), nothing outside it carries the domain's state between draws.
+
 A block draw costs many single-site sweeps, so `sweeps_per_cycle` balances them: from a work
 model (table entries touched per draw against factor visits per sweep; `DRAW_COST` calibrated
 on this repository's kernels) it picks the single-site sweeps per cycle that leave the block
@@ -63,10 +67,9 @@ MIN_FRESH = 0.5  # share of a further domain block's variables that no earlier o
 WHOLE_TABLE_CAP = 2**16
 EXACT_TIME_SHARE = 0.95
 EXACT_DRAW_FACTOR = 2.0  # a draw plus its downward pass (exact marginals) against a draw alone
-# kept draws per chain the budget must afford, at the pilot's pace (a plain run's rounds: about half
-# the pace of the bare kernels, so this is conservative). Fewer than 100 kept (the ESS check) or a
-# resolution floor 3.84 / draws over the tolerance warn; the measured errors at 75–110 kept draws
-# were still a third of plain domain blocks' (docs/benchmarks.md)
+# kept draws per chain the budget must afford (AUTO times one draw). Fewer than 100 kept (the ESS
+# check) or a resolution floor 3.84 / draws over the tolerance warn; the measured errors at 75–110
+# kept draws were still a third of plain domain blocks' (docs/benchmarks.md)
 MIN_CYCLES = 50
 
 

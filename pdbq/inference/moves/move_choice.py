@@ -28,8 +28,11 @@ Domain blocks (`domains`): an ordered model whose fields rule out cluster moves 
 strong couplings: UAI Segmentation_11) gets a pilot too (`MoveDecision.ordered`). After any pilot
 that mixed by R-hat (and after that one whatever its R-hat), the targets whose pilot ESS is under
 1% of its kept draws form the slow set; exact blocks grown inside it (a domain that flips as one)
-are drawn once per a few single-site sweeps for the rest of the budget. Without a slow set the
-rest is plain single-site moves.
+are drawn once per a few single-site sweeps for the rest of the budget. When one block (its table
+budget doubled as needed) holds the whole slow set and the budget affords enough draws of it, that
+block is drawn instead and its variables are estimated by their exact marginals given the rest
+(`domains.whole_domain_block`, `domain_chains`). Without a slow set the rest is plain single-site
+moves.
 
 >>> from pdbq.graph.builder import GraphBuilder
 >>> from pdbq.language.nodes import FactorFunction
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,7 +59,7 @@ from pdbq.graph.layout import FactorGraph
 from pdbq.inference.moves.clusters import cluster_coverage
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.moves.cutset import Cutset, choose_cutset, describe_cutset, run_cutset
-from pdbq.inference.moves.domain_chains import domain_moves
+from pdbq.inference.moves.domain_chains import domain_moves, draw_seconds
 from pdbq.inference.moves.domains import (
     MIN_CYCLES,
     SLOW_ESS_RATIO,
@@ -254,14 +258,16 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     try:
         whole = None
         if chains is None:  # chain groups elsewhere (Dask) run the plain block cycle below
-            budget = _sweep_budget(pilot, rest, deadline, sites.shape[0], t0)
-            whole = whole_domain_block(
-                graph, slow, ess_of, base_table=moves.block_table, deadline=deadline,
-                affordable=lambda b: budget * (1 - BURN_IN_SHARE) >= MIN_CYCLES * cycle_cost(b, kernel, sites, exact_sweeps(b, kernel, sites)))
+            def affordable(b) -> bool:
+                return _kept_cycles(graph, b, kernel, sites, rest, deadline, t0) >= MIN_CYCLES
+
+            whole = whole_domain_block(graph, slow, ess_of, base_table=moves.block_table, deadline=deadline,
+                                       affordable=affordable)
         if whole is not None:
             sweeps = exact_sweeps(whole, kernel, sites)
             rest = _less_time(rest, t0)
-            r = run_gibbs(graph, targets, rest, deadline=deadline, moves=domain_moves(graph, [whole], sites, sweeps), **kw)
+            hook = domain_moves(graph, [whole], sites, sweeps)
+            r = run_gibbs(graph, targets, rest, deadline=deadline, moves=hook, **kw)
             return r, describe_whole_domain(whole, int(slow.size), cut, sweeps)
         blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table, deadline=deadline)
     except InferenceError:
@@ -282,21 +288,25 @@ def _less_time(rest: GibbsConfig, t0: float) -> GibbsConfig:
     return dataclasses.replace(rest, time_limit=max(rest.time_limit - (time.perf_counter() - t0), 1e-3))
 
 
-def _sweep_budget(pilot: GibbsResult, rest: GibbsConfig, deadline: float | None, n_sites: int, t0: float) -> float:
-    """Single-site sweeps per chain the rest of the budget affords, at the pilot's measured pace
-    (time limits) or from the steps left."""
-    n_sites = max(n_sites, 1)
+def _kept_cycles(graph: FactorGraph, block, kernel, sites: np.ndarray, rest: GibbsConfig, deadline: float | None,
+                 t0: float) -> float:
+    """Cycles per chain of `domain_chains` with ``block`` that the rest of the budget keeps (after
+    the burn-in share): from the steps left, or from the time left at the pace of one draw timed on
+    this machine now (`domain_chains.draw_seconds`; the cycle's sweeps priced against it by the
+    work model), the chains sharing the CPUs."""
+    sweeps = exact_sweeps(block, kernel, sites)
     out = math.inf
     if rest.steps is not None:
-        out = rest.steps / n_sites
+        out = rest.steps / (sites.shape[0] * sweeps + block.size)
     left = [] if rest.time_limit is None else [rest.time_limit - (time.perf_counter() - t0)]
     if deadline is not None:
         left.append(deadline - time.perf_counter())
     if left:
-        made = (pilot.steps + pilot.burn_in) / n_sites
-        pace = made / pilot.seconds if pilot.seconds > 0 else 0.0
-        out = min(out, max(min(left), 0.0) * pace)
-    return out
+        draw = cycle_cost(block, kernel, sites, 0)  # one draw, in sweeps
+        cycle = draw_seconds(graph, block, kernel) * cycle_cost(block, kernel, sites, sweeps) / max(draw, 1e-12)
+        parallel = min(rest.chains, rest.threads or rest.chains, os.cpu_count() or 1)
+        out = min(out, max(min(left), 0.0) * parallel / (rest.chains * max(cycle, 1e-12)))
+    return out * (1 - BURN_IN_SHARE)
 
 
 def _tied_instead(graph: FactorGraph, cached: list, mixing: MixingConfig, deadline) -> tuple[list, str] | None:
