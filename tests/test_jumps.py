@@ -249,6 +249,17 @@ def test_jumps_without_burn_in_say_so():
     assert r.jump_modes == 0 and any("no jump was tried" in w for w in r.warnings)
 
 
+def test_too_few_accepted_jumps_per_chain_warn():
+    # the modes' weights come from the switches between them: under 100 accepted jumps per chain
+    # (46 here) the answer says so; 200,000 updates give a few hundred and no such warning
+    g = bipartite(6, 2.5, 7)
+    mixing = MixingConfig(tempering=2, jumps=8)
+    short = run_mixing(g, np.arange(g.n_vars), GibbsConfig(steps=40_000, seed=3), mixing)
+    assert any("accepted mode jump(s) per chain" in w for w in short.warnings), short.warnings
+    longer = run_mixing(g, np.arange(g.n_vars), GibbsConfig(steps=200_000, seed=3), mixing)
+    assert not any("accepted mode jump" in w for w in longer.warnings), longer.warnings
+
+
 def _jump_set_by_pairs(modes, movable):
     """The jump set's rows written out pair by pair, as the module docstring defines them."""
     r = len(modes)

@@ -54,7 +54,7 @@ def _check(warning: str) -> str:
     """The check a warning comes from, in a word."""
     for key, name in (("R-hat", "R-hat"), ("effective sample size", "ESS"), ("tolerance", "tolerance"),
                       ("too few updates", "NULL"), ("AUTO sampled", "exact_budget note"), ("burn-in", "burn-in"),
-                      ("swaps", "swap rate")):
+                      ("swaps", "swap rate"), ("accepted mode jump", "jumps")):
         if key in warning:
             return name
     return warning[:40]
