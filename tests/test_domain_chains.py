@@ -1,4 +1,4 @@
-"""Domain blocks estimated by their exact marginals (`domain_chains`, `domains.whole_domain_block`):
+"""Domain blocks estimated by their exact marginals (`domain_chains`, `domains.whole_domain_blocks`):
 a patch that flips as one, drawn whole, each of its variables estimated by its exact marginal
 given the rest of the graph.
 
@@ -23,7 +23,7 @@ from pdbq.inference.exact.elimination import exact_marginals
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.mcmc.gibbs import run_gibbs
 from pdbq.inference.moves.domain_chains import domain_moves
-from pdbq.inference.moves.domains import domain_blocks, whole_domain_block
+from pdbq.inference.moves.domains import domain_blocks, slow_patches, whole_domain_blocks
 from pdbq.inference.moves.mixing import run_mixing
 
 
@@ -86,13 +86,26 @@ def test_domain_moves_reject_bad_input():
         domain_moves(g, blocks, np.setdiff1d(sites, patch[:1]), 1)
 
 
-def test_whole_domain_block_grows_the_table_until_one_block_holds_the_slow_set():
+def test_whole_domain_blocks_grow_the_table_until_each_slow_patch_is_in_one_block():
     g = domain_grid(6, 6)  # the whole 6 × 6 grid is the patch: width 6 under its own order
     slow = np.arange(g.n_vars)
     ess = np.full(g.n_vars, 3.0)
     assert not any(b.size == g.n_vars for b in domain_blocks(g, slow, ess, max_table=8))
-    b = whole_domain_block(g, slow, ess, base_table=8, affordable=lambda b: True)
-    assert b is not None and sorted(b.vars.tolist()) == slow.tolist() and b.max_table > 8
-    # a budget that cannot pay for the draws: no block (AUTO keeps the plain domain blocks)
-    assert whole_domain_block(g, slow, ess, base_table=8, affordable=lambda b: False) is None
-    assert whole_domain_block(g, slow[:1], ess, base_table=8, affordable=lambda b: True) is None
+    blocks = whole_domain_blocks(g, slow, ess, base_table=8, affordable=lambda b: True)
+    assert len(blocks) == 1 and sorted(blocks[0].vars.tolist()) == slow.tolist() and blocks[0].max_table > 8
+    # a budget that cannot pay for the draws: no blocks (AUTO keeps the plain domain blocks)
+    assert whole_domain_blocks(g, slow, ess, base_table=8, affordable=lambda b: False) is None
+    assert whole_domain_blocks(g, slow[:1], ess, base_table=8, affordable=lambda b: True) is None
+
+
+def test_separate_slow_patches_get_one_block_each_and_a_lone_slow_variable_none():
+    g = domain_grid(6, 2)
+    # two 2 × 2 patches in opposite corners and one lone variable between them
+    a = np.array([0, 1, 6, 7])
+    b = np.array([28, 29, 34, 35])
+    slow = np.concatenate([a, b, [15]])
+    assert [p.tolist() for p in slow_patches(g, slow)] == [a.tolist(), b.tolist()]
+    ess = np.full(g.n_vars, 1e5)
+    ess[slow] = 3.0
+    blocks = whole_domain_blocks(g, slow, ess, base_table=2**10, affordable=lambda b: True)
+    assert sorted(sorted(x.vars.tolist()) for x in blocks) == [a.tolist(), b.tolist()]

@@ -142,7 +142,7 @@ def test_auto_finds_the_domain_from_its_pilot_and_reaches_the_exact_marginals():
     assert d.ordered and not d.mixing.active and "slow domains" in d.reason
     config = GibbsConfig(steps=200_000, seed=0)
     r, why = run_auto(g, np.arange(g.n_vars), config, d)
-    assert "one exact block of 16 variables" in why, why
+    assert "exact block(s) of 16 variables" in why and "hold each slow patch whole" in why, why
     ok, err = within(r, exact)
     assert ok and err < 0.03, err
     plain = run_gibbs(g, np.arange(g.n_vars), config)
@@ -200,7 +200,7 @@ def test_sql_auto_explains_and_uses_domain_blocks():
         rows = r.fetchall()
         p, se = np.array([x[2] for x in rows]), np.array([x[3] for x in rows])
         why = r.diagnostics["method_reason"]
-        assert "one exact block of 16 variables" in why, why
+        assert "exact block(s) of 16 variables" in why and "hold each slow patch whole" in why, why
         assert np.all(np.abs(p - exact) <= 4 * se + 0.01), np.abs(p - exact).max()
 
 

@@ -18,8 +18,8 @@ move. The blocks are fixed once the pilot is over (its samples are burn-in and a
 so the chain that follows is a fixed cycle of Gibbs sweeps and exact block draws, each of which
 leaves the target distribution invariant.
 
-`whole_domain_block` instead looks for one block holding the whole slow set (the table budget
-doubled until one does, within `WHOLE_TABLE_CAP`): drawn with its exact marginals as the
+`whole_domain_blocks` instead looks for blocks that each hold one connected patch of the slow
+set whole (the table budget doubled until they do, within `WHOLE_TABLE_CAP`): drawn with its exact marginals as the
 estimator (`domain_chains`), nothing outside it carries the domain's state between draws.
 
 A block draw costs many single-site sweeps, so `sweeps_per_cycle` balances them: from a work
@@ -44,11 +44,11 @@ import numpy as np
 
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.moves.block_kernels import pack_blocks
-from pdbq.inference.moves.blocks import Block, build_blocks
+from pdbq.inference.moves.blocks import Block, block_edges, build_blocks
 from pdbq.inference.mcmc.kernels import KernelGraph
 
 __all__ = ["SLOW_ESS_RATIO", "BLOCK_TIME_SHARE", "DRAW_COST", "slow_variables", "domain_blocks",
-           "sweeps_per_cycle", "describe_domains", "whole_domain_block", "exact_sweeps", "cycle_cost",
+           "sweeps_per_cycle", "describe_domains", "whole_domain_blocks", "slow_patches", "exact_sweeps", "cycle_cost",
            "describe_whole_domain"]
 
 SLOW_ESS_RATIO = 0.01
@@ -59,7 +59,7 @@ BLOCK_TIME_SHARE = 0.75
 DRAW_COST = 0.5
 MAX_SWEEPS = 10_000
 MIN_FRESH = 0.5  # share of a further domain block's variables that no earlier one holds
-# One block holding the whole slow set, estimated by its exact marginals (`domain_chains`): its
+# Blocks holding each patch of the slow set whole, estimated by their exact marginals (`domain_chains`): its
 # table may grow to WHOLE_TABLE_CAP entries while the budget still affords MIN_CYCLES draws per
 # chain. Measured on Segmentation_11 (the 100-variable slow set, 8,192-entry tables under its own
 # order, 7.5 s, loaded machine): with the draws at ~98% of the time the largest 95% half-width
@@ -154,44 +154,76 @@ def describe_domains(blocks: list[Block], n_slow: int, cut: float, sweeps: int) 
             f"exact domain block(s) of {sizes} variables around them, drawn once per {sweeps} single-site sweep(s)")
 
 
-def whole_domain_block(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, base_table: int,
-                       affordable, edges=None, deadline: float | None = None) -> Block | None:
-    """One exact block holding every ``slow`` variable, grown as `domain_blocks` does with the
-    table budget doubled from ``base_table`` until one block holds them all (at most
-    `WHOLE_TABLE_CAP` entries), or None: when no such block fits, or when ``affordable(block)``
-    says the budget cannot pay for enough draws of the smallest block that holds them."""
+def slow_patches(graph: FactorGraph, slow: np.ndarray, edges=None) -> list[np.ndarray]:
+    """The connected parts (two or more variables each) of the ``slow`` variables under the
+    factors among them; a lone slow variable has no patch to draw with it."""
     slow = np.asarray(slow, dtype=np.int64)
-    if slow.size < 2:
+    edges = block_edges(graph) if edges is None else edges
+    in_slow = np.zeros(graph.n_vars, dtype=bool)
+    in_slow[slow] = True
+    parent = np.arange(graph.n_vars)
+
+    def find(u: int) -> int:
+        while parent[u] != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    for h in edges:
+        members = h.scope[in_slow[h.scope]].tolist()
+        for v in members[1:]:
+            parent[find(v)] = find(members[0])
+    parts: dict[int, list[int]] = {}
+    for v in slow.tolist():
+        parts.setdefault(find(v), []).append(v)
+    return [np.array(sorted(m), dtype=np.int64) for m in parts.values() if len(m) >= 2]
+
+
+def whole_domain_blocks(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, base_table: int,
+                        affordable, edges=None, deadline: float | None = None) -> list[Block] | None:
+    """Exact blocks each holding one connected patch of the ``slow`` variables whole
+    (`slow_patches`), grown as `domain_blocks` does with the table budget doubled from
+    ``base_table`` until every patch is inside one block (at most `WHOLE_TABLE_CAP` entries), or
+    None: when no such blocks fit, or when ``affordable(blocks)`` says the budget cannot pay for
+    enough draws of the smallest ones."""
+    slow = np.asarray(slow, dtype=np.int64)
+    edges = block_edges(graph) if edges is None else edges
+    patches = slow_patches(graph, slow, edges)
+    if not patches:
         return None
     table = max(int(base_table), 2)
     while table <= WHOLE_TABLE_CAP:
         if deadline is not None and time.perf_counter() >= deadline:
             return None
-        for b in domain_blocks(graph, slow, ess_of, max_table=table, edges=edges, deadline=deadline):
-            if b.size >= slow.size and np.isin(slow, b.vars).all():
-                return b if affordable(b) else None
+        grown = domain_blocks(graph, slow, ess_of, max_table=table, edges=edges, deadline=deadline)
+        holders = [next((b for b in grown if b.size >= p.size and np.isin(p, b.vars).all()), None) for p in patches]
+        if all(h is not None for h in holders):
+            kept = list({id(h): h for h in holders}.values())
+            return kept if affordable(kept) else None
         table *= 2
     return None
 
 
-def exact_sweeps(block: Block, kernel: KernelGraph, sites: np.ndarray) -> int:
-    """Single-site sweeps per draw of ``block`` with its exact marginals such that the draws take
-    about `EXACT_TIME_SHARE` of the time (at least 1)."""
+def exact_sweeps(blocks: list[Block], kernel: KernelGraph, sites: np.ndarray) -> int:
+    """Single-site sweeps per draw of every block of ``blocks`` with their exact marginals such
+    that the draws take about `EXACT_TIME_SHARE` of the time (at least 1)."""
     sw = sweep_work(kernel, sites)
     if sw <= 0:
         return 1
-    ratio = DRAW_COST * EXACT_DRAW_FACTOR * block_work([block]) / sw
+    ratio = DRAW_COST * EXACT_DRAW_FACTOR * block_work(blocks) / sw
     return int(min(MAX_SWEEPS, max(1, math.ceil(ratio * (1 - EXACT_TIME_SHARE) / EXACT_TIME_SHARE))))
 
 
-def cycle_cost(block: Block, kernel: KernelGraph, sites: np.ndarray, sweeps: int) -> float:
-    """One cycle (``sweeps`` sweeps and one exact draw of ``block`` with its marginals), in sweeps."""
+def cycle_cost(blocks: list[Block], kernel: KernelGraph, sites: np.ndarray, sweeps: int) -> float:
+    """One cycle (``sweeps`` sweeps and one exact draw of every block with its marginals), in sweeps."""
     sw = sweep_work(kernel, sites)
-    return float(sweeps) + (DRAW_COST * EXACT_DRAW_FACTOR * block_work([block]) / sw if sw > 0 else 0.0)
+    return float(sweeps) + (DRAW_COST * EXACT_DRAW_FACTOR * block_work(blocks) / sw if sw > 0 else 0.0)
 
 
-def describe_whole_domain(block: Block, n_slow: int, cut: float, sweeps: int) -> str:
+def describe_whole_domain(blocks: list[Block], n_slow: int, cut: float, sweeps: int) -> str:
+    sizes = ", ".join(str(b.size) for b in blocks)
+    table = max(b.max_table for b in blocks)
     return (f"{n_slow} variable(s) mix slowly (pilot ESS under {cut:.3g}, {SLOW_ESS_RATIO:g} × its kept draws): "
-            f"one exact block of {block.size} variables ({block.max_table:,}-entry clique tables) holds them all, "
-            f"drawn once per {sweeps} single-site sweep(s), its variables estimated by their exact marginals given "
+            f"exact block(s) of {sizes} variables (clique tables up to {table:,} entries) hold each slow patch whole, "
+            f"drawn once per {sweeps} single-site sweep(s), their variables estimated by their exact marginals given "
             "the rest")
