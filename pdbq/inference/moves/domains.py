@@ -67,10 +67,11 @@ MIN_FRESH = 0.5  # share of a further domain block's variables that no earlier o
 WHOLE_TABLE_CAP = 2**16
 EXACT_TIME_SHARE = 0.95
 EXACT_DRAW_FACTOR = 2.0  # a draw plus its downward pass (exact marginals) against a draw alone
-# kept draws per chain the budget must afford (AUTO times one draw). Fewer than 100 kept (the ESS
-# check) or a resolution floor 3.84 / draws over the tolerance warn; the measured errors at 75–110
-# kept draws were still a third of plain domain blocks' (docs/benchmarks.md)
-MIN_CYCLES = 50
+# kept draws per chain the budget must afford (AUTO times one draw): one per batch of the error
+# estimates (32–64 batches per chain). Fewer than 100 kept (the ESS check) or a resolution floor
+# 3.84 / draws over the tolerance warn; the measured errors at 50–110 kept draws were still a
+# third to a half of plain domain blocks' (docs/benchmarks.md)
+MIN_CYCLES = 32
 
 
 def slow_variables(targets: np.ndarray, ess: np.ndarray, evidence: np.ndarray, draws: float) -> np.ndarray:
