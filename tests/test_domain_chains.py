@@ -109,3 +109,13 @@ def test_separate_slow_patches_get_one_block_each_and_a_lone_slow_variable_none(
     ess[slow] = 3.0
     blocks = whole_domain_blocks(g, slow, ess, base_table=2**10, affordable=lambda b: True)
     assert sorted(sorted(x.vars.tolist()) for x in blocks) == [a.tolist(), b.tolist()]
+
+
+def test_a_timed_domain_run_gets_a_burn_in_from_the_pilots_measured_mixing_not_the_share():
+    from pdbq.inference.moves import move_choice as mc  # noqa: PLC0415
+
+    timed = GibbsConfig(time_limit=5.0, seed=0)
+    # 5 autocorrelation times of at most 1 / SLOW_ESS_RATIO = 100 sweeps, in whole cycles of 40 sweeps
+    assert mc._measured_burn_in(timed, None, 40, 1_000).burn_in == 13 * 1_000
+    assert mc._measured_burn_in(GibbsConfig(steps=10_000, seed=0), None, 40, 1_000).burn_in is None
+    assert mc._measured_burn_in(dataclasses.replace(timed, burn_in=7), None, 40, 1_000).burn_in == 7
