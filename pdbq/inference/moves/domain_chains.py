@@ -70,6 +70,8 @@ def draw_seconds(graph: FactorGraph, blocks: list[Block], kernel: KernelGraph) -
     sc = _Scratch(graph, blocks, 1)
     values = np.zeros(graph.n_vars, dtype=np.uint8 if kernel.max_card <= 256 else np.int32)
     tix = np.full(graph.n_vars, -1, dtype=np.int32)
+    for b in blocks:
+        tix[b.vars] = 0  # every marginal computed as in the run (into one scratch row)
     sums = np.zeros((1, sc.probs.shape[1]))
     counts = np.zeros(1, dtype=np.int64)
     rng = chain_states(0, 1)
@@ -114,8 +116,8 @@ class _DomainCycle:
             if g.n_groups:  # the block draws change values, not the running group sums
                 group_sums_into(g, kg.tables, st.values, st.group_sums)
             run_chain(g, kg, st, ctx.sched, self.sweep_accs[c], self.unused, self.site_updates, collect)
+            sc = self.sc
             for b in range(self.n_blocks):
-                sc = self.sc
                 draw_block(sc.packed, b, st.values, sc.psi[c], sc.coords[c], sc.tmp[c], sc.probs[c], self.rng[c : c + 1],
                            collect, acc.target_index, acc.sums, acc.counts)
 
