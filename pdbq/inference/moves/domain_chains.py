@@ -37,7 +37,7 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.gibbs import ChainMoves, MoveContext, Moves
 from pdbq.inference.mcmc.kernels import Accum, Best, KernelGraph, group_sums_into, run_chain
-from pdbq.inference.mcmc.rng import chain_states
+from pdbq.inference.mcmc.rng import chain_states, group_states
 from pdbq.inference.moves.block_kernels import pack_blocks
 from pdbq.inference.moves.blocks import Block
 from pdbq.inference.moves.cutset_kernels import draw_block
@@ -94,7 +94,9 @@ class _DomainCycle:
         self.ctx, self.site_updates, self.per_cycle = ctx, site_updates, per_cycle
         self.sc = _Scratch(g, blocks, chains)
         self.n_blocks = len(blocks)
-        self.rng = chain_states(ctx.seed + _RNG_OFFSET, chains)
+        # chain c's draws come from stream c of the whole run (`MoveContext.first`): a chain group
+        # on a Dask worker draws what those chains draw in one process
+        self.rng = group_states(ctx.seed + _RNG_OFFSET, ctx.first, chains)
         self.unused = Best(np.zeros(2), np.zeros(0, dtype=ctx.states[0].values.dtype), np.ones(1))
         in_block = np.zeros(g.n_vars, dtype=bool)
         for b in blocks:
