@@ -393,6 +393,31 @@ def test_auto_on_dask_is_auto_in_process_bit_for_bit(client, graph):
     assert _same(there, here)
 
 
+@pytest.mark.parametrize("budget", [dict(steps=40_000), dict(steps=150_000, tolerance=0.02)])
+def test_auto_domain_chains_on_dask_are_auto_in_process_bit_for_bit(client, budget):
+    """On an ordered model AUTO's pilot finds a patch that flips as one and runs whole-domain
+    blocks estimated by their exact marginals (`domain_chains`); the groups on Dask run that
+    very cycle, the blocks shipped from here: the in-process answer bit for bit, at a fixed
+    length and stopped by the tolerance after the same rounds."""
+    from test_domains import domain_grid
+
+    from pdbq.inference.moves.move_choice import choose_moves, run_auto
+
+    g = domain_grid(6, 4)
+    targets = np.arange(g.n_vars)
+    cfg = GibbsConfig(chains=4, seed=1, threads=1, **budget)
+    here, why = run_auto(g, targets, cfg, choose_moves(g))
+
+    def chains(graph, targets, cfg, mixing=None, blocks=None, sweeps=1, deadline=None, domain=False, **kw):
+        return _rounds(graph, targets, cfg, client, mixing=mixing, blocks=blocks, sweeps=sweeps, deadline=deadline,
+                       domain=domain)[0]
+
+    there, why_there = run_auto(g, targets, cfg, choose_moves(g), chains=chains)
+    assert "hold each slow patch whole" in why and why_there == why
+    assert _same(there, here) and there.burn_in == here.burn_in
+    assert there.batches.stopped_by == here.batches.stopped_by == ("tolerance" if "tolerance" in budget else "steps")
+
+
 @pytest.fixture(scope="module")
 def movies():
     import pdbq
@@ -430,6 +455,22 @@ def test_sql_moves_on_dask_give_the_in_process_answer(movies, moves):
     q = ("SELECT movie, PROB(is_popular) AS p, STDERR(is_popular) AS se FROM is_popular ORDER BY movie "
          f"USING GIBBS WITH (sweeps = 300, seed = 3, {moves}{{}})")
     assert movies.execute(q.format(", workers = 2")).fetchall() == movies.execute(q.format("")).fetchall()
+
+
+@needs_dask
+def test_sql_auto_domain_chains_on_dask_give_the_in_process_answer():
+    import pdbq
+    from test_domains import GRID
+
+    with pdbq.connect() as db:
+        db.execute(GRID)  # an ordered grid whose corner patch flips as one
+        q = ("SELECT v.r, v.c, PROB(v), STDERR(v) FROM x v ORDER BY v.r, v.c "
+             "USING AUTO WITH (max_table = 2, seed = 1, steps = 40000{})")
+        here = db.execute(q.format("")).fetchall()
+        res = db.execute(q.format(", workers = 2"))
+        assert res.fetchall() == here
+        why = res.diagnostics["method_reason"]
+        assert "hold each slow patch whole" in why and "chains on Dask" in why and res.diagnostics["dask"]["runs"] == 2
 
 
 @needs_dask
@@ -514,7 +555,10 @@ def test_python_dask_arguments_without_effect_are_refused(client):
     sites = np.arange(6, dtype=np.int32)
     cfg = GibbsConfig(steps=500, chains=2, threads=1)
     for kw, message in ((dict(sweeps=2), "sweeps"), (dict(blocks=[]), "blocks have no effect"),
-                        (dict(cutset=object(), mixing=MixingConfig(tempering=2).check()), "mixing has no effect with cutset")):
+                        (dict(cutset=object(), mixing=MixingConfig(tempering=2).check()), "mixing has no effect with cutset"),
+                        (dict(domain=True), "need the whole-domain blocks"),
+                        (dict(domain=True, blocks=[object()], mixing=MixingConfig(tempering=2).check()),
+                         "neither mixing nor cutset")):
         with pytest.raises(OptionError, match=message):
             run_chains(g, np.array([0]), cfg, workers=2, sites=sites, client=client, **kw)
 

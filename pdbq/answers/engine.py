@@ -236,15 +236,15 @@ def dask_plan(options, method: Method, explicit: frozenset[str]) -> str:
 
 
 def dask_runner(options, deadline: float | None, on_round, poll: Callable[[], None] | None = None) -> Callable:
-    """``run(graph, query, config, mixing=None, blocks=None, sweeps=1, **kw) -> (result, what, dask
-    record)``: chains on Dask (`pdbq.distributed.chains.run_chains`) with the query's workers or
+    """``run(graph, query, config, mixing=None, blocks=None, sweeps=1, cutset=None, domain=False, **kw)
+    -> (result, what, dask record)``: chains on Dask (`pdbq.distributed.chains.run_chains`) with the query's workers or
     scheduler; ``kw``: ``sites``, ``selection``, ``kernel``, ``deadline`` (default the query's);
     ``poll()`` is called while the workers run (a cancelled statement raises from it)."""
     from pdbq.distributed.chains import run_chains  # noqa: PLC0415 - Dask only when asked
     from pdbq.inference.moves.mixing import MixingResult  # noqa: PLC0415
 
     def run(graph, query, config: GibbsConfig, mixing: MixingConfig | None = None, blocks=None, sweeps: int = 1,
-            cutset=None, **kw):
+            cutset=None, domain: bool = False, **kw):
         until = kw.pop("deadline", deadline)
         kw.pop("on_round", None)
         targets, sites, selection, plan = query, kw["sites"], kw.get("selection"), None
@@ -255,7 +255,7 @@ def dask_runner(options, deadline: float | None, on_round, poll: Callable[[], No
                                    mixing=mixing if mixing is not None and mixing.active else None, blocks=blocks,
                                    sweeps=sweeps, scheduler=options.scheduler, deadline=until, on_round=on_round,
                                    sites=sites, selection=selection, kernel=kw.get("kernel"), cutset=cutset,
-                                   poll=poll)
+                                   poll=poll, domain=domain)
         if rec.rounds == 1 and on_round is not None:  # one task per group: the run's one report (and a pending cancel)
             se = r.stderr[np.isfinite(r.stderr)]
             on_round(RoundInfo(r.steps + r.burn_in, False, float(se.max()) if se.size else float("nan"), rec.wall))

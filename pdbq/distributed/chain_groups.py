@@ -33,6 +33,7 @@ from pdbq.errors import InferenceError
 from pdbq.inference.mcmc.gibbs import Moves, StartedRun, start_chains
 from pdbq.inference.moves.cutset import cutset_plan
 from pdbq.inference.moves.adaptation import Adapted, BurnStats, adapts
+from pdbq.inference.moves.domain_chains import domain_moves
 from pdbq.inference.moves.mixing import MixingSetup, MovesReport, mixing_moves, mixing_report
 
 __all__ = ["SegmentTask", "SegmentReport", "GroupShape", "group_segment", "release_groups", "whole"]
@@ -128,6 +129,8 @@ def _open(job: ChainJob, task: SegmentTask) -> _Group:
     if job.cutset is not None:  # every free variable is sampled; the sampled targets were given
         plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)
         moves, targets, sites, kernel = plan.moves, plan.sampled, None, plan.kernel
+    elif job.domain:  # AUTO's whole-domain blocks, drawn with their exact marginals
+        moves = domain_moves(job.graph, job.blocks, job.sites, job.sweeps)
     elif job.mixing is not None and job.mixing.active:
         setup = mixing_moves(job.graph, job.targets, cfg, job.mixing, sites=job.sites, kernel=job.kernel,
                              blocks=job.blocks, sweeps=job.sweeps)

@@ -32,6 +32,9 @@ class ChainJob(NamedTuple):
     sweeps: int = 1  # single-site passes per mixing cycle (AUTO's domain blocks: `domains.sweeps_per_cycle`)
     cutset: Any = None  # a `cutset.Cutset`: cutset sampling's sweeps (targets: the sampled ones, sites: every free variable)
     fixed: bool = False  # a run of a fixed length (`fixed_length`): its groups' rounds are sized as one process sizes them
+    # ``blocks`` are AUTO's whole-domain blocks, run as `domain_chains` runs them (``sweeps`` passes
+    # per draw, block variables estimated by their exact marginals given the rest); mixing is None
+    domain: bool = False
 
 
 def fixed_length(config: GibbsConfig, deadline: float | None) -> bool:

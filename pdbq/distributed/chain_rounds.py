@@ -292,6 +292,7 @@ def run_chain_rounds(
     on_round: Callable[[RoundInfo], None] | None = None,
     cutset=None,
     poll: Callable[[], None] | None = None,
+    domain: bool = False,
 ):
     """Run ``config.chains`` chains in ``workers`` groups on Dask until ``config.tolerance``,
     ``config.time_limit`` / ``deadline`` (a `time.perf_counter()` instant) or ``config.steps``
@@ -315,7 +316,7 @@ def run_chain_rounds(
         return result_from_book(graph, StartedRun(config, checked, kmax, plan, None, t0), None, None), empty
     groups = chain_groups(config.chains, workers)
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection,
-                   config, mixing, blocks, kernel, sweeps, cutset, fixed_length(config, deadline))
+                   config, mixing, blocks, kernel, sweeps, cutset, fixed_length(config, deadline), domain)
     stop = deadline
     if config.time_limit is not None:
         stop = t0 + config.time_limit if stop is None else min(stop, t0 + config.time_limit)

@@ -10,8 +10,10 @@ batches, and the client pools them (`pooling.pool_groups`): the estimator, the b
 standard errors, R-hat across all chains and the warnings are those of one in-process run. For
 single-site chains the answer is the in-process answer bit for bit, whatever the number of
 workers, and so is a run with block, cluster or cutset moves (each chain draws the moves' streams
-of its index in the run, `MoveContext.first`); tempering and mode jumps adapt from all chains
-in burn-in, so their runs go segment by segment (`chain_rounds`), bit for bit as well.
+of its index in the run, `MoveContext.first`), and so is AUTO's domain-chain run (``domain``:
+the whole-domain blocks chosen on the client, drawn by `domain_chains` with their exact
+marginals); tempering and mode jumps adapt from all chains in burn-in, so their runs go segment
+by segment (`chain_rounds`), bit for bit as well.
 
 A task is a pure function of its inputs, so a group whose worker dies is re-run by Dask
 elsewhere, and when a round still fails because the cluster lost a worker or the scattered
@@ -44,6 +46,7 @@ from pdbq.inference.mcmc.kernels import KernelGraph, prepare_kernel_graph
 from pdbq.inference.mcmc.pooling import chain_groups, pool_groups
 from pdbq.inference.moves.cutset import cutset_plan
 from pdbq.inference.moves.adaptation import adapts
+from pdbq.inference.moves.domain_chains import domain_moves
 from pdbq.inference.moves.mixing import MovesReport, mixing_moves, mixing_report, pooled_moves_report, with_moves_report
 
 __all__ = ["ChainJob", "GroupTask", "GroupResult", "DaskRun", "run_group", "run_chains", "check_groups", "check_moves",
@@ -121,9 +124,15 @@ def check_groups(config: GibbsConfig, workers: int) -> None:
                           "each worker runs whole chains")
 
 
-def check_moves(mixing: MixingConfig | None, blocks, sweeps: int, cutset, selection) -> None:
+def check_moves(mixing: MixingConfig | None, blocks, sweeps: int, cutset, selection, domain: bool = False) -> None:
     """`OptionError` for a move argument of `run_chains` that the run would not read."""
     active = mixing is not None and mixing.active
+    if domain:
+        if active or cutset is not None:
+            raise OptionError("domain chains run AUTO's whole-domain blocks alone: give neither mixing nor cutset")
+        if not blocks:
+            raise OptionError("domain chains need the whole-domain blocks (blocks = [...])")
+        return
     if cutset is not None and (active or selection is not None):
         raise OptionError(f"{'mixing' if active else 'selection'} has no effect with cutset: the groups run cutset "
                           "sweeps over every free variable")
@@ -143,6 +152,9 @@ def run_group(job: ChainJob, task: GroupTask) -> GroupResult:
     if job.cutset is not None:
         plan = cutset_plan(job.graph, job.targets, job.cutset, kernel=job.kernel)
         r = run_gibbs(job.graph, plan.sampled, cfg, kernel=plan.kernel, moves=plan.moves, poll=poll)
+    elif job.domain:
+        hook = domain_moves(job.graph, job.blocks, job.sites, job.sweeps)
+        r = run_gibbs(job.graph, job.targets, cfg, moves=hook, **kw)
     elif job.mixing is not None and job.mixing.active:
         setup = mixing_moves(job.graph, job.targets, cfg, job.mixing, sites=job.sites, kernel=job.kernel,
                              blocks=job.blocks, sweeps=job.sweeps, poll=poll)
@@ -175,6 +187,7 @@ def run_chains(
     sweeps: int = 1,
     cutset: Any = None,
     poll=None,
+    domain: bool = False,
 ) -> tuple[GibbsResult, list[GibbsResult], DaskRun]:
     """Run ``config.chains`` chains in ``workers`` groups on Dask and pool them (module
     docstring). Returns the pooled answer, each group's own answer (for what its moves did; the
@@ -187,10 +200,12 @@ def run_chains(
     cutset sampling (`cutset.cutset_plan`) instead of mixing moves; then ``targets`` must be the
     plan's sampled targets and ``sites`` every free variable (`cutset_result` merges the rest).
     ``poll()``: called about every 50 ms while the workers run (whatever it raises, a cancelled
-    statement, cancels their tasks and propagates)."""
+    statement, cancels their tasks and propagates). ``domain``: ``blocks`` are AUTO's whole-domain
+    blocks (`domains.whole_domain_blocks`), run as `domain_chains.domain_moves` runs them with
+    ``sweeps`` single-site passes per draw (no ``mixing``)."""
     config = config.check()
     check_groups(config, workers)
-    check_moves(mixing, blocks, sweeps, cutset, selection)
+    check_moves(mixing, blocks, sweeps, cutset, selection, domain)
     # moves that adapt from all chains in burn-in (a ladder, a mode pool) go segment by segment
     # even for a fixed length: the client adapts them between burn-in rounds for every group
     if not fixed_length(config, deadline) or (cutset is None and adapts(mixing)):
@@ -199,7 +214,7 @@ def run_chains(
         r, counts = run_chain_rounds(graph, targets, config, workers=workers, sites=sites, selection=selection,
                                      mixing=mixing, blocks=blocks, kernel=kernel, sweeps=sweeps, scheduler=scheduler,
                                      client=client, processes=processes, retries=retries, deadline=deadline,
-                                     on_round=on_round, cutset=cutset, poll=poll)
+                                     on_round=on_round, cutset=cutset, poll=poll, domain=domain)
         return r, [r], DaskRun(**counts)
     if kernel is None:
         kernel = prepare_kernel_graph(validate(graph))
@@ -207,7 +222,7 @@ def run_chains(
     stop_event = None if poll is None else f"pdbq-chains-stop-{token}"
     tasks = [GroupTask(g, first, n, stop_event) for g, (first, n) in enumerate(chain_groups(config.chains, workers))]
     job = ChainJob(graph, np.asarray(targets, dtype=np.int64), np.asarray(sites, dtype=np.int32), selection, config,
-                   mixing, blocks, kernel, sweeps, cutset)
+                   mixing, blocks, kernel, sweeps, cutset, domain=domain)
     t_start = time.perf_counter()
     client, close = open_client(client, scheduler, processes, workers)
     try:

@@ -261,8 +261,8 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
         # only on ordered models (a patch that flips as one against a fast outside); with zero
         # entries or strong couplings the outside can hold the patch's state too, and the exact
         # marginals given it were measured worse (pgmpy's alarm: tolerance-only coverage 0.75–0.99
-        # against 0.86–0.94); chain groups elsewhere (Dask) run the plain block cycle below
-        if chains is None and moves.ordered:
+        # against 0.86–0.94)
+        if moves.ordered:
             def affordable(b) -> bool:
                 return _kept_cycles(graph, b, kernel, sites, rest, deadline, t0) >= MIN_CYCLES
 
@@ -273,8 +273,11 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
             rest = _less_time(rest, t0)
             if np.isin(sites, pilot.targets).all():  # the pilot measured every sampled variable
                 rest = _measured_burn_in(rest, deadline, sweeps, sites.shape[0] * sweeps + sum(b.size for b in whole))
-            hook = domain_moves(graph, whole, sites, sweeps)
-            r = run_gibbs(graph, targets, rest, deadline=deadline, moves=hook, **kw)
+            if chains is not None:  # the groups elsewhere (Dask) run the same cycle, blocks shipped from here
+                r = chains(graph, targets, rest, blocks=whole, sweeps=sweeps, domain=True, deadline=deadline, **kw)
+            else:
+                r = run_gibbs(graph, targets, rest, deadline=deadline, moves=domain_moves(graph, whole, sites, sweeps),
+                              **kw)
             return r, describe_whole_domain(whole, int(slow.size), cut, sweeps)
         blocks = domain_blocks(graph, slow, ess_of, max_table=moves.block_table, deadline=deadline)
     except InferenceError:
@@ -406,8 +409,8 @@ def run_auto(
     ``deadline`` instant of `run_gibbs`, else ``steps``) is split, never exceeded: the pilot
     gets `PILOT_SHARE` of what is left of it, the moves the rest. Returns the result and a
     sentence on what was done. ``blocks(mixing)`` supplies cached blocks; ``kw`` go to `run_gibbs` / `run_mixing`.
-    ``chains(graph, targets, config, mixing=None, blocks=None, sweeps=1, cutset=None, deadline=…,
-    **kw)`` runs the pilot and the moves elsewhere (chain groups on Dask workers) instead of
+    ``chains(graph, targets, config, mixing=None, blocks=None, sweeps=1, cutset=None, domain=False,
+    deadline=…, **kw)`` runs the pilot and the moves elsewhere (chain groups on Dask workers) instead of
     `run_gibbs` / `run_mixing` / `run_cutset`."""
     plain = chains if chains is not None else run_gibbs
     if not moves.pilots:
