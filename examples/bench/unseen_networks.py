@@ -173,7 +173,10 @@ def _exact_agrum(bif: str, uai: str, evid: str, out: str) -> None:
         import pyAgrum as gum  # noqa: PLC0415
     names = Path(uai).with_suffix(".names").read_text().split("\n")[:-1]
     states = [line.split("\t") for line in Path(uai).with_suffix(".states").read_text().split("\n")[:-1]]
-    bn = gum.loadBN(bif)
+    try:
+        bn = gum.loadBN(bif)
+    except Exception:  # noqa: BLE001 - pyAgrum's BIF parser refuses some labels ("Asy/Patch", "<5")
+        bn, names, states = _agrum_from_uai(gum, uai)
     tok = [int(x) for x in Path(evid).read_text().split()]
     ev = {names[tok[1 + 2 * i]]: states[tok[1 + 2 * i]][tok[2 + 2 * i]] for i in range(tok[0])}
     t = time.perf_counter()
@@ -188,6 +191,30 @@ def _exact_agrum(bif: str, uai: str, evid: str, out: str) -> None:
         for j, s in enumerate(states[i]):
             marg[i, j] = p[labels.index(s)]
     np.savez(out, marginals=marg, seconds=time.perf_counter() - t)
+
+
+def _agrum_from_uai(gum, uai: str):
+    """The network as a pyAgrum BayesNet built from the cached UAI file's CPTs, one parent
+    configuration at a time (variables ``v0``…, labels ``0``…)."""
+    from pdbq.io.uai import read_uai_graph  # noqa: PLC0415
+
+    g = read_uai_graph(uai).graph
+    parents = _parents(Path(uai))
+    card = g.cardinality.astype(int)
+    bn = gum.BayesNet()
+    names = [f"v{i}" for i in range(len(parents))]
+    for i, n in enumerate(names):
+        bn.add(gum.LabelizedVariable(n, n, int(card[i])))
+    for i, ps in enumerate(parents):
+        for p in ps:
+            bn.addArc(names[p], names[i])
+    for i, ps in enumerate(parents):
+        t0, k = int(g.table_offset[i]), int(card[i])
+        rows = np.exp(g.tables[t0: t0 + k * int(np.prod([card[p] for p in ps] or [1]))]).reshape(-1, k)
+        for r, row in enumerate(rows):
+            idx = np.unravel_index(r, [card[p] for p in ps]) if ps else ()
+            bn.cpt(names[i])[{names[p]: int(x) for p, x in zip(ps, idx)}] = [float(x) for x in row]
+    return bn, names, [[str(j) for j in range(int(c))] for c in card]
 
 
 def _limited(target, args, limit: float, memory_gib: float) -> tuple[str, float]:
@@ -400,7 +427,13 @@ def fresh_user(names, cache: Path, args) -> None:
         read_uai(db, str(uai), "net", evidence=str(evid))
         t_load = time.perf_counter() - t
         t = time.perf_counter()
-        res = db.execute("SELECT v.id, PROB(v = 0) FROM net v")
+        try:
+            res = db.execute("SELECT v.id, PROB(v = 0) FROM net v")
+        except pdbq.PdbqError as e:
+            print(f"| {name} | {t_load:.2f} | {time.perf_counter() - t:.2f} | – | – | {type(e).__name__} | "
+                  f"{str(e)[:160]} |", flush=True)
+            db.close()
+            continue
         rows = res.fetchall()
         t_q = time.perf_counter() - t
         nulls = sum(1 for r in rows if r[1] is None)
