@@ -249,9 +249,11 @@ def test_an_ordered_models_pilot_keeps_its_start_and_is_never_the_answer(monkeyp
 def test_tolerance_stops_false_samples_to_the_budget_and_still_warns():
     g = domain_grid(4, 2)
     q = np.arange(g.n_vars)
-    early = run_gibbs(g, q, GibbsConfig(steps=400_000, seed=0, tolerance=0.2))
-    full = run_gibbs(g, q, GibbsConfig(steps=400_000, seed=0, tolerance=0.2, tolerance_stops=False))
-    assert early.steps + early.burn_in < 400_000 <= full.steps + full.burn_in
+    # the tolerance stop ends this run after about 2M updates (the first pass, at about 200,000,
+    # is not confirmed by the fresh rounds' ESS; a later one is)
+    early = run_gibbs(g, q, GibbsConfig(steps=3_000_000, seed=0, tolerance=0.2))
+    full = run_gibbs(g, q, GibbsConfig(steps=3_000_000, seed=0, tolerance=0.2, tolerance_stops=False))
+    assert early.steps + early.burn_in < 3_000_000 <= full.steps + full.burn_in
     assert not any("tolerance" in w for w in full.warnings)
     tight = run_gibbs(g, q, GibbsConfig(steps=20_000, seed=0, tolerance=1e-5, tolerance_stops=False))
     assert any("tolerance 1e-05 not reached" in w for w in tight.warnings)
