@@ -17,7 +17,7 @@ __all__ = ["GibbsConfig", "AnnealConfig", "MixingConfig", "SCANS", "INITS", "BLO
            "MAX_TEMPERING", "MAX_CHAIN_COPIES"]
 
 SCANS = ("sweep", "random")
-INITS = ("dispersed", "random")
+INITS = ("dispersed", "random", "feasible")
 
 
 # Each chain keeps its own state, group sums, random stream and estimate sums: memory and
@@ -86,7 +86,10 @@ class GibbsConfig:
         blocks: chains that all agree on one state of a slow domain meet it too early).
     scan: ``"sweep"`` (systematic, in `sites` order) or ``"random"`` (uniform); ignored when a
         selection distribution (alias table) is given.
-    init: ``"dispersed"`` (see `chains`) or ``"random"`` (every chain uniform at random).
+    init: ``"dispersed"`` (see `chains`), ``"random"`` (every chain uniform at random) or
+        ``"feasible"`` (every chain from its own world that the zero entries of the tables allow,
+        `feasible_start.feasible_world`, else as ``"dispersed"``: AUTO after a plain pilot stuck
+        in impossible worlds).
     trace_points: at most this many running-estimate points are kept for plotting.
     rhat_threshold: split R-hat above this adds a non-convergence warning.
     first_chain / total_chains: when the chains of one answer run as separate groups (on Dask

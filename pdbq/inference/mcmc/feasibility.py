@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HardFactors", "Violation", "propagate", "forced_values", "violated_table_factor", "MAX_PROPAGATION_ENTRIES"]
+__all__ = ["HardFactors", "Violation", "propagate", "forced_values", "hard_factors", "violated_table_factor", "MAX_PROPAGATION_ENTRIES"]
 
 # Tables larger than this are skipped (their support is not computed): propagation stays a cheap
 # check before inference; exact inference or the samplers still catch what it misses.
@@ -188,16 +188,12 @@ def _propagate(hard: HardFactors, ev_vids: np.ndarray,
 MAX_FORCED_FACTORS = 50_000
 
 
-def forced_values(graph) -> tuple[np.ndarray, np.ndarray]:
-    """(variables, values): the free variables of ``graph`` (a `FactorGraph`) that the evidence and
-    the hard factors leave exactly one possible value (generalised arc consistency, `propagate`).
-    Sound: every world of non-zero probability gives such a variable that value, so its marginal
-    is that point mass. Empty when the evidence is impossible as far as propagation tells (the
-    samplers report that) or the graph has more than `MAX_FORCED_FACTORS` hard factors."""
-    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+def hard_factors(graph) -> HardFactors | None:
+    """The TABLE factors of ``graph`` (a `FactorGraph`) holding an infinite log-potential, as
+    `HardFactors`; None when there is none or more than `MAX_FORCED_FACTORS`."""
     tables = graph.tables
     if not tables.size or np.all(np.isfinite(tables)):
-        return none
+        return None
     tf = np.flatnonzero(graph.table_offset >= 0)
     lo = graph.factor_offsets[tf]
     hi = graph.factor_offsets[tf + 1]
@@ -214,12 +210,25 @@ def forced_values(graph) -> tuple[np.ndarray, np.ndarray]:
     infinite[entry_factor[~np.isfinite(entries)]] = True
     keep = np.flatnonzero(infinite & (hi > lo))
     if keep.size == 0 or keep.size > MAX_FORCED_FACTORS:
-        return none
+        return None
     arity = (hi - lo)[keep]
     vids = np.concatenate([graph.factor_vars[lo[f] : hi[f]] for f in keep.tolist()]).astype(np.int64)
     tabs = np.concatenate([tables[start[f] : start[f] + sizes[f]] for f in keep.tolist()])
     hard = HardFactors(np.concatenate([[0], np.cumsum(arity)]), vids, np.concatenate([[0], np.cumsum(sizes[keep])]),
                        tabs, card[vids])
+    return hard
+
+
+def forced_values(graph) -> tuple[np.ndarray, np.ndarray]:
+    """(variables, values): the free variables of ``graph`` (a `FactorGraph`) that the evidence and
+    the hard factors leave exactly one possible value (generalised arc consistency, `propagate`).
+    Sound: every world of non-zero probability gives such a variable that value, so its marginal
+    is that point mass. Empty when the evidence is impossible as far as propagation tells (the
+    samplers report that) or the graph has more than `MAX_FORCED_FACTORS` hard factors."""
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    hard = hard_factors(graph)
+    if hard is None:
+        return none
     ev = np.flatnonzero(graph.evidence >= 0).astype(np.int64)
     found, domains = _propagate(hard, ev, graph.evidence[ev].astype(np.int64))
     if found is not None:

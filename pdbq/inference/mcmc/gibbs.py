@@ -39,6 +39,7 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig
 from pdbq.inference.mcmc.constant import constant_targets, forced_targets
 from pdbq.inference.mcmc.feasibility import violated_table_factor
+from pdbq.inference.mcmc.feasible_start import feasible_world
 from pdbq.inference.mcmc.estimates import STORE_BYTES, BatchStore
 from pdbq.inference.mcmc.kernels import (
     MODE_ALIAS,
@@ -315,14 +316,16 @@ def _check_hard(graph: FactorGraph, states) -> None:
 
 
 def initial_states(
-    graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool, first: int = 0
+    graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool, first: int = 0,
+    feasible: bool = False,
 ) -> tuple[list[ChainState], np.ndarray, np.ndarray]:
     """Per-chain states (values, group sums, rng, sweep position) and the backing 2-d arrays.
 
     Dispersed starts: chain 0 takes every variable's lowest value, chain 1 its highest, other
     chains uniform at random; evidence is clamped in every chain. ``first``: these are chains
     ``first .. first + chains - 1`` of a larger run (each chain's start and stream depend on its
-    index only).
+    index only). ``feasible``: each chain starts from its own world that every zero entry allows
+    (`feasible_world`, seeded by the run's seed and the chain's index), where one is found.
     """
     card = graph.cardinality
     dtype = np.uint8 if kg.max_card <= 256 else np.int32
@@ -337,6 +340,11 @@ def initial_states(
             values[c] = gens[c].integers(0, card) if graph.n_vars else 0
     ev = graph.evidence >= 0
     values[:, ev] = graph.evidence[ev]
+    if feasible:
+        for c in range(chains):
+            world = feasible_world(graph, int(np.random.SeedSequence([seed, first + c]).generate_state(1)[0]))
+            if world is not None:
+                values[c] = world
     gsums = np.zeros((chains, graph.n_groups))
     rng = chain_states(seed, first + chains)[first:].copy()
     pos = np.zeros(chains, dtype=np.int64)
@@ -389,8 +397,8 @@ class _Chains:
         constant = constant_targets(graph, kg, live) | forced_targets(graph, live)
         if moves.exact is not None:
             constant = constant | moves.exact[live]
-        self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init == "dispersed",
-                                                    config.first_chain)
+        self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init != "random",
+                                                    config.first_chain, feasible=config.init == "feasible")
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
         self.rsums = np.zeros((chains, n_live, kmax))

@@ -440,6 +440,9 @@ def run_auto(
         rest = dataclasses.replace(rest, steps=max(1, total - pilot_cfg.steps))
     if pilot is None:
         rhat = float("inf")
+        # the plain chains never reached a world the zero entries allow: the moves' chains start
+        # in such worlds (found by search) instead of at the lowest, highest and random values
+        rest = dataclasses.replace(rest, init="feasible")
     else:
         rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
     if np.isfinite(rhat) and rhat <= PILOT_RHAT:

@@ -1,0 +1,113 @@
+"""A world of positive probability to start chains from, when the zero entries of the tables leave
+single-site chains stuck in impossible worlds.
+
+The hard factors (`feasibility.hard_factors`: tables holding a zero) are constraints. The search
+keeps every variable's domain generalised-arc-consistent (as `feasibility.propagate` does once
+for the evidence) while it fixes variables one at a time, the one with the fewest values left
+first, to a value drawn at random among them; a factor left without an allowed entry ends the
+try, and a new one starts with other draws (no backtracking: on Bayesian networks, whose zeros
+sit in conditional tables, arc consistency rarely lets a wrong choice through). Variables in no
+hard factor take any value. The world found is only a start: it satisfies every hard factor,
+so the chains begin where the zeros allow and single-site moves need not cross them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pdbq.inference.mcmc.feasibility import MAX_PROPAGATION_ENTRIES, HardFactors, _allowed, hard_factors
+
+__all__ = ["feasible_world"]
+
+
+class _Search:
+    """Domains (bool[card] per variable of a hard factor) and the revise queue of one try."""
+
+    def __init__(self, hard: HardFactors, evidence: np.ndarray):
+        self.hard = hard
+        self.touching: dict[int, list[int]] = {}
+        for f in range(hard.n_factors):
+            for v in hard.vids[hard.offsets[f]: hard.offsets[f + 1]].tolist():
+                self.touching.setdefault(v, []).append(f)
+        self.card = {int(v): int(c) for v, c in zip(hard.vids.tolist(), hard.cardinality.tolist())}
+        self.domains: dict[int, np.ndarray] = {}
+        for v, c in self.card.items():
+            d = np.ones(c, dtype=bool)
+            if evidence[v] >= 0:
+                d[:] = False
+                d[int(evidence[v])] = True
+            self.domains[v] = d
+        self.allowed = [_allowed(hard.tables[hard.table_offsets[f]: hard.table_offsets[f + 1]])
+                        for f in range(hard.n_factors)]
+
+    def revise(self, queue: list[int]) -> bool:
+        """Arc consistency from the factors in ``queue``; False when one is left without an entry."""
+        hard = self.hard
+        queued = set(queue)
+        while queue:
+            f = queue.pop()
+            queued.discard(f)
+            lo, hi = int(hard.offsets[f]), int(hard.offsets[f + 1])
+            if self.allowed[f].size > MAX_PROPAGATION_ENTRIES:
+                continue
+            vids = hard.vids[lo:hi].tolist()
+            cards = [self.card[v] for v in vids]
+            ok = self.allowed[f].reshape(cards)
+            for axis, v in enumerate(vids):
+                shape = [1] * len(cards)
+                shape[axis] = cards[axis]
+                ok = ok & self.domains[v].reshape(shape)
+            if not ok.any():
+                return False
+            for axis, v in enumerate(vids):
+                other = tuple(a for a in range(len(cards)) if a != axis)
+                support = ok.any(axis=other) if other else ok
+                if np.array_equal(support, self.domains[v]):
+                    continue
+                self.domains[v] = self.domains[v] & support
+                for g in self.touching[v]:
+                    if g != f and g not in queued:
+                        queued.add(g)
+                        queue.append(g)
+        return True
+
+
+def feasible_world(graph, seed: int, tries: int = 8, deadline: float | None = None) -> np.ndarray | None:
+    """Values (int64[n_vars], evidence kept) of a world that every hard factor of ``graph`` allows,
+    or None (no hard factor to satisfy, no world found in ``tries`` tries, or the ``deadline``, a
+    `time.perf_counter()` instant, passed)."""
+    hard = hard_factors(graph)
+    if hard is None:
+        return None
+    rng = np.random.default_rng(seed)
+    card = graph.cardinality.astype(np.int64)
+    for _ in range(tries):
+        s = _Search(hard, graph.evidence)
+        if not s.revise(list(range(hard.n_factors))):
+            return None  # the evidence itself is impossible as far as propagation tells
+        open_vars = [v for v in s.domains if graph.evidence[v] < 0]
+        failed = False
+        while open_vars:
+            if deadline is not None and time.perf_counter() >= deadline:
+                return None
+            sizes = np.array([int(s.domains[v].sum()) for v in open_vars])
+            pick = np.flatnonzero(sizes == sizes.min())
+            v = open_vars.pop(int(pick[rng.integers(pick.size)]))
+            values = np.flatnonzero(s.domains[v])
+            d = np.zeros_like(s.domains[v])
+            d[values[rng.integers(values.size)]] = True
+            s.domains[v] = d
+            if not s.revise(list(s.touching[v])):
+                failed = True
+                break
+        if failed:
+            continue
+        out = rng.integers(0, card).astype(np.int64)
+        ev = graph.evidence >= 0
+        out[ev] = graph.evidence[ev]
+        for v, d in s.domains.items():
+            out[v] = int(np.flatnonzero(d)[0])
+        return out
+    return None
