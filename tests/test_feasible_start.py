@@ -77,7 +77,7 @@ def test_auto_answers_from_feasible_starts():
 
 
 def test_without_feasible_starts_auto_ends_in_an_impossible_world(monkeypatch):
-    monkeypatch.setattr(gibbs_mod, "feasible_world", lambda graph, seed: None)
+    monkeypatch.setattr(gibbs_mod, "feasible_world", lambda graph, seed, deadline=None: None)
     g, _, _ = _trap()
     with pytest.raises(ImpossibleStateError):
         _auto(g)

@@ -27,6 +27,7 @@ class _Search:
 
     def __init__(self, hard: HardFactors, evidence: np.ndarray):
         self.hard = hard
+        self.size = np.zeros(evidence.shape[0], dtype=np.int64)  # values left per variable
         self.touching: dict[int, list[int]] = {}
         for f in range(hard.n_factors):
             for v in hard.vids[hard.offsets[f]: hard.offsets[f + 1]].tolist():
@@ -39,6 +40,7 @@ class _Search:
                 d[:] = False
                 d[int(evidence[v])] = True
             self.domains[v] = d
+            self.size[v] = int(d.sum())
         self.allowed = [_allowed(hard.tables[hard.table_offsets[f]: hard.table_offsets[f + 1]])
                         for f in range(hard.n_factors)]
 
@@ -67,6 +69,7 @@ class _Search:
                 if np.array_equal(support, self.domains[v]):
                     continue
                 self.domains[v] = self.domains[v] & support
+                self.size[v] = int(self.domains[v].sum())
                 for g in self.touching[v]:
                     if g != f and g not in queued:
                         queued.add(g)
@@ -84,21 +87,27 @@ def feasible_world(graph, seed: int, tries: int = 8, deadline: float | None = No
     rng = np.random.default_rng(seed)
     card = graph.cardinality.astype(np.int64)
     for _ in range(tries):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
         s = _Search(hard, graph.evidence)
         if not s.revise(list(range(hard.n_factors))):
             return None  # the evidence itself is impossible as far as propagation tells
-        open_vars = [v for v in s.domains if graph.evidence[v] < 0]
+        open_mask = np.zeros(graph.n_vars, dtype=bool)
+        open_mask[[v for v in s.domains if graph.evidence[v] < 0]] = True
         failed = False
-        while open_vars:
+        while open_mask.any():
             if deadline is not None and time.perf_counter() >= deadline:
                 return None
-            sizes = np.array([int(s.domains[v].sum()) for v in open_vars])
+            # the most constrained open variable (fewest values left), ties at random
+            sizes = np.where(open_mask, s.size, np.iinfo(np.int64).max)
             pick = np.flatnonzero(sizes == sizes.min())
-            v = open_vars.pop(int(pick[rng.integers(pick.size)]))
+            v = int(pick[rng.integers(pick.size)])
+            open_mask[v] = False
             values = np.flatnonzero(s.domains[v])
             d = np.zeros_like(s.domains[v])
             d[values[rng.integers(values.size)]] = True
             s.domains[v] = d
+            s.size[v] = 1
             if not s.revise(list(s.touching[v])):
                 failed = True
                 break

@@ -317,7 +317,7 @@ def _check_hard(graph: FactorGraph, states) -> None:
 
 def initial_states(
     graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool, first: int = 0,
-    feasible: bool = False,
+    feasible: bool = False, until: float | None = None,
 ) -> tuple[list[ChainState], np.ndarray, np.ndarray]:
     """Per-chain states (values, group sums, rng, sweep position) and the backing 2-d arrays.
 
@@ -325,7 +325,8 @@ def initial_states(
     chains uniform at random; evidence is clamped in every chain. ``first``: these are chains
     ``first .. first + chains - 1`` of a larger run (each chain's start and stream depend on its
     index only). ``feasible``: each chain starts from its own world that every zero entry allows
-    (`feasible_world`, seeded by the run's seed and the chain's index), where one is found.
+    (`feasible_world`, seeded by the run's seed and the chain's index), where one is found
+    before ``until`` (a `time.perf_counter()` instant; the others keep their dispersed starts).
     """
     card = graph.cardinality
     dtype = np.uint8 if kg.max_card <= 256 else np.int32
@@ -342,7 +343,8 @@ def initial_states(
     values[:, ev] = graph.evidence[ev]
     if feasible:
         for c in range(chains):
-            world = feasible_world(graph, int(np.random.SeedSequence([seed, first + c]).generate_state(1)[0]))
+            world = feasible_world(graph, int(np.random.SeedSequence([seed, first + c]).generate_state(1)[0]),
+                                   deadline=until)
             if world is not None:
                 values[c] = world
     gsums = np.zeros((chains, graph.n_groups))
@@ -397,8 +399,11 @@ class _Chains:
         constant = constant_targets(graph, kg, live) | forced_targets(graph, live)
         if moves.exact is not None:
             constant = constant | moves.exact[live]
+        # the search for feasible starts gets at most a quarter of the time left
+        until = None if plan.stop_at is None else time.perf_counter() + 0.25 * max(plan.stop_at - time.perf_counter(), 0.0)
         self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init != "random",
-                                                    config.first_chain, feasible=config.init == "feasible")
+                                                    config.first_chain, feasible=config.init == "feasible",
+                                                    until=until)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
         self.rsums = np.zeros((chains, n_live, kmax))
