@@ -393,7 +393,7 @@ def test_auto_on_dask_is_auto_in_process_bit_for_bit(client, graph):
     assert _same(there, here)
 
 
-@pytest.mark.parametrize("budget", [dict(steps=40_000), dict(steps=150_000, tolerance=0.02)])
+@pytest.mark.parametrize("budget", [dict(steps=40_000), dict(steps=400_000, tolerance=0.02)])
 def test_auto_domain_chains_on_dask_are_auto_in_process_bit_for_bit(client, budget):
     """On an ordered model AUTO's pilot finds a patch that flips as one and runs whole-domain
     blocks estimated by their exact marginals (`domain_chains`); the groups on Dask run that
