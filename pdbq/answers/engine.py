@@ -31,7 +31,7 @@ from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.option_scope import refuse_inert
 from pdbq.answers.warmup import compile_notice, warm_up
-from pdbq.errors import InferenceError, OptionError
+from pdbq.errors import InferenceError, OptionError, TimeLimitError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact_hint
@@ -163,18 +163,21 @@ def _memoised(memo: Memo | None, key: tuple, make: Callable[[], object], keep: i
     return make() if memo is None else memo.get_or_make(key, make, keep=keep)
 
 
-def _exact_marginals(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, max_table: int, memo: Memo | None):
+def _exact_marginals(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, max_table: int, memo: Memo | None,
+                     deadline: float | None = None, poll: Callable[[], None] | None = None):
     """Exact marginals of the query variables: every marginal of the graph when kept from an
     earlier query (or when the query asks for every free variable), else only the query's
-    (one upward pass plus the paths to their cliques; kept for the few latest queries)."""
+    (one upward pass plus the paths to their cliques; kept for the few latest queries).
+    ``deadline``/``poll``: as in `exact_marginals` (an interrupted elimination keeps nothing)."""
     whole = ("exact", max_table)
     if memo is not None and memo.get(whole) is not None:
         return memo.get(whole)
     if free_q.size >= int(np.count_nonzero(graph.evidence < 0)):
-        return _memoised(memo, whole, lambda: exact_marginals(graph, max_table=max_table))
+        return _memoised(memo, whole, lambda: exact_marginals(graph, max_table=max_table, deadline=deadline, poll=poll))
     wanted = unique(query)  # evidence variables among them get their point masses
     return _memoised(memo, ("exact_of", max_table, wanted.tobytes()),
-                     lambda: exact_marginals(graph, max_table=max_table, variables=wanted), keep=8)
+                     lambda: exact_marginals(graph, max_table=max_table, variables=wanted, deadline=deadline,
+                                             poll=poll), keep=8)
 
 
 def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray, on_round=None):
@@ -293,21 +296,43 @@ def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | Non
 
 
 def _exact_answer(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, options, memo: Memo | None,
-                  need_marginals: bool, need_map: bool, kmax: int):
-    """(marginals, stderr, MAP values) by exact elimination."""
+                  need_marginals: bool, need_map: bool, kmax: int, deadline: float | None = None,
+                  poll: Callable[[], None] | None = None):
+    """(marginals, stderr, MAP values) by exact elimination; `TimeLimitError` from the
+    elimination once ``deadline`` passes."""
     marg = se = None
     if need_marginals:
-        exact = _exact_marginals(graph, query, free_q, options.max_table, memo)
+        exact = _exact_marginals(graph, query, free_q, options.max_table, memo, deadline, poll)
         marg = exact.marginals[query]
         se = np.zeros_like(marg)
     mapv = None
     if need_map:
-        best = _memoised(memo, ("exact_map", options.max_table), lambda: exact_map(graph, max_table=options.max_table))
+        best = _memoised(memo, ("exact_map", options.max_table),
+                         lambda: exact_map(graph, max_table=options.max_table, deadline=deadline, poll=poll))
         mapv = best.values[query].astype(np.int64)
     if marg is None:
         marg = np.zeros((query.size, kmax))
         se = np.zeros_like(marg)
     return marg, se, mapv
+
+
+def _exact_timeout(e: TimeLimitError, limit: float, decision: Decision | None, elapsed: float,
+                   budget: float) -> TimeLimitError:
+    """The query's error when exact elimination was stopped at its deadline: what was cut, why
+    exact was run, and the options that give an answer."""
+    why = ""
+    if decision is not None:
+        est = decision.estimated_seconds
+        at = f", estimated at {est:.2g} s on an idle machine" if est is not None else ""
+        why = (f"; AUTO chose it ({decision.reason}{at}: within exact_budget = {budget:g} s and the time left), but it "
+               "ran slower here (other work on the machine slows it); the deadline has passed, so no time is left to "
+               "sample instead")
+    fix = (f"raise time_limit, or write WITH (exact_budget = 0) to sample (sampling stops at the deadline and flags "
+           f"what it could not settle)" if decision is not None else
+           "raise time_limit, or use USING QAM (sampling stops at the deadline and flags what it could not settle)")
+    return TimeLimitError(f"time_limit {limit:g} s ran out during exact elimination ({elapsed:.2f} s into the query): "
+                          f"{e}{why}; nothing was answered and nothing stored changed; {fix}", stage=e.stage,
+                          elapsed=elapsed)
 
 
 def _qam_selection(graph: FactorGraph, free_q: np.ndarray, sites: np.ndarray, options, memo: Memo | None):
@@ -484,7 +509,13 @@ def answer(
     if chosen is Method.EXACT:
         if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
             reason += "; workers/scheduler unused: nothing to sample"
-        marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax)
+        until = None if limit_now is None else (t0 if started is None else started) + limit_now
+        try:
+            marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
+                                           until, poll)
+        except TimeLimitError as e:
+            raise _exact_timeout(e, limit_now, decision, time.perf_counter() - (t0 if started is None else started),
+                                 options.exact_budget) from None
         return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
 
     if chosen is Method.ANNEAL:

@@ -25,7 +25,7 @@ about 25 for booleans); beyond it `InferenceError` states the induced width and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,7 @@ from pdbq.errors import EvidenceError, InferenceError, PdbqError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.exact.elimination_order import EliminationOrder, min_fill_order, interaction_scopes
 from pdbq.inference.exact.potentials import Hyperedge, condition, evidence_array, hyperedges, shift_edge, shift_edges
+from pdbq.inference.exact.stopping import EliminationClock, chunks
 from pdbq.inference.exact.upward_kernel import MAX_AXES, SMALL_TABLE, downward_kernel, upward_kernel, upward_tree
 from pdbq.memory import check_fits, table_cap
 
@@ -200,26 +201,56 @@ def _potential(tree: _Tree, i: int, up: list) -> np.ndarray:
     return np.array(acc, dtype=np.float64) if not acc.flags.writeable or acc.base is not None else acc
 
 
+def _kernel_ranges(t, clock: EliminationClock, sizes: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """The clique ranges the kernels run over between two clock checks: all cliques at once
+    without a deadline or poll, else chunks of about `stopping.CHUNK_ENTRIES` entry reads."""
+    n = t.parent.shape[0]
+    if not clock.active:
+        return [(0, n)]
+    if sizes is None:
+        sizes = _kernel_work(t)
+    return chunks(sizes)
+
+
+def _kernel_work(t) -> np.ndarray:
+    """Per clique: its table's entries times the parts read at each (the kernels' inner loop)."""
+    if t.parent.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    entries = np.multiply.reduceat(t.ax_card, t.ax_off[:-1])  # every clique has at least its own axis
+    return entries * np.maximum(np.diff(t.part_off), 1)
+
+
 def _downward_small(t, info: EliminationOrder, visit: np.ndarray, wanted: np.ndarray, card: np.ndarray,
-                    marg: np.ndarray) -> None:
+                    marg: np.ndarray, clock: EliminationClock) -> None:
     """The downward pass by `downward_kernel` over the visited cliques; wanted variables'
     marginals written into ``marg``."""
     n = info.order.shape[0]
     want_c = wanted[info.order] & visit
     out = np.zeros((n, marg.shape[1]), dtype=np.float64)
-    downward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride, t.msg_base,
-                    t.vals, t.part_child, visit.astype(np.uint8), want_c.astype(np.uint8), out)
+    down = np.zeros(t.vals.shape[0], dtype=np.float64)
+    vis, want = visit.astype(np.uint8), want_c.astype(np.uint8)
+    ranges = _kernel_ranges(t, clock, np.where(visit, _kernel_work(t), 0) if clock.active else None)
+    for lo, hi in reversed(ranges):
+        clock.check(n - hi, n, "downward pass")
+        downward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride,
+                        t.msg_base, t.vals, t.part_child, vis, want, out, down, lo, hi)
     rows = np.flatnonzero(want_c)
     marg[info.order[rows]] = out[rows]
 
 
-def _upward_small(tree: _Tree, layout: list | None = None) -> tuple[list, float]:
+def _upward_small(tree: _Tree, layout: list | None = None,
+                  clock: EliminationClock | None = None) -> tuple[list, float]:
     """The upward pass by `upward_kernel` (small cliques): every non-root clique's message (over
     its axes 1..) and the sum of the roots' messages; ``layout`` (a list) receives the kernel's
-    `UpwardTree` for the downward pass."""
+    `UpwardTree` for the downward pass. ``clock`` is checked between ranges of cliques."""
+    clock = clock if clock is not None else EliminationClock()
     t = upward_tree(tree.keys, tree.shapes, tree.parent, tree.children, tree.assigned)
-    roots = float(upward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax, t.part_stride,
-                                t.msg_base, t.vals))
+    n = t.parent.shape[0]
+    roots = 0.0
+    for lo, hi in _kernel_ranges(t, clock):
+        clock.check(lo, n)
+        roots += float(upward_kernel(t.ax_off, t.ax_card, t.parent, t.part_off, t.part_base, t.part_sax,
+                                     t.part_stride, t.msg_base, t.vals, lo, hi))
     if layout is not None:
         layout.append(t)
     up: list = [None] * len(tree.keys)
@@ -337,11 +368,14 @@ def marginals_from_hyperedges(
     max_table: int = DEFAULT_MAX_TABLE,
     order: EliminationOrder | None = None,
     variables: np.ndarray | Sequence[int] | None = None,
+    clock: EliminationClock | None = None,
 ) -> ExactResult:
     """All marginals and log Z of the distribution ∝ exp(Σ tables), with ``evidence`` (int per
     variable, -1 unobserved) sliced in. ``edges`` may already be conditioned. ``variables``:
     only these variables' marginals (the other rows are zero), at the cost of the upward pass
-    and the paths from the roots to their cliques."""
+    and the paths from the roots to their cliques. ``clock``: checked between cliques (its
+    deadline passed: `TimeLimitError`)."""
+    clock = clock if clock is not None else EliminationClock()
     card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n_vars = card.shape[0]
     n = info.order.shape[0]
@@ -349,12 +383,13 @@ def marginals_from_hyperedges(
     zero = log_z == -np.inf
     layout: list = []
     if info.max_table_size <= SMALL_TABLE and info.width < MAX_AXES:
-        up, roots = _upward_small(tree, layout)
+        up, roots = _upward_small(tree, layout, clock)
         log_z += roots
         zero = zero or roots == -np.inf
     else:
         up = [None] * n
         for i in range(n):
+            clock.check(i, n)
             msg = _lse0(_potential(tree, i, up))
             if tree.parent[i] < 0:
                 log_z += float(msg)
@@ -385,12 +420,13 @@ def marginals_from_hyperedges(
                 visit[i] = True
                 i = int(tree.parent[i])
     if layout:
-        _downward_small(layout[0], info, visit, wanted, card, marg)
+        _downward_small(layout[0], info, visit, wanted, card, marg, clock)
         visit = np.zeros(n, dtype=bool)  # done
     down: list = [None] * n
     for i in range(n - 1, -1, -1):
         if not visit[i]:
             continue
+        clock.check(n - 1 - i, n, "downward pass")
         keys = tree.keys[i]
         belief = _potential(tree, i, up)
         if tree.parent[i] >= 0:
@@ -464,6 +500,8 @@ def exact_marginals(
     max_table: int = DEFAULT_MAX_TABLE,
     evidence: Mapping[int, int] | np.ndarray | None = None,
     variables: np.ndarray | Sequence[int] | None = None,
+    deadline: float | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> ExactResult:
     """Exact marginals of every variable and log Z (natural log), evidence applied.
 
@@ -471,10 +509,15 @@ def exact_marginals(
     ``variables``: compute only these variables' marginals (the rows of the others are zero;
     log Z is always computed): one upward pass plus the clique-tree paths to them, instead of
     a full calibration. Raises `InferenceError` beyond ``max_table`` (naming width and table
-    size) or when the evidence has probability zero.
+    size) or when the evidence has probability zero. ``deadline`` (a `time.perf_counter()`
+    instant): checked between cliques (between short runs of them in the compiled passes), so the
+    call ends within a few ms of it with `pdbq.errors.TimeLimitError`; ``poll()`` is called
+    about every 50 ms of elimination (a cancelled statement raises from it).
     """
+    clock = EliminationClock(deadline, poll, "exact marginals")
     edges, ev, info = _graph_edges(graph, evidence, max_table, variables)
-    return marginals_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info, variables=variables)
+    return marginals_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info, variables=variables,
+                                     clock=clock)
 
 
 # ---------------------------------------------------------------- MAP
@@ -487,8 +530,11 @@ def map_from_hyperedges(
     *,
     max_table: int = DEFAULT_MAX_TABLE,
     order: EliminationOrder | None = None,
+    clock: EliminationClock | None = None,
 ) -> MapAnswer:
-    """A maximiser of Σ tables (max-product in log space with argmax traceback)."""
+    """A maximiser of Σ tables (max-product in log space with argmax traceback); ``clock``
+    checked between cliques."""
+    clock = clock if clock is not None else EliminationClock()
     card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
     n = info.order.shape[0]
     up: list = [None] * n
@@ -497,6 +543,7 @@ def map_from_hyperedges(
     zero = score == -np.inf
     idx_dtype = np.uint8 if card.size and card.max() <= 255 else np.int64
     for i in range(n):
+        clock.check(i, n)
         psi = _potential(tree, i, up)
         for j in tree.children[i]:
             up[j] = None
@@ -522,10 +569,14 @@ def exact_map(
     *,
     max_table: int = DEFAULT_MAX_TABLE,
     evidence: Mapping[int, int] | np.ndarray | None = None,
+    deadline: float | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> MapAnswer:
     """An exact MAP assignment (evidence kept) and its log score, by max-product elimination.
 
     Ties between equally probable assignments are broken towards the smallest value.
+    ``deadline``/``poll``: as in `exact_marginals` (`pdbq.errors.TimeLimitError` at the deadline).
     """
+    clock = EliminationClock(deadline, poll, "exact MAP")
     edges, ev, info = _graph_edges(graph, evidence, max_table)
-    return map_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info)
+    return map_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info, clock=clock)

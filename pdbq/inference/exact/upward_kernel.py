@@ -139,10 +139,10 @@ def _next_index(idx, offs, p0, p1, part_stride, part_sax, ax_card, a0, nd):
 
 
 @njit(cache=True, inline="always")
-def _largest_table(ax_off, ax_card, n):
-    """Entries of the largest of the n cliques' tables (at least 1)."""
+def _largest_table(ax_off, ax_card, lo, hi):
+    """Entries of the largest of cliques lo..hi-1's tables (at least 1)."""
     biggest = 1
-    for i in range(n):
+    for i in range(lo, hi):
         size = 1
         for a in range(ax_off[i], ax_off[i + 1]):
             size *= ax_card[a]
@@ -151,14 +151,15 @@ def _largest_table(ax_off, ax_card, n):
 
 
 @njit(cache=True)
-def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_stride, msg_base, vals):
-    """Fill every non-root clique's message slot in ``vals``; return the sum of the roots'."""
-    n = parent.shape[0]
-    pot = np.empty(_largest_table(ax_off, ax_card, n), dtype=np.float64)
+def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_stride, msg_base, vals, lo, hi):
+    """Fill the message slots of the non-root cliques ``lo..hi-1`` in ``vals`` (their children's
+    messages must be filled: call over consecutive ranges from 0); return the sum of the roots'
+    among them."""
+    pot = np.empty(_largest_table(ax_off, ax_card, lo, hi), dtype=np.float64)
     idx = np.zeros(64, dtype=np.int64)  # MAX_AXES
     offs = np.zeros(part_base.shape[0], dtype=np.int64)
     root = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         a0 = ax_off[i]
         nd = ax_off[i + 1] - a0
         size = 1
@@ -199,16 +200,16 @@ def upward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_s
 
 @njit(cache=True)
 def downward_kernel(ax_off, ax_card, parent, part_off, part_base, part_sax, part_stride, msg_base, vals, part_child,
-                    visit, wanted, marg):
-    """After `upward_kernel`: for every clique with ``visit[i]`` (a visited clique's parent is
-    visited), its belief; ``marg[i, :card]`` the normalised marginal of its eliminated variable
-    when ``wanted[i]``."""
-    n = parent.shape[0]
-    pot = np.empty(_largest_table(ax_off, ax_card, n), dtype=np.float64)
-    down = np.zeros(vals.shape[0], dtype=np.float64)
+                    visit, wanted, marg, down, lo, hi):
+    """After `upward_kernel`: for every clique ``i`` in ``hi-1..lo`` with ``visit[i]`` (a visited
+    clique's parent is visited), its belief; ``marg[i, :card]`` the normalised marginal of its
+    eliminated variable when ``wanted[i]``. ``down`` (float64 like ``vals``, zeros at first)
+    carries the downward messages from one call to the next: call over consecutive ranges from
+    the last clique down."""
+    pot = np.empty(_largest_table(ax_off, ax_card, lo, hi), dtype=np.float64)
     idx = np.zeros(64, dtype=np.int64)  # MAX_AXES
     offs = np.zeros(part_base.shape[0], dtype=np.int64)
-    for i in range(n - 1, -1, -1):
+    for i in range(hi - 1, lo - 1, -1):
         if not visit[i]:
             continue
         a0 = ax_off[i]

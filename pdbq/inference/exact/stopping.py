@@ -1,0 +1,66 @@
+"""Where exact elimination may stop: a query's deadline and a statement's cancel poll, checked
+between cliques (the compiled passes run over ranges of cliques, `chunks`), so one elimination
+cannot outlive its deadline by more than one chunk of work."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from pdbq.errors import TimeLimitError
+
+__all__ = ["CHUNK_ENTRIES", "EliminationClock", "chunks"]
+
+# Table entries the compiled passes visit between two checks: a few ms of work per chunk (the
+# kernels do roughly 1e8 entry-part reads a second), so a check costs nothing next to the work
+# and the deadline is overrun by at most a chunk, even on a loaded machine.
+CHUNK_ENTRIES = 1 << 20
+_POLL_EVERY = 0.05  # seconds between calls of the cancel poll (it may take a lock)
+_now = time.perf_counter  # looked up at each check (tests replace it by a fake clock)
+
+
+class EliminationClock:
+    """``check(done, total)`` raises `TimeLimitError` once ``time.perf_counter()`` passes
+    ``deadline``, and calls ``poll()`` (which raises for a cancelled statement) at most every
+    50 ms. ``what`` names the computation in the message (e.g. "exact marginals"), ``where`` the
+    pass."""
+
+    def __init__(self, deadline: float | None = None, poll: Callable[[], None] | None = None,
+                 what: str = "exact elimination"):
+        self.deadline = deadline
+        self.poll = poll
+        self.what = what
+        self._polled = -np.inf
+
+    @property
+    def active(self) -> bool:
+        return self.deadline is not None or self.poll is not None
+
+    def check(self, done: int, total: int, where: str = "upward pass") -> None:
+        if not self.active:
+            return
+        now = _now()
+        if self.poll is not None and now - self._polled >= _POLL_EVERY:
+            self._polled = now
+            self.poll()
+        if self.deadline is not None and now >= self.deadline:
+            raise TimeLimitError(f"the deadline passed during {self.what} ({where}: {done:,} of {total:,} cliques "
+                                 "done)", stage=self.what)
+
+
+def chunks(sizes: np.ndarray, limit: int | None = None) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]`` covering ``range(len(sizes))`` in order, each range's summed ``sizes``
+    at most ``limit`` (default `CHUNK_ENTRIES`) unless it is a single item."""
+    limit = CHUNK_ENTRIES if limit is None else limit
+    out: list[tuple[int, int]] = []
+    lo, acc = 0, 0
+    for i, s in enumerate(np.asarray(sizes, dtype=np.int64).tolist()):
+        if acc and acc + s > limit:
+            out.append((lo, i))
+            lo, acc = i, 0
+        acc += s
+    if lo < len(sizes):
+        out.append((lo, len(sizes)))
+    return out

@@ -1,0 +1,133 @@
+"""Exact elimination stops at a deadline and honours a cancel poll: checked between cliques in
+the numpy path and between short runs of cliques in the compiled one. Deadlines here are already
+past or driven by a fake clock, so no assertion depends on the machine's speed."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from pdbq.answers.engine import answer
+from pdbq.errors import PdbqError, TimeLimitError
+from pdbq.graph.builder import GraphBuilder
+from pdbq.graph.cache import GraphCache, Memo
+from pdbq.inference.exact import elimination, stopping
+from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.language.nodes import FactorFunction as F
+from pdbq.language.nodes import Method
+from pdbq.planning.options import QueryOptions
+
+N = 400  # cliques of the chain below
+
+
+def _chain(n: int = N):
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    xs = b.add_variables(n)
+    for a, c in zip(xs, xs[1:]):
+        b.add_factor(F.EQUAL, [a, c], weight=b.add_weight(float(rng.normal())))
+    for x in xs[::7]:
+        b.add_factor(F.ISTRUE, [x], weight=b.add_weight(float(rng.normal())))
+    return b.build()
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request, monkeypatch):
+    """Runs a test on the compiled (small cliques) and on the numpy (large cliques) path."""
+    if request.param == "numpy":
+        monkeypatch.setattr(elimination, "SMALL_TABLE", 0)
+    else:
+        monkeypatch.setattr(stopping, "CHUNK_ENTRIES", 16)  # many runs of cliques on this small chain
+    return request.param
+
+
+class _FakeClock:
+    """Each reading one second later than the last, from 0."""
+
+    def __init__(self):
+        self.t = -1.0
+
+    def __call__(self) -> float:
+        self.t += 1.0
+        return self.t
+
+
+@pytest.mark.parametrize("variables", [None, [3]])
+def test_answers_unchanged_with_a_deadline_and_a_poll(path, variables):
+    g = _chain()
+    polls = []
+    plain = exact_marginals(g, variables=variables)
+    timed = exact_marginals(g, variables=variables, deadline=time.perf_counter() + 3600, poll=lambda: polls.append(1))
+    np.testing.assert_allclose(timed.marginals, plain.marginals, rtol=0, atol=1e-12)
+    assert timed.log_z == pytest.approx(plain.log_z, abs=1e-9)
+    assert polls  # called at least once
+    assert np.array_equal(exact_map(g, deadline=time.perf_counter() + 3600).values, exact_map(g).values)
+
+
+def test_a_past_deadline_stops_marginals_and_map(path):
+    g = _chain()
+    past = time.perf_counter() - 1.0
+    with pytest.raises(TimeLimitError, match="exact marginals"):
+        exact_marginals(g, deadline=past)
+    with pytest.raises(TimeLimitError, match="exact MAP"):
+        exact_map(g, deadline=past)
+
+
+def test_the_deadline_is_checked_between_cliques(path, monkeypatch):
+    # a deadline at the fake clock's 5th reading: the elimination stops after a few steps, neither at
+    # the start (checked only once) nor at the end (never checked)
+    monkeypatch.setattr(stopping, "_now", _FakeClock())
+    with pytest.raises(TimeLimitError) as e:
+        exact_marginals(_chain(), deadline=4.5)
+    done = int(str(e.value).split("upward pass: ")[1].split(" of")[0])
+    assert 0 < done < N and f"of {N:,} cliques" in str(e.value)
+    # the downward pass is checked too: a deadline at the last few checks of a whole run
+    clock = _FakeClock()
+    monkeypatch.setattr(stopping, "_now", clock)
+    exact_marginals(_chain(), deadline=1e18)
+    checks = int(clock.t) + 1
+    assert checks > 4
+    monkeypatch.setattr(stopping, "_now", _FakeClock())
+    with pytest.raises(TimeLimitError, match="downward pass"):
+        exact_marginals(_chain(), deadline=checks - 1.5)
+
+
+class _Stop(PdbqError):
+    pass
+
+
+def test_a_cancel_poll_ends_the_elimination(path):
+    calls = []
+
+    def poll():
+        calls.append(1)
+        raise _Stop("cancelled")
+
+    with pytest.raises(_Stop):
+        exact_marginals(_chain(), poll=poll)
+    with pytest.raises(_Stop):
+        exact_map(_chain(), poll=poll)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("method", [Method.EXACT, Method.AUTO])
+def test_the_query_error_says_what_to_do_and_keeps_nothing(method, monkeypatch):
+    g = _chain()
+    memo = Memo(GraphCache(), {})
+    # the method is chosen on the real clock (plenty of time left); the elimination then reads a clock past it
+    monkeypatch.setattr(stopping, "_now", lambda: 1e18)
+    with pytest.raises(TimeLimitError) as e:
+        answer(g, np.array([3]), method, QueryOptions(time_limit=60.0), memo=memo, need_map=True)
+    msg = str(e.value)
+    assert "time_limit 60 s ran out during exact elimination" in msg and "nothing was answered" in msg
+    if method is Method.AUTO:
+        assert "AUTO chose it" in msg and "exact_budget = 0" in msg
+    else:
+        assert "USING QAM" in msg
+    assert not [k for k in memo.derived if str(k[0]).startswith("exact")]  # AUTO's decision may stay
+    monkeypatch.undo()
+    r = answer(g, np.array([3]), method, QueryOptions(time_limit=60.0), memo=memo)
+    assert r.method == "EXACT"
+    np.testing.assert_allclose(r.result.marginals[0], exact_marginals(g).marginals[3], atol=1e-12)
