@@ -91,7 +91,18 @@ def test_the_deadline_is_checked_between_cliques(path, monkeypatch):
     assert checks > 4
     monkeypatch.setattr(stopping, "_now", _FakeClock())
     with pytest.raises(TimeLimitError, match="downward pass"):
-        exact_marginals(_chain(), deadline=checks - 1.5)
+        exact_marginals(_chain(), deadline=checks - 1.75)
+
+
+def test_a_clique_that_cannot_end_in_time_is_not_started(monkeypatch):
+    # 1 s per clique of 1,000 entries so far: a clique of 10^7 entries would take hours
+    monkeypatch.setattr(stopping, "_now", _FakeClock())
+    clock = stopping.EliminationClock(deadline=2000.0)
+    for i in range(1100):
+        clock.check(i, 2000, work=1000)
+    clock.check(1100, 2000, work=1000)  # one more like them ends in time
+    with pytest.raises(TimeLimitError, match="would end about"):
+        clock.check(1101, 2000, work=10**7)
 
 
 class _Stop(PdbqError):

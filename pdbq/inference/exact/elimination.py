@@ -389,7 +389,7 @@ def marginals_from_hyperedges(
     else:
         up = [None] * n
         for i in range(n):
-            clock.check(i, n)
+            clock.check(i, n, work=math.prod(tree.shapes[i]))
             msg = _lse0(_potential(tree, i, up))
             if tree.parent[i] < 0:
                 log_z += float(msg)
@@ -426,7 +426,7 @@ def marginals_from_hyperedges(
     for i in range(n - 1, -1, -1):
         if not visit[i]:
             continue
-        clock.check(n - 1 - i, n, "downward pass")
+        clock.check(n - 1 - i, n, "downward pass", math.prod(tree.shapes[i]))
         keys = tree.keys[i]
         belief = _potential(tree, i, up)
         if tree.parent[i] >= 0:
@@ -543,7 +543,7 @@ def map_from_hyperedges(
     zero = score == -np.inf
     idx_dtype = np.uint8 if card.size and card.max() <= 255 else np.int64
     for i in range(n):
-        clock.check(i, n)
+        clock.check(i, n, work=math.prod(tree.shapes[i]))
         psi = _potential(tree, i, up)
         for j in tree.children[i]:
             up[j] = None

@@ -1,6 +1,12 @@
 """Where exact elimination may stop: a query's deadline and a statement's cancel poll, checked
 between cliques (the compiled passes run over ranges of cliques, `chunks`), so one elimination
-cannot outlive its deadline by more than one chunk of work."""
+cannot outlive its deadline by more than one chunk of work.
+
+One clique of the numpy path (large tables) is not interrupted, and under load it can take
+seconds (a 2^24-entry clique: about 0.25 s idle). So before each such clique the clock also
+predicts its end from the speed measured so far in this call (seconds per table entry, which
+load slows as much as the clique itself) and stops at once when even at twice that speed the
+clique would end past the deadline: its answer could not arrive in time anyway."""
 
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ __all__ = ["CHUNK_ENTRIES", "EliminationClock", "chunks"]
 CHUNK_ENTRIES = 1 << 20
 _POLL_EVERY = 0.05  # seconds between calls of the cancel poll (it may take a lock)
 _now = time.perf_counter  # looked up at each check (tests replace it by a fake clock)
+_OVERHEAD = 1024  # a clique's fixed cost (Python calls, small arrays) in table entries
+_RATE_AFTER = 1 << 20  # entries timed before the speed is trusted for a prediction
 
 
 class EliminationClock:
@@ -33,21 +41,39 @@ class EliminationClock:
         self.poll = poll
         self.what = what
         self._polled = -np.inf
+        self._start: float | None = None  # the first timed clique began
+        self._work = 0  # table entries (plus overheads) of the timed cliques since then
 
     @property
     def active(self) -> bool:
         return self.deadline is not None or self.poll is not None
 
-    def check(self, done: int, total: int, where: str = "upward pass") -> None:
+    def check(self, done: int, total: int, where: str = "upward pass", work: int = 0) -> None:
+        """Before the next clique (``done`` of ``total`` done); ``work``: its table entries, when
+        the speed measured so far should predict whether it can end by the deadline."""
         if not self.active:
             return
         now = _now()
         if self.poll is not None and now - self._polled >= _POLL_EVERY:
             self._polled = now
             self.poll()
-        if self.deadline is not None and now >= self.deadline:
+        if self.deadline is None:
+            return
+        if now >= self.deadline:
             raise TimeLimitError(f"the deadline passed during {self.what} ({where}: {done:,} of {total:,} cliques "
                                  "done)", stage=self.what)
+        if not work:
+            return
+        if self._start is None:
+            self._start = now
+        elif self._work >= _RATE_AFTER:
+            ahead = (now - self._start) / self._work * (work + _OVERHEAD)
+            if now + 0.5 * ahead > self.deadline:
+                raise TimeLimitError(
+                    f"{self.what} stopped before its deadline ({where}: {done:,} of {total:,} cliques done): the next "
+                    f"clique ({work:,} table entries) would end about {ahead:.2g} s from now at the speed measured so "
+                    f"far, past the deadline {self.deadline - now:.2g} s away", stage=self.what)
+        self._work += work + _OVERHEAD
 
 
 def chunks(sizes: np.ndarray, limit: int | None = None) -> list[tuple[int, int]]:
