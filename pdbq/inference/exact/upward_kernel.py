@@ -22,7 +22,8 @@ the constants); tables hold no +inf or NaN (they are max-shifted), so every sum 
 finite. `downward_kernel` then visits chosen cliques from the roots down (Hugin: a child's
 downward message is its parent's belief summed onto their separator, less the child's own upward
 message, with -inf where that message is -inf) and writes each visited clique's eliminated
-variable's marginal.
+variable's marginal. Both run over a range of cliques ``lo..hi`` (consecutive calls cover the
+tree), so the caller can check a deadline between ranges (`pdbq.inference.exact.stopping`).
 """
 
 from __future__ import annotations
