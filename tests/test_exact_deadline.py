@@ -142,3 +142,14 @@ def test_the_query_error_says_what_to_do_and_keeps_nothing(method, monkeypatch):
     r = answer(g, np.array([3]), method, QueryOptions(time_limit=60.0), memo=memo)
     assert r.method == "EXACT"
     np.testing.assert_allclose(r.result.marginals[0], exact_marginals(g).marginals[3], atol=1e-12)
+
+
+def test_auto_holds_the_default_time_limit_and_exact_only_the_written_one(monkeypatch):
+    g = _chain()
+    monkeypatch.setattr(stopping, "_now", lambda: 1e18)
+    with pytest.raises(TimeLimitError, match=r"time_limit 5 s \(none written: the default"):
+        answer(g, np.array([3]), Method.AUTO, QueryOptions())
+    with pytest.raises(TimeLimitError, match=r"time_limit 60 s \(none written"):
+        answer(g, np.array([3]), Method.AUTO, QueryOptions(exact_budget=60.0))
+    r = answer(g, np.array([3]), Method.EXACT, QueryOptions())  # no time_limit written: no deadline
+    assert r.method == "EXACT"

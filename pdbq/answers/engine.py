@@ -316,7 +316,7 @@ def _exact_answer(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, opt
     return marg, se, mapv
 
 
-def _exact_timeout(e: TimeLimitError, limit: float, decision: Decision | None, elapsed: float,
+def _exact_timeout(e: TimeLimitError, limit: float, default: bool, decision: Decision | None, elapsed: float,
                    budget: float) -> TimeLimitError:
     """The query's error when exact elimination was stopped at its deadline: what was cut, why
     exact was run, and the options that give an answer."""
@@ -330,7 +330,8 @@ def _exact_timeout(e: TimeLimitError, limit: float, decision: Decision | None, e
     fix = (f"raise time_limit, or write WITH (exact_budget = 0) to sample (sampling stops at the deadline and flags "
            f"what it could not settle)" if decision is not None else
            "raise time_limit, or use USING QAM (sampling stops at the deadline and flags what it could not settle)")
-    return TimeLimitError(f"time_limit {limit:g} s ran out during exact elimination ({elapsed:.2f} s into the query): "
+    which = " (none written: the default, or exact_budget when larger)" if default else ""
+    return TimeLimitError(f"time_limit {limit:g} s{which} ran out during exact elimination ({elapsed:.2f} s into the query): "
                           f"{e}{why}; nothing was answered and nothing stored changed; {fix}", stage=e.stage,
                           elapsed=elapsed)
 
@@ -509,13 +510,19 @@ def answer(
     if chosen is Method.EXACT:
         if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
             reason += "; workers/scheduler unused: nothing to sample"
-        until = None if limit_now is None else (t0 if started is None else started) + limit_now
+        # Without a written time_limit, AUTO's exact elimination still ends: at the default time
+        # limit, or at exact_budget when larger (the wait the user accepted for an exact answer).
+        # USING EXACT has only the limit the user wrote.
+        limit_exact = limit_now
+        if limit_exact is None and method is Method.AUTO:
+            limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
+        until = None if limit_exact is None else (t0 if started is None else started) + limit_exact
         try:
             marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
                                            until, poll)
         except TimeLimitError as e:
-            raise _exact_timeout(e, limit_now, decision, time.perf_counter() - (t0 if started is None else started),
-                                 options.exact_budget) from None
+            raise _exact_timeout(e, limit_exact, limit_now is None, decision,
+                                 time.perf_counter() - (t0 if started is None else started), options.exact_budget) from None
         return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
 
     if chosen is Method.ANNEAL:
