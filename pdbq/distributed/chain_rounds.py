@@ -178,11 +178,7 @@ class _Run:
         if book.burned >= plan.burn_in:
             return
         until = None if self.stop is None else self.t0 + BURN_IN_TIME_SHARE * max(self.stop - self.t0, 0.0)
-        if self.past():
-            book.stopped_by = "time"
-            return
-        if until is not None and time.perf_counter() >= until:
-            book.burn_in_cut()
+        if self._burn_ends(until):
             return
         while book.burned < plan.burn_in:
             # adapting moves: one round per segment, adapted here from every group's rows
@@ -207,12 +203,19 @@ class _Run:
                 book.burn_in_cut()
                 return
             self.report(True)
-            if self.past():
-                book.stopped_by = "time"
+            if self._burn_ends(until):
                 return
-            if until is not None and time.perf_counter() >= until:
-                book.burn_in_cut()
-                return
+
+    def _burn_ends(self, until: float | None) -> bool:
+        """Whether burn-in ends now: the deadline passed (the run stops on time), or burn-in's
+        share of the time did (burn-in is cut)."""
+        if self.past():
+            self.book.stopped_by = "time"
+            return True
+        if until is not None and time.perf_counter() >= until:
+            self.book.burn_in_cut()
+            return True
+        return False
 
     def lengths(self) -> list[int]:
         """The kept rounds of the next segment: up to the stopping rule's next check (doubling

@@ -230,15 +230,9 @@ def read_rows(source: ShardSource, blocks: np.ndarray, split: np.ndarray, also: 
         return source.read_rows(also)
     con = duckdb_connect()
     try:
-        con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
-        names = [d[0] for d in con.execute("SELECT * FROM read_parquet(?) LIMIT 0", [source.mentions]).description]
-        init_col = ", init" if "init" in names else ""
-        m = con.execute(f"SELECT mention{init_col} FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
-                        "ORDER BY mention", [source.mentions]).fetchnumpy()
-        whole = np.asarray(m["mention"], np.int64)
+        whole, init = _block_mentions(con, source, blocks)
         split = np.asarray(split, np.int64)
-        init = np.asarray(m["init"], np.int64) if init_col else None
-        if split.size and init_col:
+        if split.size and init is not None:
             con.register("split_mentions", pa.table({"mention": split}))
             si = con.execute("SELECT mention, init FROM read_parquet(?) WHERE mention IN (SELECT mention FROM "
                              "split_mentions) ORDER BY mention", [source.mentions]).fetchnumpy()
@@ -271,6 +265,19 @@ def read_rows(source: ShardSource, blocks: np.ndarray, split: np.ndarray, also: 
     return mentions, init, a, b, w
 
 
+def _block_mentions(con, source: ShardSource, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The mentions of ``blocks`` in the mentions file (sorted) and their ``init`` labels (None
+    when the file has no such column)."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
+    names = [d[0] for d in con.execute("SELECT * FROM read_parquet(?) LIMIT 0", [source.mentions]).description]
+    init_col = ", init" if "init" in names else ""
+    m = con.execute(f"SELECT mention{init_col} FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
+                    "ORDER BY mention", [source.mentions]).fetchnumpy()
+    return np.asarray(m["mention"], np.int64), (np.asarray(m["init"], np.int64) if init_col else None)
+
+
 def read_whole(source: ShardSource, blocks: np.ndarray) -> Held:
     """A shard of whole blocks that never exchanges entities, from the Parquet files by this
     process: each pair read once (a run without cut pairs keeps no directed rows, so building
@@ -282,18 +289,12 @@ def read_whole(source: ShardSource, blocks: np.ndarray) -> Held:
         return source.read_whole()
     con = duckdb_connect()
     try:
-        con.register("shard_blocks", pa.table({"block": np.asarray(blocks, np.int64)}))
-        names = [d[0] for d in con.execute("SELECT * FROM read_parquet(?) LIMIT 0", [source.mentions]).description]
-        init_col = ", init" if "init" in names else ""
-        m = con.execute(f"SELECT mention{init_col} FROM read_parquet(?) WHERE block IN (SELECT block FROM shard_blocks) "
-                        "ORDER BY mention", [source.mentions]).fetchnumpy()
-        mentions = np.asarray(m["mention"], np.int64)
+        mentions, init = _block_mentions(con, source, blocks)
         con.register("shard_mentions", pa.table({"mention": mentions}))
         p = con.execute("SELECT a, b, score FROM read_parquet(?) WHERE a IN (SELECT mention FROM shard_mentions)",
                         [source.pairs]).fetchnumpy()
     finally:
         con.close()
-    init = np.asarray(m["init"], np.int64) if init_col else None
     return whole_held(mentions, init, *(np.asarray(p[c]) for c in ("a", "b", "score")))
 
 

@@ -117,6 +117,28 @@ def block_edges(graph: FactorGraph) -> list[Hyperedge]:
 # choosing blocks
 
 
+def scope_components(n_vars: int, scopes, order: np.ndarray) -> list[np.ndarray]:
+    """Connected components (sorted ids, at least two each) of the variables in ``order`` when
+    every scope joins its variables (union-find); components come in the order their first
+    variable appears in ``order``."""
+    parent = np.arange(n_vars)
+
+    def find(u: int) -> int:
+        while parent[u] != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    for scope in scopes:
+        members = [int(v) for v in scope]
+        for v in members[1:]:
+            parent[find(v)] = find(members[0])
+    parts: dict[int, list[int]] = {}
+    for v in np.asarray(order, dtype=np.int64).tolist():
+        parts.setdefault(find(v), []).append(v)
+    return [np.array(sorted(m), dtype=np.int64) for m in parts.values() if len(m) >= 2]
+
+
 def _strength(t: np.ndarray) -> float:
     lo, hi = float(t.min()), float(t.max())
     if lo <= -HARD / 2:

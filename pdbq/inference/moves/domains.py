@@ -44,7 +44,7 @@ import numpy as np
 
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.moves.block_kernels import pack_blocks
-from pdbq.inference.moves.blocks import Block, block_edges, build_blocks
+from pdbq.inference.moves.blocks import Block, block_edges, build_blocks, scope_components
 from pdbq.inference.mcmc.kernels import KernelGraph
 
 __all__ = ["SLOW_ESS_RATIO", "BLOCK_TIME_SHARE", "DRAW_COST", "slow_variables", "domain_blocks",
@@ -162,22 +162,7 @@ def slow_patches(graph: FactorGraph, slow: np.ndarray, edges=None) -> list[np.nd
     edges = block_edges(graph) if edges is None else edges
     in_slow = np.zeros(graph.n_vars, dtype=bool)
     in_slow[slow] = True
-    parent = np.arange(graph.n_vars)
-
-    def find(u: int) -> int:
-        while parent[u] != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
-    for h in edges:
-        members = h.scope[in_slow[h.scope]].tolist()
-        for v in members[1:]:
-            parent[find(v)] = find(members[0])
-    parts: dict[int, list[int]] = {}
-    for v in slow.tolist():
-        parts.setdefault(find(v), []).append(v)
-    return [np.array(sorted(m), dtype=np.int64) for m in parts.values() if len(m) >= 2]
+    return scope_components(graph.n_vars, (h.scope[in_slow[h.scope]] for h in edges), slow)
 
 
 def whole_domain_blocks(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray, *, base_table: int,

@@ -33,7 +33,7 @@ import numpy as np
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.exact.potentials import Hyperedge
 from pdbq.inference.mcmc.kernels import HARD
-from pdbq.inference.moves.blocks import Block, BlockList, block_edges, build_blocks
+from pdbq.inference.moves.blocks import Block, BlockList, block_edges, build_blocks, scope_components
 
 __all__ = ["tied_components", "split_components", "tied_blocks"]
 
@@ -42,26 +42,11 @@ def tied_components(graph: FactorGraph, edges: list[Hyperedge] | None = None) ->
     """Connected components (sorted variable ids, at least two each) of the free variables under
     the factors that hold a zero entry (after the evidence is sliced in)."""
     edges = block_edges(graph) if edges is None else edges
-    parent = np.arange(graph.n_vars)
-
-    def find(u: int) -> int:
-        while parent[u] != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
+    hard = [h.scope for h in edges if h.scope.shape[0] >= 2 and h.log_table.min() <= -HARD / 2]
     tied = np.zeros(graph.n_vars, dtype=bool)
-    for h in edges:
-        if h.scope.shape[0] < 2 or not h.log_table.min() <= -HARD / 2:
-            continue
-        roots = [find(int(v)) for v in h.scope]
-        for r in roots[1:]:
-            parent[find(r)] = find(roots[0])
-        tied[h.scope] = True
-    members: dict[int, list[int]] = {}
-    for v in np.flatnonzero(tied & (graph.evidence < 0)).tolist():
-        members.setdefault(find(v), []).append(v)
-    return [np.array(m, dtype=np.int64) for m in members.values() if len(m) >= 2]
+    for scope in hard:
+        tied[scope] = True
+    return scope_components(graph.n_vars, hard, np.flatnonzero(tied & (graph.evidence < 0)))
 
 
 def split_components(blocks: list[Block], components: list[np.ndarray]) -> list[np.ndarray]:
