@@ -13,15 +13,9 @@ from pdbq.coref.model import Blocking, Comparison
 from pdbq.linkage import dedupe, evaluate
 from pdbq.linkage.cli import main as cli_main
 
-PEOPLE = [
-    (1, "John Smith", "12 Oak Street", "1980"),
-    (2, "Jon Smith", "12 Oak St", "1980"),
-    (3, "John Smyth", "12 Oak Street", "1980"),
-    (4, "Mary Jones", "7 Elm Road", "1975"),
-    (5, "Mary Jones", "7 Elm Rd", "1975"),
-    (6, "Peter Brown", "99 Pine Avenue", "1990"),
-    (7, "Mary Johnson", "300 Lake Drive", "1962"),
-]
+from conftest import PEOPLE as ALL_PEOPLE
+
+PEOPLE = ALL_PEOPLE[:7]  # the first seven of conftest's person records
 TRUTH = [1, 1, 1, 4, 4, 6, 7]
 
 

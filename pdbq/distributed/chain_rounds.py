@@ -35,7 +35,7 @@ import numpy as np
 
 from pdbq.distributed.chain_groups import SegmentReport, SegmentTask, group_segment, release_groups, whole
 from pdbq.distributed.chain_job import ChainJob, fixed_length, nbytes
-from pdbq.distributed.cluster import lost, open_client, raise_stop, scheduler_address, wait_futures
+from pdbq.distributed.cluster import lost, open_client, pinned, raise_stop, scheduler_address, wait_futures
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
@@ -91,12 +91,10 @@ class _Segments:
             addresses = sorted(self.client.scheduler_info()["workers"])
             futures = []
             for i, task in enumerate(tasks):
-                pin = self.where[i] if self.where[i] in addresses else (addresses[i % len(addresses)] if addresses else None)
-                # a preference, not a restriction: pinned to a worker that dies, the task would wait for it
-                place = dict(workers=[pin], allow_other_workers=True) if pin else {}
                 task = task._replace(stop_event=self.stop)
                 futures.append(self.client.submit(group_segment, self.shared, task, key=f"{key}-g{i}-a{attempt}",
-                                                  pure=False, retries=self.retries, **place))
+                                                  pure=False, retries=self.retries,
+                                                  **pinned(self.where[i], addresses, i)))
             until = None if stop is None else max(stop, time.perf_counter()) + SEGMENT_GRACE + 3 * self.rtt
             try:
                 finished = wait_futures(futures, until, self.poll)

@@ -19,7 +19,7 @@ from pdbq.errors import InferenceError, OptionError, PdbqError
 
 __all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "RoundCut", "scheduler_address",
            "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE", "wait_futures",
-           "stop_flag", "stop_poll", "raise_stop"]
+           "stop_flag", "stop_poll", "raise_stop", "pinned", "await_round", "round_or_cut"]
 
 
 def dask_module() -> Any:
@@ -180,6 +180,42 @@ class RoundRun(NamedTuple):
     wall: float
 
 
+def pinned(preferred: str | None, alive: list[str], i: int) -> dict:
+    """``client.submit`` keywords placing task ``i`` on ``preferred`` while that worker is in the
+    cluster (``alive``: its sorted addresses), else on the ``i``-th worker round-robin. A
+    preference, not a restriction: pinned to a worker that dies, a task would wait for it."""
+    w = preferred if preferred in alive else (alive[i % len(alive)] if alive else None)
+    return dict(workers=[w], allow_other_workers=True) if w is not None else {}
+
+
+def await_round(client: Any, futures: list, wait_on: list, deadline: float | None,
+                poll: Callable[[], None] | None, what: str) -> None:
+    """Wait until ``wait_on`` (the round's results, among its ``futures``) are done. Whatever
+    ``poll()`` raises cancels ``futures`` and propagates; at ``deadline`` they are cancelled and
+    `RoundCut` raised, naming the round ``what``."""
+    try:
+        finished = wait_futures(wait_on, deadline, poll)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    if not finished:
+        client.cancel(futures)
+        raise RoundCut(f"{what} was still running at the deadline: its tasks were cancelled")
+
+
+def round_or_cut(client: Any, stop: str | None, submit: Callable[[], Any]) -> Any:
+    """``submit()``'s round, or None when the deadline cut it (`RoundCut`). Anything else raised
+    (a cancel) first raises the stop flag ``stop`` so the running tasks stop themselves."""
+    try:
+        return submit()
+    except RoundCut:
+        return None
+    except BaseException:
+        if stop is not None:
+            raise_stop(client, stop)
+        raise
+
+
 def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], list], tasks: list, key: str,
               retries: int, what: str, placement: list[str | None] | None = None, *, deadline: float | None = None,
               poll: Callable[[], None] | None = None) -> RoundRun:
@@ -200,26 +236,12 @@ def run_round(client: Any, fn: Callable, shared: list, scatter: Callable[[], lis
     attempt = 0
     while True:
         addresses = sorted(client.scheduler_info()["workers"])
-        alive = set(addresses)
-
-        def where(i: int) -> list[str] | None:
-            if placement is not None and placement[i] in alive:
-                return [placement[i]]
-            return [addresses[i % len(addresses)]] if addresses else None
-
         futures = [
             client.submit(fn, *shared, task, key=f"{key}-t{i}-a{attempt}", retries=retries, pure=False,
-                          workers=where(i), allow_other_workers=True)
+                          **pinned(None if placement is None else placement[i], addresses, i))
             for i, task in enumerate(tasks)
         ]
-        try:
-            finished = wait_futures(futures, deadline, poll)
-        except BaseException:
-            client.cancel(futures)
-            raise
-        if not finished:
-            client.cancel(futures)
-            raise RoundCut(f"{what} was still running at the deadline: its tasks were cancelled")
+        await_round(client, futures, futures, deadline, poll, what)
         try:
             return RoundRun(client.gather(futures), shared, attempt, time.perf_counter() - t0)
         except Exception as exc:

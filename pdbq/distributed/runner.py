@@ -37,7 +37,7 @@ import numpy as np
 
 from pdbq.coref.contract import affine_groups, dense_groups
 from pdbq.coref.layout import PairGraph, validate_pair_graph
-from pdbq.distributed.cluster import RoundCut, open_client, raise_stop, run_round, scheduler_address
+from pdbq.distributed.cluster import open_client, round_or_cut, run_round, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.tasks import PartitionResult, RoundTask, round_stream, run_partition
 from pdbq.errors import InferenceError
@@ -200,18 +200,12 @@ def resolve_distributed(
                           config.sub_bias, config.p_new, config.p_split_merge, task_deadline, stop)
                 for p, part in enumerate(parts)
             ]
-            try:
-                done = run_round(client, run_partition, [graph_future],
-                                 lambda: client.scatter([g], broadcast=True, hash=False), tasks,
-                                 f"pdbq-coref-{token}-r{r}", config.retries, f"distributed round {r}",
-                                 deadline=deadline, poll=poll)
-            except RoundCut:  # the limit came first: this round is dropped, the last one's labels kept
+            done = round_or_cut(client, stop, lambda: run_round(
+                client, run_partition, [graph_future], lambda: client.scatter([g], broadcast=True, hash=False), tasks,
+                f"pdbq-coref-{token}-r{r}", config.retries, f"distributed round {r}", deadline=deadline, poll=poll))
+            if done is None:  # the limit came first: this round is dropped, the last one's labels kept
                 stopped_by_time = True
                 break
-            except BaseException:
-                if stop is not None:  # a cancel: the running tasks stop themselves (closing waits for them)
-                    raise_stop(client, stop)
-                raise
             results, (graph_future,), reruns = done.results, done.shared, done.reruns
             if any(res.cut for res in results):  # a task stopped at the limit: no round's result
                 stopped_by_time = True

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from pdbq.distributed.cluster import RoundCut, lost, open_client, raise_stop, scheduler_address, wait_futures
+from pdbq.distributed.cluster import await_round, lost, open_client, pinned, round_or_cut, scheduler_address
 from pdbq.distributed.config import DistributedConfig
 from pdbq.distributed.shard_colocate import colocate
 from pdbq.distributed.shard_plan import ShardPlan, ShardSource, plan_shards, shard_by_components, write_pairs
@@ -181,16 +181,13 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
             # past the deadline, the tasks' own reports of where their moves stopped are awaited a
             # little (a few measured round trips) before the round is cancelled
             grace = 0.2 + 3 * max((x.overhead for x in stats), default=0.05)
-            try:
-                reports, wall, reruns = _exchange_round(client, run, tasks, f"pdbq-shard-{run.token}-r{r}",
-                                                        None if deadline is None else deadline + grace, poll)
-            except RoundCut:
+            until = None if deadline is None else deadline + grace
+            done = round_or_cut(client, stop, lambda: _exchange_round(
+                client, run, tasks, f"pdbq-shard-{run.token}-r{r}", until, poll))
+            if done is None:  # the limit came first: this round is dropped
                 stopped_by_time = True
                 break
-            except BaseException:
-                if stop is not None:  # a cancel: the running tasks stop themselves (closing waits for them)
-                    raise_stop(client, stop)
-                raise
+            reports, wall, reruns = done
             if any(x.cut for x in reports):
                 stopped_by_time = True
                 break
@@ -325,8 +322,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
         alive = sorted(client.scheduler_info()["workers"])
 
         def pin(s: int) -> dict:
-            w = run.where[s] if run.where[s] in alive else (alive[s % len(alive)] if alive else None)
-            return dict(workers=[w], allow_other_workers=True) if w is not None else {}
+            return pinned(run.where[s], alive, s)
 
         parcels: dict[int, list] = {s: [] for s in range(len(tasks))}
         sent: dict[int, Any] = {}  # a shard's round waits for its own export (they share its state)
@@ -344,14 +340,7 @@ def _exchange_round(client, run: _Run, tasks: list[ShardRound], key: str, deadli
         rounds = [client.submit(shard_round, run.source_for(t), t, sent.get(t.shard, 0), *parcels[t.shard],
                                 key=f"{key}-t{t.shard}-a{attempt}", pure=False, **pin(t.shard)) for t in tasks]
         futures += rounds
-        try:
-            finished = wait_futures(rounds, deadline, poll)
-        except BaseException:
-            client.cancel(futures)
-            raise
-        if not finished:
-            client.cancel(futures)
-            raise RoundCut(f"sharded round {tasks[0].round} was still running at the deadline: its tasks were cancelled")
+        await_round(client, futures, rounds, deadline, poll, f"sharded round {tasks[0].round}")
         try:
             return sorted(client.gather(rounds), key=lambda x: x.shard), time.perf_counter() - t0, attempt
         except Exception as exc:
