@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -142,16 +143,38 @@ def _propagate(hard: HardFactors, ev_vids: np.ndarray,
             domains[v] = d
         return d
 
-    touching: dict[int, list[int]] = {}
-    for f in range(n):
-        for v in hard.vids[hard.offsets[f] : hard.offsets[f + 1]].tolist():
-            touching.setdefault(v, []).append(f)
     # A factor none of whose variables is observed, and whose allowed entries support every value
     # of every variable, changes no domain and cannot fail while its neighbours' domains are
     # full: it is looked at only once one of them shrinks (through ``touching``).
     start = _needs_a_look(hard, ev_vids)
-    queue = np.flatnonzero(start).tolist()
-    queued = start.copy()
+    f = revise(hard, domain, domains, factors_touching(hard), np.flatnonzero(start).tolist(), start.copy())
+    if f is None:
+        return None, domains
+    lo, hi = int(hard.offsets[f]), int(hard.offsets[f + 1])
+    cards = [int(c) for c in hard.cardinality[lo:hi]]
+    fixed = all(int(domain(v, c).sum()) == 1 for v, c in zip(hard.vids[lo:hi].tolist(), cards))
+    return Violation(f, fixed), domains
+
+
+def factors_touching(hard: HardFactors) -> dict[int, list[int]]:
+    """The hard factors of each variable (by variable id)."""
+    touching: dict[int, list[int]] = {}
+    for f in range(hard.n_factors):
+        for v in hard.vids[hard.offsets[f] : hard.offsets[f + 1]].tolist():
+            touching.setdefault(v, []).append(f)
+    return touching
+
+
+def revise(hard: HardFactors, domain: Callable[[int, int], np.ndarray], domains: dict[int, np.ndarray],
+           touching: dict[int, list[int]], queue: list[int], queued: np.ndarray,
+           allowed: Callable[[int], np.ndarray] | None = None,
+           narrowed: Callable[[int, np.ndarray], None] | None = None) -> int | None:
+    """Generalised arc consistency from the factors in ``queue`` (``queued[f]``: f waits in it):
+    each factor's allowed entries, restricted to its variables' domains (``domain(v, card)``,
+    which keeps them in ``domains``), narrow those domains (``narrowed(v, domain)`` is told), and
+    a narrowed variable queues its other factors (``touching``). ``allowed(f)``: factor f's
+    allowed entries when the caller keeps them. Factors over `MAX_PROPAGATION_ENTRIES` entries
+    are skipped. Returns the first factor left without an allowed entry, or None."""
     while queue:
         f = queue.pop()
         queued[f] = False
@@ -161,14 +184,14 @@ def _propagate(hard: HardFactors, ev_vids: np.ndarray,
             continue
         vids = hard.vids[lo:hi].tolist()
         cards = [int(c) for c in hard.cardinality[lo:hi]]
-        ok = _allowed(hard.tables[t0:t1]).reshape(cards) if cards else _allowed(hard.tables[t0:t1])
+        table = _allowed(hard.tables[t0:t1]) if allowed is None else allowed(f)
+        ok = table.reshape(cards) if cards else table
         for axis, (v, c) in enumerate(zip(vids, cards)):
             shape = [1] * len(cards)
             shape[axis] = c
             ok = ok & domain(v, c).reshape(shape)
         if not ok.any():
-            fixed = all(int(domain(v, c).sum()) == 1 for v, c in zip(vids, cards))
-            return Violation(f, fixed), domains
+            return f
         for axis, (v, c) in enumerate(zip(vids, cards)):
             other = tuple(a for a in range(len(cards)) if a != axis)
             support = ok.any(axis=other) if other else ok
@@ -176,11 +199,13 @@ def _propagate(hard: HardFactors, ev_vids: np.ndarray,
             if np.array_equal(support, d):
                 continue
             domains[v] = d & support
+            if narrowed is not None:
+                narrowed(v, domains[v])
             for g in touching.get(v, ()):
                 if g != f and not queued[g]:
                     queued[g] = True
                     queue.append(g)
-    return None, domains
+    return None
 
 
 # Graphs with more hard factors than this are not propagated for `forced_values` (a Python loop

@@ -13,25 +13,25 @@ so the chains begin where the zeros allow and single-site moves need not cross t
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
 
-from pdbq.inference.mcmc.feasibility import MAX_PROPAGATION_ENTRIES, HardFactors, _allowed, hard_factors
+from pdbq.inference.mcmc.feasibility import HardFactors, _allowed, factors_touching, hard_factors, revise
 
 __all__ = ["feasible_world"]
 
 
 class _Search:
-    """Domains (bool[card] per variable of a hard factor) and the revise queue of one try."""
+    """Domains (bool[card] per variable of a hard factor) and values left per variable of one try;
+    what does not change between tries (the factors of each variable, their allowed entries) is
+    shared by every copy (`fresh`)."""
 
     def __init__(self, hard: HardFactors, evidence: np.ndarray):
         self.hard = hard
         self.size = np.zeros(evidence.shape[0], dtype=np.int64)  # values left per variable
-        self.touching: dict[int, list[int]] = {}
-        for f in range(hard.n_factors):
-            for v in hard.vids[hard.offsets[f]: hard.offsets[f + 1]].tolist():
-                self.touching.setdefault(v, []).append(f)
+        self.touching = factors_touching(hard)
         self.card = {int(v): int(c) for v, c in zip(hard.vids.tolist(), hard.cardinality.tolist())}
         self.domains: dict[int, np.ndarray] = {}
         for v, c in self.card.items():
@@ -44,37 +44,22 @@ class _Search:
         self.allowed = [_allowed(hard.tables[hard.table_offsets[f]: hard.table_offsets[f + 1]])
                         for f in range(hard.n_factors)]
 
+    def fresh(self) -> _Search:
+        """A copy whose domains and sizes a try may narrow without touching these."""
+        out = copy.copy(self)
+        out.domains = {v: d.copy() for v, d in self.domains.items()}
+        out.size = self.size.copy()
+        return out
+
+    def _narrowed(self, v: int, d: np.ndarray) -> None:
+        self.size[v] = int(d.sum())
+
     def revise(self, queue: list[int]) -> bool:
         """Arc consistency from the factors in ``queue``; False when one is left without an entry."""
-        hard = self.hard
-        queued = set(queue)
-        while queue:
-            f = queue.pop()
-            queued.discard(f)
-            lo, hi = int(hard.offsets[f]), int(hard.offsets[f + 1])
-            if self.allowed[f].size > MAX_PROPAGATION_ENTRIES:
-                continue
-            vids = hard.vids[lo:hi].tolist()
-            cards = [self.card[v] for v in vids]
-            ok = self.allowed[f].reshape(cards)
-            for axis, v in enumerate(vids):
-                shape = [1] * len(cards)
-                shape[axis] = cards[axis]
-                ok = ok & self.domains[v].reshape(shape)
-            if not ok.any():
-                return False
-            for axis, v in enumerate(vids):
-                other = tuple(a for a in range(len(cards)) if a != axis)
-                support = ok.any(axis=other) if other else ok
-                if np.array_equal(support, self.domains[v]):
-                    continue
-                self.domains[v] = self.domains[v] & support
-                self.size[v] = int(self.domains[v].sum())
-                for g in self.touching[v]:
-                    if g != f and g not in queued:
-                        queued.add(g)
-                        queue.append(g)
-        return True
+        queued = np.zeros(self.hard.n_factors, dtype=bool)
+        queued[queue] = True
+        return revise(self.hard, lambda v, c: self.domains[v], self.domains, self.touching, list(queue), queued,
+                      allowed=self.allowed.__getitem__, narrowed=self._narrowed) is None
 
 
 def feasible_world(graph, seed: int, tries: int = 8, deadline: float | None = None) -> np.ndarray | None:
@@ -86,12 +71,13 @@ def feasible_world(graph, seed: int, tries: int = 8, deadline: float | None = No
         return None
     rng = np.random.default_rng(seed)
     card = graph.cardinality.astype(np.int64)
+    base = _Search(hard, graph.evidence)
+    if not base.revise(list(range(hard.n_factors))):
+        return None  # the evidence itself is impossible as far as propagation tells
     for _ in range(tries):
         if deadline is not None and time.perf_counter() >= deadline:
             return None
-        s = _Search(hard, graph.evidence)
-        if not s.revise(list(range(hard.n_factors))):
-            return None  # the evidence itself is impossible as far as propagation tells
+        s = base.fresh()
         open_mask = np.zeros(graph.n_vars, dtype=bool)
         open_mask[[v for v in s.domains if graph.evidence[v] < 0]] = True
         failed = False
