@@ -473,6 +473,7 @@ def answer(
     about every 50 ms while sampling (a cancelled statement raises from it and ends the run).
     """
     t0 = time.perf_counter()
+    begun = t0 if started is None else started  # the query's clock: its time limit counts from here
     refuse_inert(method, explicit)
     on_dask = options.workers is not None or options.scheduler is not None
     if on_dask:
@@ -505,7 +506,7 @@ def answer(
                     reason="every query variable is evidence: point masses, nothing sampled")
 
     limit_now = options.time_limit
-    time_left = None if limit_now is None else (t0 if started is None else started) + limit_now - time.perf_counter()
+    time_left = None if limit_now is None else begun + limit_now - time.perf_counter()
     chosen, decision, reason = _method_choice(graph, method, options, memo, time_left)
     if chosen is Method.EXACT:
         if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
@@ -516,13 +517,13 @@ def answer(
         limit_exact = limit_now
         if limit_exact is None and method is Method.AUTO:
             limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
-        until = None if limit_exact is None else (t0 if started is None else started) + limit_exact
+        until = None if limit_exact is None else begun + limit_exact
         try:
             marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
                                            until, poll)
         except TimeLimitError as e:
             raise _exact_timeout(e, limit_exact, limit_now is None, decision,
-                                 time.perf_counter() - (t0 if started is None else started), options.exact_budget) from None
+                                 time.perf_counter() - begun, options.exact_budget) from None
         return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
 
     if chosen is Method.ANNEAL:
@@ -551,7 +552,7 @@ def answer(
     # AUTO's and the options' mixing moves have kernels of their own: compiled (first use on a
     # machine) or loaded now, and the time that takes is added to the deadline
     warmed = warm_up("moves") if _uses_moves(method, options) else None
-    deadline = None if limit is None else (t0 if started is None else started) + limit
+    deadline = None if limit is None else begun + limit
     if deadline is not None and warmed is not None:
         deadline += warmed.seconds
 
@@ -580,7 +581,7 @@ def answer(
     )
     _sampled_answer(out, r, live)
     if deadline is not None and r.steps == 0 and live.any():
-        before = t_sample - (t0 if started is None else started)
+        before = t_sample - begun
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
                             f"{before:.2f} s of it): raise time_limit")
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
