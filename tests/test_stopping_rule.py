@@ -175,3 +175,64 @@ def test_answering_from_the_rounds_that_chose_the_stop_misses(monkeypatch):
     monkeypatch.setattr(run_book, "CONFIRM_SHARE", 0.0)
     miss, n = _rare_misses(24)
     assert miss >= 5, (miss, n)
+
+
+def _many_targets(seed: int, joint: bool, monkeypatch):
+    """Every variable of a 40-variable weakly coupled chain asked, tolerance 0.005: about as many
+    targets as a small network's marginals query, most of them near the widest error."""
+    if not joint:
+        monkeypatch.setattr(run_book, "expected_misses", lambda *a, **k: 0.0)
+    g = _chain(40, 0.4)
+    r = gibbs_mod.run_gibbs(g, list(range(40)), GibbsConfig(steps=CAP, tolerance=0.005, seed=seed, threads=1))
+    monkeypatch.undo()
+    return g, r
+
+
+def test_the_tolerance_holds_for_all_answers_jointly(monkeypatch):
+    """A stop on the widest 95% half-width alone leaves a many-target query with about one
+    answer in twenty off by more than the tolerance; the joint rule runs until the expected
+    number of such answers is at most 0.05 (teeth: without it the run stops where more are
+    expected)."""
+    from pdbq.inference.mcmc.estimates import JOINT_MISS, expected_misses
+
+    for seed in range(2):
+        g, joint = _many_targets(seed, True, monkeypatch)
+        _, each = _many_targets(seed, False, monkeypatch)
+        assert joint.warnings == () and each.warnings == ()
+        card = g.cardinality[:40]
+        assert expected_misses(joint.stderr, card, 0.005) <= JOINT_MISS
+        assert expected_misses(each.stderr, card, 0.005) > JOINT_MISS  # measured 0.16-0.25
+        assert joint.steps > each.steps
+        exact = exact_marginals(g).marginals[:40]
+        assert np.max(np.abs(joint.marginals - exact)) <= 0.005
+
+
+def test_one_target_keeps_the_per_answer_rule():
+    """With one (binary) target the joint rule is 1.96·stderr ≤ tolerance exactly."""
+    from pdbq.inference.mcmc.estimates import JOINT_MISS, expected_misses
+
+    card = np.array([2])
+    assert expected_misses(np.array([[0.0099 / 1.96, 0.0099 / 1.96]]), card, 0.01) <= JOINT_MISS
+    assert expected_misses(np.array([[0.0101 / 1.96, 0.0101 / 1.96]]), card, 0.01) > JOINT_MISS
+    # three values: each value's chance counts; exact (0) errors none; unknown errors are unknown
+    three = np.array([[0.01 / 1.96, 0.01 / 1.96, 0.0]])
+    assert abs(expected_misses(three, np.array([3]), 0.01) - 0.1) < 1e-3
+    assert np.isnan(expected_misses(np.array([[np.nan, np.nan]]), card, 0.01))
+    many = np.full((600, 2), 0.0099 / 1.96)
+    assert expected_misses(many, np.full(600, 2), 0.01) > 25  # each within it, ~27 off by more
+
+
+def test_a_joint_tolerance_not_met_is_warned():
+    """Every half-width within the tolerance but many close to it: the answer says the
+    tolerance was not reached jointly, and how many answers may be off."""
+    n = 200
+    live = np.arange(n)
+    est = np.full((n, 2), 0.5)
+    se = np.full((n, 2), 0.009 / 1.96)
+    cfg = GibbsConfig(steps=CAP, tolerance=0.01, seed=0)
+    w = run_book.diagnose(live, est, se, np.ones(n), np.full(n, 1e4), np.zeros(n, dtype=bool), 10_000, cfg, "time", 0,
+                          0, np.full(n, 2))
+    assert len(w) == 1 and "not reached for the answers jointly" in w[0] and "stopped by the time limit" in w[0]
+    few = run_book.diagnose(live[:1], est[:1], se[:1], np.ones(1), np.full(1, 1e4), np.zeros(1, dtype=bool), 10_000,
+                            cfg, "time", 0, 0, np.full(1, 2))
+    assert few == []

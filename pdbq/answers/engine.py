@@ -149,7 +149,7 @@ def run_length_text(options, n_sites: int) -> tuple[str, str]:
                 "same answer)",
                 f"{b:,} updates per chain" + (" (steps/10)" if burn_in is None else " (burn_in)"))
     cap = f", {steps:,} updates per chain" if steps is not None else ""
-    run = (f"stops at the first of: tolerance {tol:g} (95% half-width, with R-hat ≤ 1.1), time_limit {limit:g} s "
+    run = (f"stops at the first of: tolerance {tol:g} (every answer within it, 95% jointly, with R-hat ≤ 1.1), time_limit {limit:g} s "
            f"(whole query, planning included){cap}; {options.chains} chain(s)")
     if burn_in is None:
         b = (f"the first {BURN_IN_SHARE:.0%} of the updates the run makes (a share of the budget, dropped in whole "

@@ -98,7 +98,7 @@ _SPECS: dict[str, tuple[str, float | None, bool, str]] = {
     "threads": ("int", 1, True, "threads running chains (default: min(chains, cores))"),
     "seed": ("int", 0, True, "random seed; same seed, same answer"),
     "time_limit": ("float", 0, False, "stop after this many seconds"),
-    "tolerance": ("float", 0, False, "stop when every 95% half-width is at most this"),
+    "tolerance": ("float", 0, False, "stop when every answer is within this (95% half-widths, jointly over the answers)"),
     "selection": ("choice", None, True, "trail | uniform | query_only | distance | tv | mi"),
     "epsilon": ("float", 0, True, "uniform share mixed into the selection distribution (≤ 1)"),
     "power": ("float", 0, False, "exponent N of selection = distance (distance^-N)"),

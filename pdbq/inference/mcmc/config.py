@@ -80,7 +80,9 @@ class GibbsConfig:
     seed: root of `numpy.random.SeedSequence`; one spawned stream per chain.
     time_limit: seconds (burn-in included) by which the run stops; a round the clock cuts short is
         discarded (docs/inference.md, "Run length and burn-in").
-    tolerance: stop once every target's 95% half-width (1.96 standard errors) is at most this.
+    tolerance: stop once every target's 95% half-width (1.96 standard errors) is at most this and
+        the answers are within it jointly: the expected number off by more is at most
+        `estimates.JOINT_MISS` (0.05; with one target the same rule).
     tolerance_stops: False keeps sampling to the budget (steps, time limit) even once the
         tolerance is met; a tolerance not met at the end is still a warning (AUTO's domain
         blocks: chains that all agree on one state of a slow domain meet it too early).

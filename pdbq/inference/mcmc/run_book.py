@@ -17,7 +17,8 @@ import numpy as np
 
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.config import GibbsConfig
-from pdbq.inference.mcmc.estimates import BatchStore, batch_statistics, batch_stderr, effective_sample_size, pooled_mean
+from pdbq.inference.mcmc.estimates import (JOINT_MISS, BatchStore, batch_statistics, batch_stderr,
+                                           effective_sample_size, expected_misses, pooled_mean)
 
 __all__ = ["RunBook", "RunPlan", "plan_run", "LiveEstimates", "ChainBatches", "batch_estimates", "diagnose",
            "BURN_IN_SHARE", "MIN_ESS", "MIN_ROUNDS_FOR_TOLERANCE", "TRACE_MAX_TARGETS", "no_estimates"]
@@ -178,6 +179,10 @@ class RunBook:
         self.max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
         if ks.shape[1] < MIN_ROUNDS_FOR_TOLERANCE // 2 or not 1.96 * self.max_se <= config.tolerance:
             return False
+        # every answer within the tolerance jointly, not each at 95% alone: a query over many
+        # targets near the tolerance would otherwise have some off by more (`expected_misses`)
+        if not expected_misses(se, self.graph.cardinality[self.live], config.tolerance) <= JOINT_MISS:
+            return False
         if not np.all(rh <= config.rhat_threshold):
             return False
         # the convergence checks the answer would warn about must pass too: an answer the
@@ -207,7 +212,7 @@ class RunBook:
         kept = self.done - dropped
         est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, self.constant, kept)
         warnings = diagnose(live, est, se, rhat, ess, unknown, kept, config, self.stopped_by, self.burned,
-                            self.plan.burn_in)
+                            self.plan.burn_in, graph.cardinality[live])
         if self.cut_burn_in and kept > 0:
             warnings.insert(0, f"the time limit cut burn-in short ({self.burned:,} of {self.plan.burn_in:,} updates per "
                                f"chain, then the leading {BURN_IN_SHARE:.0%} of the kept rounds dropped too): the "
@@ -246,7 +251,8 @@ def batch_estimates(graph: FactorGraph, live: np.ndarray, ks: np.ndarray, kc: np
 
 
 def diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopped_by: str, burned: int,
-              burn_in: int) -> list[str]:
+             burn_in: int, cardinality: np.ndarray) -> list[str]:
+    """The warnings the kept batches decide (``cardinality``: of each ``live`` target)."""
     out: list[str] = []
     if live.size == 0:
         return out
@@ -290,4 +296,13 @@ def diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopp
                             "part of the run)"}.get(stopped_by, "")
             out.append(f"tolerance {config.tolerance:g} not reached: largest 95% half-width {hw:.3g} after {kept:,} "
                        "updates per chain" + why)
+        else:
+            misses = expected_misses(np.where(ok[:, None], se, 0.0), cardinality, config.tolerance)
+            if not misses <= JOINT_MISS:
+                why = {"time": " (stopped by the time limit)",
+                       "steps": " (stopped at the run's step count)"}.get(stopped_by, "")
+                out.append(f"tolerance {config.tolerance:g} not reached for the answers jointly: every 95% half-width is "
+                           f"within it (largest {hw:.3g}), but so many are close to it that about {misses:.2g} of the "
+                           f"{int(ok.sum())} answers may be off by more (at most {JOINT_MISS:g} expected) after {kept:,} "
+                           "updates per chain" + why + "; raise time_limit for all of them within the tolerance")
     return out
