@@ -121,6 +121,38 @@ def test_auto_answers_from_the_pilot_when_the_clock_leaves_the_moves_nothing(mon
     assert "comes from the plain pilot" in r.warnings[0]
 
 
+def test_a_pilot_that_kept_no_sample_is_not_taken_for_mixed_or_for_the_answer():
+    # evidence rows report R-hat 1 by construction: counted, a pilot the clock cut before it kept
+    # a sample passed as mixed and "at the tolerance", and came back as the answer, all NULL
+    g = _grid(6, 3.0)
+    ev = g.evidence.copy()
+    ev[0] = 1
+    g = g._replace(evidence=ev)
+    moves = move_choice.choose_moves(g).without_cutset()
+    assert moves.pilots
+    calls = []
+
+    def chains(graph, targets, config, mixing=None, blocks=None, sweeps=1, cutset=None, domain=False, deadline=None,
+               **kw):
+        fixed = dataclasses.replace(config, time_limit=None, tolerance=None, steps=2000, burn_in=500)
+        if mixing is None:
+            r = move_choice.run_gibbs(graph, targets, fixed, **kw)
+        else:
+            r = run_mixing(graph, targets, fixed, mixing, blocks=blocks, sweeps=sweeps, **kw)
+        calls.append(r)
+        if len(calls) > 1:
+            return r
+        live = graph.evidence[targets] < 0
+        return dataclasses.replace(r, steps=0, marginals=np.where(live[:, None], np.nan, r.marginals),
+                                   rhat=np.where(live, np.nan, 1.0),
+                                   warnings=(f"{int(live.sum())} of {int(live.sum())} target(s) got too few updates",))
+
+    cfg = GibbsConfig(tolerance=0.01, chains=2, seed=1, threads=1, time_limit=30.0)
+    r, why = move_choice.run_auto(g, np.arange(g.n_vars), cfg, moves, chains=chains)
+    assert "reached the tolerance" not in why
+    assert len(calls) == 2 and r.steps > 0 and not np.isnan(r.marginals).any()
+
+
 def test_auto_samples_when_exact_would_outlast_the_time_left(monkeypatch):
     g = _grid(4, 0.5)
     slow = Decision("EXACT", "exact: pretend it takes 100 s", 4, 16, 100.0)

@@ -393,6 +393,17 @@ def _or_pilot(r: GibbsResult, pilot: GibbsResult | None) -> GibbsResult:
     return dataclasses.replace(pilot, warnings=(note,) + tuple(pilot.warnings))
 
 
+def _pilot_rhat(graph: FactorGraph, targets: np.ndarray, pilot: GibbsResult) -> float:
+    """The pilot's largest split R-hat over its free targets; NaN when it kept no sample or had
+    too few batches. Evidence rows are 1 by construction: counted, a pilot that kept nothing
+    would pass as mixed (and be returned as the answer, every estimate NULL)."""
+    live = graph.evidence[np.asarray(targets, dtype=np.int64)] < 0
+    r = np.asarray(pilot.rhat)[live] if pilot.rhat.size == live.size else np.asarray(pilot.rhat)
+    if pilot.steps == 0 or not r.size or np.all(np.isnan(r)):
+        return float("nan")
+    return float(np.nanmax(r))
+
+
 def run_auto(
     graph: FactorGraph,
     targets: np.ndarray,
@@ -444,7 +455,7 @@ def run_auto(
         # in such worlds (found by search) instead of at the lowest, highest and random values
         rest = dataclasses.replace(rest, init="feasible")
     else:
-        rhat = np.nanmax(pilot.rhat) if pilot.rhat.size and not np.all(np.isnan(pilot.rhat)) else float("nan")
+        rhat = _pilot_rhat(graph, targets, pilot)
     if np.isfinite(rhat) and rhat <= PILOT_RHAT:
         if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
             # the pilot mixed and already reached the tolerance: it is the answer
