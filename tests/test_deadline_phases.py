@@ -174,6 +174,59 @@ def test_warm_up_is_once_per_process_and_said_only_when_it_compiled():
         warm_up("everything")
 
 
+def _signatures() -> int:
+    """Kernel signatures this process has (compiled or loaded from numba's cache), over pdbq."""
+    import sys
+
+    from numba.core.dispatcher import Dispatcher
+
+    return sum(len(v.signatures) for name, mod in list(sys.modules.items()) if name.startswith("pdbq.") and mod
+               for v in list(vars(mod).values()) if isinstance(v, Dispatcher))
+
+
+def _ring(cards, seed: int = 0):
+    """A ring of TABLE factors over variables of the given domain sizes, evidence on the first."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    v = [b.add_variable(int(k)) for k in cards]
+    for i in range(len(v)):
+        j = (i + 1) % len(v)
+        b.add_factor(F.TABLE, [v[i], v[j]], table=rng.normal(0.0, 2.0, cards[i] * cards[j]).tolist())
+    g = b.build()
+    ev = g.evidence.copy()
+    ev[0] = 0
+    return g._replace(evidence=ev)
+
+
+def test_the_warm_up_tiers_cover_what_a_query_runs_on_wide_domains_domain_blocks_and_joint_cutsets():
+    # what a query compiles at its first use counts against its time_limit: a 300-value variable
+    # (the chains' int32 value path), AUTO's exact blocks over slow domains and a cutset of one
+    # joint group each compiled seconds of kernels inside the query, ending it NULL or late
+    from pdbq.answers.warmup import NARROW_VALUES, tiers_for
+    from pdbq.inference.mcmc.gibbs import run_gibbs
+    from pdbq.inference.moves.blocks import build_blocks
+    from pdbq.inference.moves.cutset import choose_cutset
+    from pdbq.inference.moves.domain_chains import domain_moves
+
+    wide = _ring([3, NARROW_VALUES + 44, 4, 2, 3])
+    narrow = _ring([3, 2, 4, 2, 3, 2])
+    assert tiers_for(narrow, False) == () and tiers_for(narrow, True) == ("moves",)
+    assert tiers_for(wide, True) == ("moves", "wide", "wide-moves")
+    for tier in tiers_for(wide, True):
+        warm_up(tier)
+    before = _signatures()
+    cfg = GibbsConfig(steps=1_000, chains=2, threads=1, seed=0)
+    for g in (wide, narrow):
+        t = np.arange(g.n_vars)
+        run_gibbs(g, t, cfg)
+        run_mixing(g, t, cfg, MixingConfig(blocks="auto"))
+        run_mixing(g, t, cfg, MixingConfig(tempering=2, jumps=2))
+        run_cutset(g, t, cfg, cutset=choose_cutset(g, max_table=4 if g is narrow else 1 << 10, max_vars=4))
+        sites = np.flatnonzero(g.evidence < 0)
+        run_gibbs(g, t, cfg, moves=domain_moves(g, build_blocks(g, max_table=1 << 12), sites, 1))
+    assert _signatures() == before
+
+
 def test_choosing_blocks_stops_at_the_deadline_and_says_so():
     from pdbq.inference.moves.blocks import build_blocks
 

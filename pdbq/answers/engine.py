@@ -30,7 +30,7 @@ import numpy as np
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.option_scope import refuse_inert
-from pdbq.answers.warmup import compile_notice, warm_up
+from pdbq.answers.warmup import compile_notice, tiers_for, warm_up
 from pdbq.errors import InferenceError, OptionError, TimeLimitError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
@@ -549,12 +549,12 @@ def answer(
         threads=options.threads, seed=seed, time_limit=None, tolerance=tol, scan="sweep",
     )
     total = steps if fixed else None
-    # AUTO's and the options' mixing moves have kernels of their own: compiled (first use on a
-    # machine) or loaded now, and the time that takes is added to the deadline
-    warmed = warm_up("moves") if _uses_moves(method, options) else None
+    # AUTO's and the options' mixing moves, and values past uint8, have kernels (signatures) of
+    # their own: compiled (first use on a machine) or loaded now, and that time is added to the deadline
+    warmed = [w for w in (warm_up(t) for t in tiers_for(graph, _uses_moves(method, options))) if w is not None]
     deadline = None if limit is None else begun + limit
-    if deadline is not None and warmed is not None:
-        deadline += warmed.seconds
+    if deadline is not None:
+        deadline += sum(w.seconds for w in warmed)
 
     def round_cb(info: RoundInfo) -> None:
         if on_round is not None:
@@ -586,8 +586,7 @@ def answer(
                             f"{before:.2f} s of it): raise time_limit")
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
         out.warnings.append(exact_hint(decision, options.exact_budget))
-    notice = compile_notice(warmed)
-    if notice:
+    for notice in reversed([n for n in map(compile_notice, warmed) if n]):
         out.warnings.insert(0, notice)
     return out
 

@@ -10,8 +10,12 @@ says how many kernel signatures it had to compile, so the caller can say so once
 
 Tiers: ``"core"`` is what any PROB/MAP query runs (graph arrays and reachability, the Gibbs
 kernels and their estimates, query-aware selection, exact elimination); ``"moves"`` adds the moves
-AUTO and the mixing options use (exact blocks, cutset conditioning, Swendsen–Wang clusters,
-replica exchange, mode jumps), warmed only when a query is about to use them.
+AUTO and the mixing options use (exact blocks, cutset conditioning with a joint group, exact
+blocks over slow domains, Swendsen–Wang clusters, replica exchange, mode jumps), warmed only when
+a query is about to use them. The chains hold their values as uint8 while no variable has more
+than `NARROW_VALUES` values and as int32 beyond (another signature of every sampling kernel):
+``"wide"`` and ``"wide-moves"`` are ``"core"`` and ``"moves"`` on such a model, warmed only for
+a graph that has one (`tiers_for`).
 
 A background thread at import was measured against this (docs/benchmarks.md, "Cold start"):
 numba compiles under one process-wide lock, so a query that needs a kernel waits for the thread
@@ -27,9 +31,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["WarmUp", "warm_up", "compile_notice", "TIERS"]
+__all__ = ["WarmUp", "warm_up", "compile_notice", "tiers_for", "TIERS", "NARROW_VALUES"]
 
-TIERS = ("core", "moves")
+TIERS = ("core", "moves", "wide", "wide-moves")
+NARROW_VALUES = 256  # the most values a variable may have for the chains' uint8 value arrays
 _lock = threading.Lock()
 _done: dict[str, bool] = {}
 
@@ -87,6 +92,36 @@ def _tiny_graph():
     return b.build(), np.array([x[0], x[3], c], dtype=np.int64)
 
 
+def _wide_graph():
+    """A chain of booleans and a categorical of `NARROW_VALUES` + 1 values (TABLE factors, a
+    zero entry, evidence): the int32 value path of every sampling kernel."""
+    from pdbq.graph.builder import GraphBuilder  # noqa: PLC0415
+    from pdbq.language.nodes import FactorFunction as F  # noqa: PLC0415
+
+    k = NARROW_VALUES + 1
+    b = GraphBuilder()
+    x = b.add_variables(4)
+    c = b.add_variable(k)
+    e = b.add_variable(2, evidence=0)
+    s = b.add_weight(2.5)
+    b.add_factor(F.EQUAL, [x[0], x[1]], weight=s)
+    b.add_factor(F.EQUAL, [x[1], x[2]], weight=s)
+    b.add_factor(F.EQUAL, [x[2], x[3]], weight=s)
+    b.add_factor(F.OR, [x[3], e], weight=b.add_weight(0.7))
+    table = np.linspace(-1.0, 1.0, 2 * k)
+    table[1] = -np.inf
+    b.add_factor(F.TABLE, [x[0], c], table=table.tolist())
+    b.add_factor(F.TABLE, [c, x[3]], table=np.linspace(0.5, -0.5, 2 * k).tolist())
+    return b.build(), np.array([x[0], x[2], c], dtype=np.int64)
+
+
+def tiers_for(graph, moves: bool) -> tuple[str, ...]:
+    """The tiers a sampling run on ``graph`` needs beyond ``"core"``: ``"moves"`` when it may use
+    the mixing moves, and the wide tiers when a variable has more than `NARROW_VALUES` values."""
+    wide = graph.n_vars > 0 and int(np.max(graph.cardinality)) > NARROW_VALUES
+    return (("moves",) if moves else ()) + (("wide",) if wide else ()) + (("wide-moves",) if wide and moves else ())
+
+
 def _core(graph, targets) -> None:
     from pdbq.graph.from_store import _var_csr_fast, reachable  # noqa: PLC0415
     from pdbq.inference.exact.auto import choose_method  # noqa: PLC0415
@@ -117,7 +152,10 @@ def _core(graph, targets) -> None:
 
 def _moves(graph, targets) -> None:
     from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig  # noqa: PLC0415
-    from pdbq.inference.moves.cutset import cutset_for, run_cutset  # noqa: PLC0415
+    from pdbq.inference.mcmc.gibbs import run_gibbs  # noqa: PLC0415
+    from pdbq.inference.moves.blocks import build_blocks  # noqa: PLC0415
+    from pdbq.inference.moves.cutset import choose_cutset, cutset_for, run_cutset  # noqa: PLC0415
+    from pdbq.inference.moves.domain_chains import domain_moves  # noqa: PLC0415
     from pdbq.inference.moves.mixing import run_mixing  # noqa: PLC0415
 
     cfg = GibbsConfig(steps=2_000, chains=2, threads=1, seed=0)
@@ -125,6 +163,13 @@ def _moves(graph, targets) -> None:
                    MixingConfig(blocks="auto", clusters=True)):
         run_mixing(graph, targets, cfg, mixing)
     run_cutset(graph, targets, cfg, cutset=cutset_for(graph, True, 1 << 10))
+    # a remainder table of 4 entries needs a cutset of two variables: one joint group, whose
+    # collapsed sweep the cutset above (empty on this graph) never reaches
+    run_cutset(graph, targets, cfg, cutset=choose_cutset(graph, max_table=4, max_vars=4))
+    # AUTO's exact blocks over the slow domains a pilot shows (their own draw, over the chains'
+    # value arrays)
+    sites = np.flatnonzero(graph.evidence < 0)
+    run_gibbs(graph, targets, cfg, moves=domain_moves(graph, build_blocks(graph, max_table=1 << 6), sites, 1))
 
 
 def warm_up(tier: str = "core") -> WarmUp | None:
@@ -139,8 +184,8 @@ def warm_up(tier: str = "core") -> WarmUp | None:
             return None
         t0 = time.perf_counter()
         before = _misses()
-        graph, targets = _tiny_graph()
-        if tier == "core":
+        graph, targets = _wide_graph() if tier.startswith("wide") else _tiny_graph()
+        if tier in ("core", "wide"):
             _core(graph, targets)
         else:
             _moves(graph, targets)
@@ -152,6 +197,8 @@ def compile_notice(w: WarmUp | None) -> str | None:
     """The one-time sentence for a warm-up that compiled kernels (None otherwise)."""
     if w is None or w.compiled == 0:
         return None
-    what = "pdbq's kernels" if w.tier == "core" else "the kernels of AUTO's mixing moves"
+    what = {"core": "pdbq's kernels", "moves": "the kernels of AUTO's mixing moves",
+            "wide": f"pdbq's kernels for variables of over {NARROW_VALUES} values"}.get(
+        w.tier, f"the kernels of AUTO's mixing moves for variables of over {NARROW_VALUES} values")
     return (f"first use on this machine: compiled {what} ({w.compiled} signatures, {w.seconds:.1f} s; cached for "
             "later runs); that time is not counted against time_limit")
