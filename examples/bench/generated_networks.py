@@ -21,8 +21,8 @@ or ``~/.cache/...``; never in the checkout), and read back with ``pdbq.io.uai.re
 
 Exact marginals come from pdbq's exact engine and from pyAgrum's Shafer-Shenoy inference on the
 same factors (a MarkovRandomField built from the file, tables over one set of variables
-multiplied into one, since pyAgrum takes one factor per set), each in a child process with a time and memory limit; they are
-cross-checked where both finish. Then, after the kernels are warmed (every tier of
+multiplied into one, since pyAgrum takes one factor per set), each in a child process with a
+time and memory limit; they are cross-checked where both finish. Then, after the kernels are warmed (every tier of
 ``pdbq.answers.warmup``; their one-time compilation is not a query's): (a) ``AUTO`` with no
 options; (b) forced sampling ``AUTO WITH (exact_budget = 0, time_limit = --limit)``, ``--seeds``
 seeds; every free variable asked through ``pdbq.answers.engine.answer``. One table row per run,
