@@ -99,6 +99,7 @@ STRONG_WEIGHT = 2.0
 AUTO_CUTSET_VARS = 4  # at most 16 joint configurations of booleans: one group, independent draws
 CUTSET_SCAN_VARS = 2_000  # free variables beyond which AUTO does not look for a cutset
 MAX_BLOCK_VARS = 50_000
+_INTERACTION_ENTRIES = 4_096  # larger tables count by their spread (an upper bound) in `_summed_coupling`
 TEMPERING_COPIES = 4
 CLUSTER_SHARE = 0.9
 CLUSTER_ORDER = 1.0
@@ -131,13 +132,14 @@ class MoveDecision:
         return dataclasses.replace(self, cutset=None, reason=self.without_cutset_reason)
 
 
-def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
-    """(any zero entry, largest spread max − min of one TABLE factor's finite log-entries)."""
+def _factor_spreads(graph: FactorGraph) -> tuple[bool, np.ndarray, np.ndarray]:
+    """(any zero entry, the multi-variable TABLE factors, the spread max − min of each one's
+    finite log-entries; 0 where none is finite)."""
     # a one-variable table is a bias, not a coupling
     is_table = (graph.function == int(FactorFunction.TABLE)) & (np.diff(graph.factor_offsets) >= 2)
-    if not is_table.any():
-        return False, 0.0
     f = np.flatnonzero(is_table)
+    if not is_table.any() or graph.tables.size == 0:
+        return False, f, np.zeros(f.shape[0])
     sizes = np.ones(f.shape[0], dtype=np.int64)
     arity = np.diff(graph.factor_offsets)[f]
     starts = graph.factor_offsets[f]
@@ -147,22 +149,85 @@ def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
         sizes[has] *= card[graph.factor_vars[starts[has] + k]]
     t = np.where(np.isfinite(graph.tables), graph.tables, np.nan)
     offs = graph.table_offset[f]
-    if t.size == 0:
-        return False, 0.0
     idx = np.repeat(offs, sizes) + (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
     seg = np.repeat(np.arange(f.shape[0]), sizes)
     walls = bool(np.isneginf(graph.tables[idx]).any())
     vals = t[idx]
     ok = ~np.isnan(vals)
-    if not ok.any():
-        return walls, 0.0
     hi = np.full(f.shape[0], -np.inf)
     lo = np.full(f.shape[0], np.inf)
     np.maximum.at(hi, seg[ok], vals[ok])
     np.minimum.at(lo, seg[ok], vals[ok])
     spread = hi - lo
-    spread = spread[np.isfinite(spread)]
+    return walls, f, np.where(np.isfinite(spread), spread, 0.0)
+
+
+def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
+    """(any zero entry, largest spread max − min of one TABLE factor's finite log-entries)."""
+    walls, _, spread = _factor_spreads(graph)
     return walls, float(spread.max()) if spread.size else 0.0
+
+
+def _summed_coupling(graph: FactorGraph) -> tuple[float, int]:
+    """(largest, at which variable) over the free variables of the summed strength of the factors
+    that tie it to other free variables: a TABLE factor's spread, another factor's |weight|.
+
+    Many weak couplings on one variable freeze it as one strong coupling does: a hub tied to 400
+    neighbours at log-odds ~0.7 each is pinned by them, and they by it, though no single factor
+    looks strong (measured: single-site chains off by 0.75 on such a hub)."""
+    n_f = graph.function.shape[0]
+    if n_f == 0 or graph.n_vars == 0:
+        return 0.0, -1
+    strength = np.zeros(n_f)
+    not_table = graph.function != int(FactorFunction.TABLE)
+    strength[not_table] = np.abs(graph.weights[graph.weight[not_table]])
+    _, f, spread = _factor_spreads(graph)
+    strength[f] = spread
+    arity = np.diff(graph.factor_offsets)
+    _interaction(graph, f, strength)
+    owner = np.repeat(np.arange(n_f), arity)
+    free = graph.evidence[graph.factor_vars] < 0
+    n_free = np.bincount(owner, weights=free, minlength=n_f)
+    couples = (n_free >= 2)[owner] & free
+    total = np.bincount(graph.factor_vars[couples], weights=strength[owner[couples]], minlength=graph.n_vars)
+    v = int(np.argmax(total))
+    return float(total[v]), v
+
+
+def _interaction(graph: FactorGraph, f: np.ndarray, strength: np.ndarray) -> None:
+    """``strength[f]`` of multi-variable TABLE factors ``f``: the spread of the table's interaction
+    (the log-table less its main effects: for each variable, the mean over the others), not of the
+    table itself, whose main effects are fields on one variable and tie it to nothing. Tables
+    with an infinite entry, or over `_INTERACTION_ENTRIES` entries, keep their spread."""
+    if f.size == 0:
+        return
+    arity = np.diff(graph.factor_offsets)[f]
+    size = np.ones(f.shape[0], dtype=np.int64)
+    for k in range(int(arity.max())):
+        has = arity > k
+        size[has] *= graph.cardinality[graph.factor_vars[graph.factor_offsets[f[has]] + k]]
+    keep = size <= _INTERACTION_ENTRIES
+    f, arity = f[keep], arity[keep]
+    shapes = [tuple(int(c) for c in graph.cardinality[graph.factor_vars[graph.factor_offsets[x]:graph.factor_offsets[x + 1]]])
+              for x in f]
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for x, shp in zip(f.tolist(), shapes):
+        by_shape.setdefault(shp, []).append(x)
+    for shp, members in by_shape.items():  # one vectorised pass per table shape
+        sel = np.asarray(members, dtype=np.int64)
+        n = int(np.prod(shp))
+        t = graph.tables[graph.table_offset[sel][:, None] + np.arange(n)[None, :]].reshape(-1, *shp)
+        finite = np.isfinite(t).reshape(t.shape[0], -1).all(axis=1)
+        if not finite.any():
+            continue
+        t = t[finite]
+        axes = tuple(range(1, len(shp) + 1))
+        grand = t.mean(axis=axes, keepdims=True)
+        r = t + (len(shp) - 1) * grand
+        for ax in axes:
+            r = r - t.mean(axis=tuple(a for a in axes if a != ax), keepdims=True)
+        flat = r.reshape(r.shape[0], -1)
+        strength[sel[finite]] = flat.max(axis=1) - flat.min(axis=1)
 
 
 def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecision:
@@ -202,8 +267,16 @@ def _choose(graph: FactorGraph, block_table: int) -> MoveDecision:
                                 f"{CLUSTER_ORDER:g}, with fields too strong for cluster moves, mean field "
                                 f"{cov.field:.3g} > {CLUSTER_FIELD:g})",
                                 ordered=True)
-        return MoveDecision(MixingConfig(), f"single-site moves ({plain})")
-    what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})" if strong else ""
+        summed, hub = _summed_coupling(graph)
+        if summed < 2 * STRONG_WEIGHT:
+            return MoveDecision(MixingConfig(), f"single-site moves ({plain})")
+        # no factor is strong, but one variable's many couplings add up to one that is: a pilot
+        # tells whether single-site moves get it (and its neighbours) to move
+        what = (f"many couplings on one variable (summed strength {summed:.3g} at variable {hub}; largest |weight| "
+                f"{wmax:.3g}, table spread {spread:.3g})")
+        strong = True
+    else:
+        what = f"strong couplings (largest |weight| {wmax:.3g}, table spread {spread:.3g})" if strong else ""
     if walls:
         what = "zero entries" + (" and " + what if what else "")
     if free > MAX_BLOCK_VARS:
