@@ -157,6 +157,8 @@ def _moves(graph, targets) -> None:
     from pdbq.inference.moves.cutset import choose_cutset, cutset_for, run_cutset  # noqa: PLC0415
     from pdbq.inference.moves.domain_chains import domain_moves  # noqa: PLC0415
     from pdbq.inference.moves.mixing import run_mixing  # noqa: PLC0415
+    from pdbq.inference.moves.static_blocks import draw_seconds as static_draw_seconds  # noqa: PLC0415
+    from pdbq.inference.moves.static_blocks import static_blocks, static_moves, upward  # noqa: PLC0415
 
     cfg = GibbsConfig(steps=2_000, chains=2, threads=1, seed=0)
     for mixing in (MixingConfig(blocks="auto"), MixingConfig(tempering=2, jumps=2), MixingConfig(clusters=True),
@@ -170,6 +172,11 @@ def _moves(graph, targets) -> None:
     # value arrays)
     sites = np.flatnonzero(graph.evidence < 0)
     run_gibbs(graph, targets, cfg, moves=domain_moves(graph, build_blocks(graph, max_table=1 << 6), sites, 1))
+    # AUTO's static blocks (one block over every free variable, each draw a backward pass)
+    sb = static_blocks(graph, sites)
+    if sb is not None:
+        static_draw_seconds(graph, sb, upward(sb, graph.n_vars))
+        run_gibbs(graph, targets, cfg, moves=static_moves(graph, sb, sites))
 
 
 def warm_up(tier: str = "core") -> WarmUp | None:

@@ -30,7 +30,7 @@ from numba import njit
 
 from pdbq.inference.mcmc.rng import next_state, uniform
 
-__all__ = ["BlockArrays", "pack_blocks", "block_pass", "block_fill", "block_sample_back", "advance"]
+__all__ = ["BlockArrays", "pack_blocks", "block_pass", "block_fill", "block_sample_back", "advance", "sample_cached"]
 
 
 class BlockArrays(NamedTuple):
@@ -259,6 +259,23 @@ def block_pass(ba, seq, values, psi, coords, probs, rng, beta, collect, tix, sum
         c1 = ba.blk_clique[b + 1]
         _fill(ba, c0, c1, values, psi, coords, beta)
         s = _sample_back(ba, c0, c1, values, psi, probs, s, collect, tix, sums, counts)
+    rng[0] = s
+
+
+@njit(cache=True, nogil=True)
+def sample_cached(ba, blks, psi, psi_off, values, probs, rng, draws, collect, tix, sums, counts):
+    """``draws`` backward sampling passes over blocks ``blks`` from upward passes already in
+    ``psi`` (block b's buffer at ``psi[psi_off[b]:]``; read only, so chains may share it): valid
+    only where no factor of a block reads a variable outside it, so that its messages never
+    change. Each pass draws every block variable from its clique potential at its already drawn
+    separator, adding those draw probabilities to ``sums``/``counts`` as `block_pass` does."""
+    s = rng[0]
+    for _ in range(draws):
+        for i in range(blks.shape[0]):
+            b = blks[i]
+            o = psi_off[b]
+            s = _sample_back(ba, ba.blk_clique[b], ba.blk_clique[b + 1], values, psi[o:o + ba.blk_psi[b]], probs, s,
+                             collect, tix, sums, counts)
     rng[0] = s
 
 

@@ -41,6 +41,7 @@ from pdbq.inference.mcmc.rng import chain_states, group_states
 from pdbq.inference.moves.block_kernels import pack_blocks
 from pdbq.inference.moves.blocks import Block
 from pdbq.inference.moves.cutset_kernels import draw_block
+from pdbq.inference.moves.static_blocks import static_moves
 from pdbq.memory import check_fits
 
 __all__ = ["domain_moves", "draw_seconds"]
@@ -126,11 +127,15 @@ class _DomainCycle:
 
 def domain_moves(graph: FactorGraph, blocks: list[Block], sites: np.ndarray, sweeps: int) -> Moves:
     """The move step of the module docstring for `run_gibbs` over ``sites`` (which must hold
-    every block variable); ``sweeps`` single-site passes per cycle."""
+    every block variable); ``sweeps`` single-site passes per cycle. ``sweeps = 0``: AUTO's static
+    blocks (`static_blocks`: each holds a whole connected part of the free variables, drawn by
+    backward sampling from messages computed once), the same call on chain groups elsewhere."""
     if not blocks:
         raise InferenceError("domain moves need at least one block")
-    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or sweeps < 1:
-        raise InferenceError(f"domain moves: sweeps per cycle must be a positive integer, got {sweeps!r}")
+    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or sweeps < 0:
+        raise InferenceError(f"domain moves: sweeps per cycle must be a non-negative integer, got {sweeps!r}")
+    if sweeps == 0:
+        return static_moves(graph, blocks, sites)
     sites = np.asarray(sites, dtype=np.int64)
     in_sites = np.zeros(graph.n_vars, dtype=bool)
     in_sites[sites] = True

@@ -73,9 +73,12 @@ from pdbq.inference.moves.domains import (
     whole_domain_blocks,
 )
 from pdbq.inference.mcmc.gibbs import BURN_IN_SHARE, GibbsResult, ImpossibleStateError, run_gibbs
+from pdbq.inference.mcmc.run_book import MIN_ESS
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
 from pdbq.inference.moves.blocks import block_edges, build_blocks
 from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
+from pdbq.inference.moves.static_blocks import describe_static, static_blocks, static_moves, upward
+from pdbq.inference.moves.static_blocks import draw_seconds as static_draw_seconds
 from pdbq.inference.moves.tied import split_components, tied_blocks, tied_components
 from pdbq.language.nodes import FactorFunction
 
@@ -94,6 +97,11 @@ JUMP_MODES = 8
 # different modes give R-hat in the thousands or infinity.
 PILOT_RHAT = 1.5
 BURN_IN_TAUS = 5  # burn-in of the domain blocks' run, in the pilot's longest autocorrelation times
+# Static blocks (`static_blocks`): ordering the free graph, building its blocks and their upward
+# pass may take this share of the time left. Their draws then cost microseconds, so the pass is
+# worth whatever leaves MIN_ESS draws per chain; but a pass abandoned at this mark leaves the
+# other moves only the rest, so it must not take most of it.
+STATIC_FILL_SHARE = 0.5
 
 STRONG_WEIGHT = 2.0
 AUTO_CUTSET_VARS = 4  # at most 16 joint configurations of booleans: one group, independent draws
@@ -432,6 +440,62 @@ def _tied_instead(graph: FactorGraph, cached: list, mixing: MixingConfig, deadli
     return made + others, why
 
 
+def _verdict(pilot: GibbsResult | None, rhat: float) -> str:
+    if pilot is None:
+        return "ended in a world a hard constraint forbids (a zero-probability wall)"
+    if not np.isnan(rhat):
+        return f"did not mix (split R-hat {rhat:.3g})"
+    return "gave no split R-hat (too few updates in its share of the budget)"
+
+
+def _static_run(graph, targets, rest: GibbsConfig, deadline, kw, chains) -> tuple[GibbsResult, str] | None:
+    """Static blocks (`static_blocks`: every connected part of the free variables one exact
+    block, its messages computed once, each draw a backward pass) and the run with them, or None:
+    when they do not fit in memory, when ordering, building and the upward pass are not done
+    within `STATIC_FILL_SHARE` of the time left, or when the time then left, at the pace of
+    one draw timed here, affords fewer than `MIN_ESS` draws per chain (the ESS check's minimum:
+    fewer warn anyway, and the other moves keep their budget)."""
+    t0 = time.perf_counter()
+    sites = kw.get("sites")
+    sites = np.flatnonzero(graph.evidence < 0) if sites is None else np.asarray(sites, dtype=np.int64)
+
+    def left() -> float | None:
+        out = [] if rest.time_limit is None else [rest.time_limit - (time.perf_counter() - t0)]
+        if deadline is not None:
+            out.append(deadline - time.perf_counter())
+        return max(min(out), 0.0) if out else None
+
+    budget = left()
+    until = None if budget is None else t0 + STATIC_FILL_SHARE * budget
+    sb = static_blocks(graph, sites, deadline=until)
+    if sb is None:
+        return None
+    try:
+        psi = upward(sb, graph.n_vars, until)
+    except InferenceError:
+        return None
+    if psi is None:
+        return None
+    filled = time.perf_counter() - t0
+    draw = static_draw_seconds(graph, sb, psi)
+    per_cycle = sum(b.size for b in sb.blocks)
+    cycles = math.inf if rest.steps is None else rest.steps / per_cycle
+    now = left()
+    if now is not None:
+        parallel = min(rest.chains, rest.threads or rest.chains, os.cpu_count() or 1)
+        cycles = min(cycles, now * parallel / (rest.chains * max(draw, 1e-9)))
+    if cycles < MIN_ESS:
+        return None
+    rest = _less_time(rest, t0)
+    if rest.burn_in is None:  # every draw is independent of the chain's state: nothing to burn in
+        rest = dataclasses.replace(rest, burn_in=0)
+    if chains is not None:  # the groups elsewhere (Dask) make the same upward pass (sweeps = 0: `domain_moves`)
+        r = chains(graph, targets, rest, blocks=sb.blocks, sweeps=0, domain=True, deadline=deadline, **kw)
+    else:
+        r = run_gibbs(graph, targets, rest, deadline=deadline, moves=static_moves(graph, sb, sites, psi), **kw)
+    return r, describe_static(sb, filled, draw)
+
+
 def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
     if free > CUTSET_SCAN_VARS:
         return None
@@ -548,6 +612,12 @@ def run_auto(
             return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and {what}"
         r = plain(graph, targets, rest, deadline=deadline, **kw)
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
+    # before cutset sampling: a cutset sweep is as independent as a static draw but costs an
+    # upward pass of the remainder per cutset configuration, a static draw a backward pass alone
+    found = _static_run(graph, targets, rest, deadline, kw, chains)
+    if found is not None:
+        r, what = found
+        return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {_verdict(pilot, rhat)}: {what}"
     if moves.cutset is not None:
         if chains is not None:
             r = chains(graph, targets, rest, cutset=moves.cutset, deadline=deadline, **kw)
@@ -583,11 +653,5 @@ def run_auto(
                 why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
                        f"so mode jumps ({JUMP_MODES} local modes) and replica exchange ({HOT_COPIES} copies) instead")
     r = _with_moves(graph, targets, rest, mixing, cached, deadline, kw, chains)
-    if pilot is None:
-        verdict = "ended in a world a hard constraint forbids (a zero-probability wall)"
-    elif not np.isnan(rhat):
-        verdict = f"did not mix (split R-hat {rhat:.3g})"
-    else:
-        verdict = "gave no split R-hat (too few updates in its share of the budget)"
-    return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot {verdict}: "
+    return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot {_verdict(pilot, rhat)}: "
                + (why + "; " if why else "") + describe_moves(r))
