@@ -70,7 +70,7 @@ def test_auto_reaches_the_pedigree_where_single_site_gibbs_is_stuck(ped):
         assert not plain.converged or not _within(plain, exact, q)
     d = mc.choose_moves(g, block_table=BLOCK_TABLE)
     assert d.walls and d.cutset is None
-    r, why = mc.run_auto(g, q, GibbsConfig(steps=STEPS, seed=3), d)
+    r, why = mc.run_auto(g, q, GibbsConfig(steps=STEPS, seed=3), dataclasses.replace(d, static=False))
     assert "tie together" in why and "hold each tied group whole" in why
     assert r.converged, r.warnings
     assert _within(r, exact, q)
@@ -91,7 +91,8 @@ def test_a_broken_tied_block_fails_the_same_check(ped, monkeypatch):
         return out
 
     monkeypatch.setattr(mc, "tied_blocks", half_strength)
-    r, why = mc.run_auto(g, q, GibbsConfig(steps=STEPS, seed=3), mc.choose_moves(g, block_table=BLOCK_TABLE))
+    r, why = mc.run_auto(g, q, GibbsConfig(steps=STEPS, seed=3),
+                         dataclasses.replace(mc.choose_moves(g, block_table=BLOCK_TABLE), static=False))
     assert "hold each tied group whole" in why
     assert not _within(r, exact, q)
 

@@ -127,6 +127,9 @@ class MoveDecision:
     # single-site moves, but an ordered model whose plain pilot may show a slow domain (`domains`)
     ordered: bool = False
     block_table: int = 2**10  # the clique table budget of domain blocks
+    # after a pilot that did not mix, try static blocks first (`static_blocks`); False keeps the
+    # other moves (to compare against them, or to test them on graphs small enough for one block)
+    static: bool = True
 
     @property
     def pilots(self) -> bool:
@@ -614,7 +617,7 @@ def run_auto(
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     # before cutset sampling: a cutset sweep is as independent as a static draw but costs an
     # upward pass of the remainder per cutset configuration, a static draw a backward pass alone
-    found = _static_run(graph, targets, rest, deadline, kw, chains)
+    found = _static_run(graph, targets, rest, deadline, kw, chains) if moves.static else None
     if found is not None:
         r, what = found
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {_verdict(pilot, rhat)}: {what}"
