@@ -106,7 +106,7 @@ def test_cutset_rounds_hold_a_tiny_time_limit():
 
 def test_auto_answers_from_the_pilot_when_the_clock_leaves_the_moves_nothing(monkeypatch):
     g = _grid(8, 3.0)  # strong couplings: the pilot does not mix and AUTO picks moves
-    moves = move_choice.choose_moves(g).without_cutset()
+    moves = dataclasses.replace(move_choice.choose_moves(g).without_cutset(), static=False)
     assert moves.pilots
 
     def starved(graph, targets, config, *a, **kw):

@@ -81,6 +81,8 @@ def test_domain_moves_reject_bad_input():
     with pytest.raises(InferenceError, match="at least one block"):
         domain_moves(g, [], sites, 1)
     with pytest.raises(InferenceError, match="sweeps"):
+        domain_moves(g, blocks, sites, -1)
+    with pytest.raises(InferenceError, match="static blocks"):  # sweeps = 0: blocks over every free variable
         domain_moves(g, blocks, sites, 0)
     with pytest.raises(InferenceError, match="not among the sampled sites"):
         domain_moves(g, blocks, np.setdiff1d(sites, patch[:1]), 1)
