@@ -55,6 +55,7 @@ __all__ = ["StaticBlocks", "static_blocks", "arrange", "upward", "draw_seconds",
 
 _RNG_OFFSET = 7_000_003  # the static draws' streams, apart from the chains' and the other moves'
 _STOP_EVERY = 64  # draws between two looks at the round's deadline
+PACE_SHARE = 0.05  # of the time granted to the upward pass, spent before its pace may end it
 
 
 class StaticBlocks(NamedTuple):
@@ -139,8 +140,10 @@ def _work(pk: BlockArrays) -> np.ndarray:
 
 def upward(sb: StaticBlocks, n_vars: int, until: float | None = None) -> np.ndarray | None:
     """The upward passes of every block into one buffer (block b at ``psi_off[b]``), clique by
-    clique; None as soon as the pace so far (seconds per unit of `_work`, once a millisecond is
-    spent) says the pass would end after ``until``, or the clock passes it."""
+    clique; None as soon as the pace so far (seconds per unit of `_work`) says the pass would end
+    after ``until``, or the clock passes it. The pace is read once `PACE_SHARE` of the time to
+    ``until`` is spent: earlier, one preemption of the thread on a loaded machine (milliseconds)
+    would make a pass of a few milliseconds look hopeless."""
     pk = sb.packed
     total = int(sb.psi_off[-1])
     check_fits(total, "the static blocks' upward passes", copies=1)
@@ -150,6 +153,7 @@ def upward(sb: StaticBlocks, n_vars: int, until: float | None = None) -> np.ndar
     work = _work(pk)
     left, done = float(work.sum()), 0.0
     t0 = time.perf_counter()
+    settle = None if until is None else PACE_SHARE * max(until - t0, 0.0)
     for b in range(len(sb.blocks)):
         part = psi[sb.psi_off[b]:sb.psi_off[b + 1]]
         for c in range(int(pk.blk_clique[b]), int(pk.blk_clique[b + 1])):
@@ -159,7 +163,7 @@ def upward(sb: StaticBlocks, n_vars: int, until: float | None = None) -> np.ndar
             if until is not None:
                 now = time.perf_counter()
                 spent = now - t0
-                if now >= until or (spent >= 1e-3 and now + spent / done * left > until):
+                if now >= until or (spent >= settle and now + spent / done * left > until):
                     return None
     return psi
 
