@@ -129,3 +129,27 @@ def test_blocks_whose_boundary_moves_drawn_from_cached_messages_fail_the_check(p
                          np.zeros(g.n_vars, dtype=bool), 4)
     r = run_gibbs(g, q, GibbsConfig(steps=DRAWS * q.size, seed=3), moves=static_moves(g, stale, q))
     assert not _within(r, exact, q)
+
+
+def test_an_upward_pass_that_cannot_end_in_time_is_dropped_at_once():
+    """A complete graph of 22 booleans: one block of 2^22-entry cliques, a pass of seconds whose
+    first clique is most of it. Given 0.05 s, the pace of its smallest cliques says no before the
+    first large one starts (not seconds later, when that clique is done)."""
+    import time
+
+    from pdbq.graph.builder import GraphBuilder
+    from pdbq.language.nodes import FactorFunction as F
+
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    xs = b.add_variables(22)
+    for i in range(22):
+        for j in range(i + 1, 22):
+            w = float(rng.normal(0, 1.5))
+            b.add_factor(F.TABLE, [xs[i], xs[j]], table=[w, -w, -w, w])
+    g = b.build()
+    sb = static_blocks(g, np.arange(22))
+    assert sb is not None and sb.width == 21
+    t = time.perf_counter()
+    assert upward(sb, g.n_vars, until=t + 0.05) is None
+    assert time.perf_counter() - t < 1.0  # the whole pass: about 3 s
