@@ -45,13 +45,14 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.exact.elimination_order import min_fill_order
 from pdbq.inference.mcmc.gibbs import ChainMoves, MoveContext, Moves
-from pdbq.inference.mcmc.kernels import group_sums_into
+from pdbq.inference.mcmc.kernels import HARD, group_sums_into
 from pdbq.inference.mcmc.rng import chain_states, group_states
 from pdbq.inference.moves.block_kernels import BlockArrays, block_fill, pack_blocks, sample_cached
 from pdbq.inference.moves.blocks import GLOBAL_ORDER_LIMIT, Block, _make_block, block_edges
 from pdbq.memory import check_fits, table_cap
 
-__all__ = ["StaticBlocks", "static_blocks", "arrange", "upward", "draw_seconds", "static_moves", "describe_static"]
+__all__ = ["StaticBlocks", "static_blocks", "arrange", "upward", "constant_draws", "draw_seconds", "static_moves",
+           "describe_static"]
 
 _RNG_OFFSET = 7_000_003  # the static draws' streams, apart from the chains' and the other moves'
 _STOP_EVERY = 64  # draws between two looks at the round's deadline
@@ -184,6 +185,29 @@ def upward(sb: StaticBlocks, n_vars: int, until: float | None = None) -> np.ndar
     return psi
 
 
+def constant_draws(sb: StaticBlocks, psi: np.ndarray, n_vars: int) -> np.ndarray:
+    """bool[n_vars]: block variables whose draw probabilities are the same at every draw: their
+    clique potential, sliced at any separator value it allows, is one distribution (to 1e-12).
+    What such a variable adds at each draw is then its exact marginal, so identical batch means
+    are its answer (`gibbs.Moves.exact`), not a chain that never moved it."""
+    pk = sb.packed
+    out = np.zeros(n_vars, dtype=bool)
+    for b in range(len(sb.blocks)):
+        base = int(sb.psi_off[b])
+        for c in range(int(pk.blk_clique[b]), int(pk.blk_clique[b + 1])):
+            kv = int(pk.ax_card[pk.ax_off[c]])
+            size = int(pk.c_size[c])
+            t = psi[base + int(pk.c_psi[c]): base + int(pk.c_psi[c]) + size].reshape(kv, size // kv)
+            top = t.max(axis=0)
+            allowed = top > -HARD / 2  # a separator value the clique's zero entries forbid is never drawn
+            if not allowed.any():
+                continue
+            p = np.exp(t[:, allowed] - top[allowed])
+            p /= p.sum(axis=0)
+            out[int(pk.c_var[c])] = bool(np.all(np.abs(p - p[:, :1]) <= 1e-12))
+    return out
+
+
 def _values(graph: FactorGraph) -> np.ndarray:
     """A values row of the chains' dtype (`gibbs`: uint8 up to 256 values), so the timed kernel is the run's."""
     return np.zeros(graph.n_vars, dtype=np.uint8 if int(graph.cardinality.max()) <= 256 else np.int32)
@@ -211,14 +235,14 @@ def draw_seconds(graph: FactorGraph, sb: StaticBlocks, psi: np.ndarray) -> float
 def static_moves(graph: FactorGraph, blocks: list[Block] | StaticBlocks, sites: np.ndarray,
                  psi: np.ndarray | None = None) -> Moves:
     """The move step for `run_gibbs` over ``sites``: every cycle one backward pass over every
-    block, from upward passes made once (``psi`` from `upward`, else made when the chains start),
-    shared by the chains."""
+    block, from upward passes made once (``psi`` from `upward`, else made here), shared by the
+    chains."""
     sb = blocks if isinstance(blocks, StaticBlocks) else arrange(graph, blocks, sites)
     per_cycle = int(sum(b.size for b in sb.blocks))
     blks = np.arange(len(sb.blocks), dtype=np.int64)
+    shared = psi if psi is not None else upward(sb, graph.n_vars)
 
     def start(ctx: MoveContext) -> ChainMoves:
-        shared = psi if psi is not None else upward(sb, graph.n_vars)
         chains = len(ctx.states)
         # chain c's draws come from stream c of the whole run (`MoveContext.first`): a chain group
         # on a Dask worker draws what those chains draw in one process
@@ -241,7 +265,7 @@ def static_moves(graph: FactorGraph, blocks: list[Block] | StaticBlocks, sites: 
 
         return ChainMoves(advance)
 
-    return Moves(unit=per_cycle, start=start, exact=sb.exact)
+    return Moves(unit=per_cycle, start=start, exact=sb.exact | constant_draws(sb, shared, graph.n_vars))
 
 
 def describe_static(sb: StaticBlocks, fill_seconds: float, draw: float) -> str:
