@@ -451,16 +451,16 @@ def _verdict(pilot: GibbsResult | None, rhat: float) -> str:
     return "gave no split R-hat (too few updates in its share of the budget)"
 
 
-def _static_run(graph, targets, rest: GibbsConfig, deadline, kw, chains,
-                at_pace: float) -> tuple[GibbsResult, str] | None:
-    """Static blocks (`static_blocks`: every connected part of the free variables one exact
-    block, its messages computed once, each draw a backward pass) and the run with them, or None:
+def _static_run(graph, targets, rest: GibbsConfig, deadline, kw, chains) -> tuple[GibbsResult, str] | None:
+    """Static blocks (`static_blocks`: one exact block over every free variable, its messages
+    computed once, each draw a backward pass) and the run with them, or None:
     when they do not fit in memory, when ordering, building and the upward pass are not done
     within `STATIC_FILL_SHARE` of the time left, or when the time then left, at the pace of
     one draw timed here, affords fewer than `MIN_ESS` draws per chain (the ESS check's minimum:
     fewer warn anyway, and the other moves keep their budget). A run without a time limit or
-    deadline (a number of steps) grants the pass `STATIC_FILL_SHARE` of ``at_pace``, the seconds
-    the rest of the run would take at the pilot's pace."""
+    deadline (a number of steps) never reads the clock, so that its samples stay a function of
+    the seed: it takes the blocks whenever they fit in memory and its steps pay for `MIN_ESS`
+    draws per chain (it asked for updates, not seconds; the pass is bounded by memory alone)."""
     t0 = time.perf_counter()
     sites = kw.get("sites")
     sites = np.flatnonzero(graph.evidence < 0) if sites is None else np.asarray(sites, dtype=np.int64)
@@ -472,7 +472,7 @@ def _static_run(graph, targets, rest: GibbsConfig, deadline, kw, chains,
         return max(min(out), 0.0) if out else None
 
     budget = left()
-    until = t0 + STATIC_FILL_SHARE * (at_pace if budget is None else budget)
+    until = None if budget is None else t0 + STATIC_FILL_SHARE * budget
     sb = static_blocks(graph, sites, deadline=until)
     if sb is None:
         return None
@@ -620,10 +620,7 @@ def run_auto(
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {verdict} and showed no slow domain"
     # before cutset sampling: a cutset sweep is as independent as a static draw but costs an
     # upward pass of the remainder per cutset configuration, a static draw a backward pass alone
-    # a run without a clock still bounds the upward pass: by the time the rest of it would take
-    # at the pilot's pace
-    at_pace = pilot_seconds * (1 - PILOT_SHARE) / PILOT_SHARE
-    found = _static_run(graph, targets, rest, deadline, kw, chains, at_pace) if moves.static else None
+    found = _static_run(graph, targets, rest, deadline, kw, chains) if moves.static else None
     if found is not None:
         r, what = found
         return _or_pilot(r, pilot), f"{moves.reason}; a plain pilot {_verdict(pilot, rhat)}: {what}"

@@ -51,7 +51,7 @@ from pdbq.inference.moves.block_kernels import BlockArrays, block_fill, pack_blo
 from pdbq.inference.moves.blocks import GLOBAL_ORDER_LIMIT, Block, _make_block, block_edges
 from pdbq.memory import check_fits, table_cap
 
-__all__ = ["StaticBlocks", "static_blocks", "arrange", "upward", "constant_draws", "draw_seconds", "static_moves",
+__all__ = ["StaticBlocks", "static_blocks", "arrange", "pass_work", "upward", "constant_draws", "draw_seconds", "static_moves",
            "describe_static"]
 
 _RNG_OFFSET = 7_000_003  # the static draws' streams, apart from the chains' and the other moves'
@@ -137,6 +137,11 @@ def _work(pk: BlockArrays) -> np.ndarray:
         k0, k1 = int(pk.f_off[c]), int(pk.f_off[c + 1])
         per[c] = float(pk.c_size[c]) * (1 + (k1 - k0) + float(nargs[k0:k1].sum()))
     return per
+
+
+def pass_work(sb: StaticBlocks) -> float:
+    """Work units of the upward pass over every block (as `domains.block_work` counts them)."""
+    return float(_work(sb.packed).sum())
 
 
 def upward(sb: StaticBlocks, n_vars: int, until: float | None = None) -> np.ndarray | None:
