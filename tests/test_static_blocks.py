@@ -153,3 +153,33 @@ def test_an_upward_pass_that_cannot_end_in_time_is_dropped_at_once():
     t = time.perf_counter()
     assert upward(sb, g.n_vars, until=t + 0.05) is None
     assert time.perf_counter() - t < 1.0  # the whole pass: about 3 s
+
+
+def _chain(n: int, seed: int = 5):
+    """A strongly coupled chain of booleans (log-tables 1.2·N(0, 1)): single-site chains drift."""
+    from pdbq.graph.builder import GraphBuilder  # noqa: PLC0415
+    from pdbq.language.nodes import FactorFunction as F  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    xs = b.add_variables(n)
+    for a, c in zip(xs, xs[1:]):
+        b.add_factor(F.TABLE, [a, c], table=list(1.2 * rng.normal(size=4)))
+    return b.build()
+
+
+@pytest.mark.parametrize("rhat", [1.3, 1.05])
+def test_a_pilot_mixed_only_by_the_lenient_test_takes_static_blocks(monkeypatch, rhat):
+    """A pilot whose split R-hat passes AUTO's lenient test (≤ 1.5) but would warn the answer
+    (> 1.1) sends the run to static blocks when they fit; a pilot within 1.1 keeps single-site
+    moves."""
+    g = _chain(300)
+    exact = exact_marginals(g).marginals
+    q = np.arange(g.n_vars)
+    monkeypatch.setattr(mc, "_pilot_rhat", lambda *a, **k: rhat)
+    r, why = mc.run_auto(g, q, GibbsConfig(steps=DRAWS * q.size, seed=2), mc.choose_moves(g))
+    if rhat > 1.1:
+        assert "not by the answer's 1.1" in why and "backward sampling pass alone" in why, why
+        assert r.converged and _within(r, exact, q)
+    else:
+        assert "so single-site moves only" in why, why

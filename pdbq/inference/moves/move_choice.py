@@ -603,6 +603,15 @@ def run_auto(
         if pilot_cfg.tolerance is not None and pilot.converged and not any("tolerance" in w for w in pilot.warnings):
             # the pilot mixed and already reached the tolerance: it is the answer
             return pilot, f"{moves.reason}; plain chains mixed (split R-hat {rhat:.3g}) and reached the tolerance"
+        if moves.static and rhat > config.rhat_threshold:
+            # mixed by the pilot's lenient test, but its R-hat would warn the answer: chains that
+            # drift slowly (a long, strongly coupled chain: 1.25), where independent draws of the
+            # whole world, when they fit the time, beat more of the same moves
+            found = _static_run(graph, targets, rest, deadline, kw, chains)
+            if found is not None:
+                r, what = found
+                return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot mixed by split R-hat ({rhat:.3g} <= "
+                                             f"{PILOT_RHAT:g}) but not by the answer's {config.rhat_threshold:g}: {what}")
         found = _domain_run(graph, targets, rest, moves, pilot, deadline, kw, chains)
         if found is not None:
             r, what = found
