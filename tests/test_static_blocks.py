@@ -183,3 +183,14 @@ def test_a_pilot_mixed_only_by_the_lenient_test_takes_static_blocks(monkeypatch,
         assert r.converged and _within(r, exact, q)
     else:
         assert "so single-site moves only" in why, why
+
+
+def test_an_ordered_models_lenient_pilot_keeps_its_domain_path(monkeypatch):
+    """An ordered model's pilot keeps its dispersed starts, so its R-hat is raised by design: a
+    pilot at 1.3 there goes on to the domain blocks' path, not to static blocks."""
+    g = _chain(300)
+    q = np.arange(g.n_vars)
+    monkeypatch.setattr(mc, "_pilot_rhat", lambda *a, **k: 1.3)
+    d = dataclasses.replace(mc.choose_moves(g), ordered=True)
+    _, why = mc.run_auto(g, q, GibbsConfig(steps=DRAWS * q.size, seed=2), d)
+    assert "backward sampling pass alone" not in why and "a plain pilot mixed" in why, why
