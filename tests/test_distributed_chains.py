@@ -395,6 +395,16 @@ def test_auto_on_dask_is_auto_in_process_bit_for_bit(client, graph):
     assert _same(there, here)
 
 
+
+def _on_dask(client):
+    """`run_auto`'s ``chains`` hook: the pilot and the moves as chain groups on ``client``."""
+
+    def chains(graph, targets, cfg, mixing=None, blocks=None, sweeps=1, deadline=None, domain=False, **kw):
+        return _rounds(graph, targets, cfg, client, mixing=mixing, blocks=blocks, sweeps=sweeps, deadline=deadline,
+                       domain=domain)[0]
+
+    return chains
+
 @pytest.mark.parametrize("budget", [dict(steps=60_000), dict(steps=2_000_000, tolerance=0.02)])
 def test_auto_static_blocks_on_dask_are_auto_in_process_bit_for_bit(client, budget):
     """AUTO's static blocks (one exact block over every free variable, its upward pass made once,
@@ -410,11 +420,7 @@ def test_auto_static_blocks_on_dask_are_auto_in_process_bit_for_bit(client, budg
     cfg = GibbsConfig(chains=4, seed=1, threads=1, **budget)
     here, why = run_auto(g, targets, cfg, choose_moves(g))
 
-    def chains(graph, targets, cfg, mixing=None, blocks=None, sweeps=1, deadline=None, domain=False, **kw):
-        return _rounds(graph, targets, cfg, client, mixing=mixing, blocks=blocks, sweeps=sweeps, deadline=deadline,
-                       domain=domain)[0]
-
-    there, why_there = run_auto(g, targets, cfg, choose_moves(g), chains=chains)
+    there, why_there = run_auto(g, targets, cfg, choose_moves(g), chains=_on_dask(client))
     assert "hold every free variable" in why
     # the reason names the measured pass and draw times, which differ from call to call
     assert why_there.split(": their upward")[0] == why.split(": their upward")[0]
@@ -437,11 +443,7 @@ def test_auto_domain_chains_on_dask_are_auto_in_process_bit_for_bit(client, budg
     cfg = GibbsConfig(chains=4, seed=1, threads=1, **budget)
     here, why = run_auto(g, targets, cfg, choose_moves(g))
 
-    def chains(graph, targets, cfg, mixing=None, blocks=None, sweeps=1, deadline=None, domain=False, **kw):
-        return _rounds(graph, targets, cfg, client, mixing=mixing, blocks=blocks, sweeps=sweeps, deadline=deadline,
-                       domain=domain)[0]
-
-    there, why_there = run_auto(g, targets, cfg, choose_moves(g), chains=chains)
+    there, why_there = run_auto(g, targets, cfg, choose_moves(g), chains=_on_dask(client))
     assert "hold each slow patch whole" in why and why_there == why
     assert _same(there, here) and there.burn_in == here.burn_in
     assert there.batches.stopped_by == here.batches.stopped_by == ("tolerance" if "tolerance" in budget else "steps")

@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from unseen_networks import _check, _limited, _NOTES, _short, run_one, width_of  # noqa: E402
+from unseen_networks import (  # noqa: E402
+    _check, _limited, _NOTES, _short, exact_text, planned_runs, run_one, width_of)
 
 FAMILIES = ["protein", "high-arity", "csp", "spin-weak", "spin-strong", "pieces", "near-det", "heavy-evidence",
             "hub", "long-chain", "dup-scope"]
@@ -375,7 +376,6 @@ def main() -> None:
     from pdbq.answers.warmup import TIERS, warm_up  # noqa: PLC0415
     from pdbq.errors import PdbqError  # noqa: PLC0415
     from pdbq.io.uai import read_uai_graph  # noqa: PLC0415
-    from pdbq.planning.options import QueryOptions  # noqa: PLC0415
 
     for tier in TIERS:  # every kernel a query may reach, compiled or loaded before any clock starts
         warm_up(tier)
@@ -397,20 +397,9 @@ def main() -> None:
         ex = exact_answers(uai, args.exact_limit, args.memory)
         (pm, ps), (am, as_) = ex["pdbq"], ex["pyagrum"]
         exact = pm if pm is not None else am
-        if pm is not None and am is not None:
-            ex_text = f"{ps:.2f} / {as_:.2f}, {_agree(pm, am, g):.0e}"
-        else:
-            ex_text = (f"{ps:.2f}" if pm is not None else str(ps)) + " / " + (f"{as_:.2f}" if am is not None else str(as_))
-        if exact is None:
-            ex_text += " (no exact answer: errors not measured)"
+        ex_text = exact_text(ex, _agree(pm, am, g) if pm is not None and am is not None else None)
         observed = int((g.evidence >= 0).sum())
-        runs = []
-        if not args.skip_auto:
-            runs.append(("default AUTO", QueryOptions(seed=1), 5.0))
-        if not args.skip_forced:
-            for s in range(1, args.seeds + 1):
-                runs.append((f"forced, seed {s}", QueryOptions(exact_budget=0.0, time_limit=args.limit, seed=s),
-                             args.limit))
+        runs = planned_runs(args)
         head = f"| {name} | {g.n_vars:,} | {observed} | {width}{'' if complete else '+'} | {ex_text} | "
         for label, opts, limit in runs:
             t = time.perf_counter()

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from anytime_auto import _data as uai_folder  # the same data folder rule
+
 from pdbq.answers.engine import answer
 from pdbq.answers.warmup import warm_up
 from pdbq.inference.mcmc import run_book
@@ -39,20 +41,9 @@ from pdbq.planning.options import QueryOptions
 _NOTES = ("AUTO sampled", "compiled")  # notes, not warnings about the answer
 
 
-def _uai_dir() -> Path:
-    env = os.environ.get("PDBQ_TEST_DATA")
-    if env:
-        return Path(env) / "uai2014"
-    root = Path(__file__).resolve().parents[2]
-    for c in (root.parent / "shared" / "data", root.parent.parent / "shared" / "data"):
-        if c.is_dir():
-            return c / "uai2014"
-    return root.parent / "shared" / "data" / "uai2014"
-
-
 def _networks(args) -> list[tuple[str, object, np.ndarray]]:
     out = []
-    for uai in sorted(_uai_dir().glob("*.uai")):
+    for uai in sorted(uai_folder(None).glob("*.uai")):
         mar = uai.with_suffix(".uai.MAR")
         if not mar.exists() or (args.only and uai.stem not in args.only):
             continue

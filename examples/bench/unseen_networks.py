@@ -321,6 +321,33 @@ def _short(reason: str) -> str:
     return reason.split("; ")[-1][:60].replace("|", "/")
 
 
+def exact_text(ex: dict, agree: float | None) -> str:
+    """The exact-reference column: each engine's seconds (or why it has none) and, where both
+    finished, how far apart they are."""
+    (pm, ps), (am, as_) = ex["pdbq"], ex["pyagrum"]
+    if agree is not None:
+        text = f"{ps:.2f} / {as_:.2f}, {agree:.0e}"
+    else:
+        text = (f"{ps:.2f}" if pm is not None else str(ps)) + " / " + (f"{as_:.2f}" if am is not None else str(as_))
+    if pm is None and am is None:
+        text += " (no exact answer: errors not measured)"
+    return text
+
+
+def planned_runs(args) -> list[tuple[str, object, float]]:
+    """(label, options, limit) of each run: default AUTO, then forced sampling per seed."""
+    from pdbq.planning.options import QueryOptions  # noqa: PLC0415
+
+    runs = []
+    if not args.skip_auto:
+        runs.append(("default AUTO", QueryOptions(seed=1), 5.0))
+    if not args.skip_forced:
+        for s in range(1, args.seeds + 1):
+            runs.append((f"forced, seed {s}", QueryOptions(exact_budget=0.0, time_limit=args.limit, seed=s),
+                         args.limit))
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=None)
@@ -341,7 +368,6 @@ def main() -> None:
     from pdbq.answers.warmup import warm_up  # noqa: PLC0415
     from pdbq.errors import PdbqError  # noqa: PLC0415
     from pdbq.io.uai import read_uai_graph  # noqa: PLC0415
-    from pdbq.planning.options import QueryOptions  # noqa: PLC0415
 
     warm_up("core")
     warm_up("moves")
@@ -359,21 +385,10 @@ def main() -> None:
         ex = exact_answers(name, uai, evid, args.exact_limit, args.memory)
         (pm, ps), (am, as_) = ex["pdbq"], ex["pyagrum"]
         exact = pm if pm is not None else am
-        if pm is not None and am is not None:
-            agree = float(np.max(np.abs(pm - am)))
-            ex_text = f"{ps:.2f} / {as_:.2f}, {agree:.0e}"
-        else:
-            ex_text = (f"{ps:.2f}" if pm is not None else str(ps)) + " / " + (f"{as_:.2f}" if am is not None else str(as_))
-        if exact is None:
-            ex_text += " (no exact answer: errors not measured)"
+        both = pm is not None and am is not None
+        ex_text = exact_text(ex, float(np.max(np.abs(pm - am))) if both else None)
         observed = int((g.evidence >= 0).sum())
-        runs = []
-        if not args.skip_auto:
-            runs.append(("default AUTO", QueryOptions(seed=1), 5.0))
-        if not args.skip_forced:
-            for s in range(1, args.seeds + 1):
-                runs.append((f"forced, seed {s}", QueryOptions(exact_budget=0.0, time_limit=args.limit, seed=s),
-                             args.limit))
+        runs = planned_runs(args)
         for label, opts, limit in runs:
             try:
                 r = run_one(g, exact, opts, label, limit)
