@@ -194,3 +194,43 @@ def test_an_ordered_models_lenient_pilot_keeps_its_domain_path(monkeypatch):
     d = dataclasses.replace(mc.choose_moves(g), ordered=True)
     _, why = mc.run_auto(g, q, GibbsConfig(steps=DRAWS * q.size, seed=2), d)
     assert "backward sampling pass alone" not in why and "a plain pilot mixed" in why, why
+
+
+def _rare_gate():
+    """A coupled chain of booleans 1…40; variable 10 is 1 with probability ~1e-7 (a field of
+    log-odds 16), and variable 0 can be 1 only when variable 10 is (log-odds 35 against it
+    otherwise): P(x0 = 1) is ~1e-7, yet a few thousand draws give it the same conditional,
+    ~1e-15, at every draw."""
+    from pdbq.graph.builder import GraphBuilder  # noqa: PLC0415
+    from pdbq.language.nodes import FactorFunction as F  # noqa: PLC0415
+
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    xs = b.add_variables(41)
+    for a, c in zip(xs[1:], xs[2:]):
+        b.add_factor(F.TABLE, [a, c], table=list(0.8 * rng.normal(size=4)))
+    b.add_factor(F.TABLE, [xs[10]], table=[0.0, -16.0])
+    b.add_factor(F.TABLE, [xs[10], xs[0]], table=[0.0, -35.0, 0.0, 0.0])
+    b.add_factor(F.TABLE, [xs[40], xs[0]], table=[0.0, 0.2, 0.0, -0.2])  # a loop: 0 is no tree root
+    return b.build()
+
+
+def test_a_value_independent_draws_never_met_is_not_a_frozen_chain():
+    """Independent draws that never met the rare state that makes a value possible give that
+    value the same ~0 conditional at every draw: that says the value is rare, not that a chain
+    never moved it. No R-hat warning, and the sampler's resolution floor bounds its error (an
+    interval of about ±2/draws, which holds the true ~1e-7). Teeth: the same draws judged as a
+    Markov chain's are flagged as never moved."""
+    g = _rare_gate()
+    q = np.arange(g.n_vars)
+    exact = exact_marginals(g).marginals
+    sb = static_blocks(g, q)
+    cfg = GibbsConfig(steps=DRAWS * q.size, seed=4)
+    moves = static_moves(g, sb, q, upward(sb, g.n_vars))
+    assert moves.independent and not moves.exact[0]
+    r = run_gibbs(g, q, cfg, moves=moves)
+    assert r.converged and not any("R-hat" in w for w in r.warnings), r.warnings
+    assert _within(r, exact, q)
+    assert r.stderr[0, 1] > 0 and abs(r.marginals[0, 1] - exact[0, 1]) <= 1.96 * r.stderr[0, 1]
+    stuck = run_gibbs(g, q, cfg, moves=moves._replace(independent=False))
+    assert np.isinf(stuck.rhat[0]) and any("never moved" in w for w in stuck.warnings), stuck.warnings

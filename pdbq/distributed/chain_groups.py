@@ -75,6 +75,7 @@ class GroupShape(NamedTuple):
     unit: int
     moves_burn_in: int  # explicit burn-in the moves need (`Moves.burn_in`)
     constant: np.ndarray  # bool per live target
+    independent: bool = False  # `Moves.independent`
 
 
 class SegmentReport(NamedTuple):
@@ -237,7 +238,7 @@ def group_segment(job: ChainJob, task: SegmentTask) -> SegmentReport:
     shape, burned, cut, moves, stats = None, 0, False, None, None
     sums, counts = empty
     if task.kind == "open":
-        shape = GroupShape(ch.round_len, ch.unit, int(g.run.plan.burn_in), ch.book.constant)
+        shape = GroupShape(ch.round_len, ch.unit, int(g.run.plan.burn_in), ch.book.constant, ch.book.independent)
     elif task.kind == "burn":
         until = None if task.burn_seconds is None else t0 + task.burn_seconds
         burned, cut = _burn(g, task.lengths[0], stop_at, until)

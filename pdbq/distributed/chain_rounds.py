@@ -337,7 +337,7 @@ def run_chain_rounds(
         plan = plan_run(config, Moves(unit=shape.unit, burn_in=shape.moves_burn_in), checked.sites.shape[0],
                         live.shape[0], t0, deadline)
         store = BatchStore(config.chains, live.shape[0], kmax, max_bytes=STORE_BYTES)
-        book = RunBook(graph, live, config, plan, shape.constant, store, shape.round_len)
+        book = RunBook(graph, live, config, plan, shape.constant, store, shape.round_len, independent=shape.independent)
         run = _Run(seg, book, config, t0, on_round, shape.unit)
         run.burn_in()
         run.sample()

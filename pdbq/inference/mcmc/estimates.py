@@ -440,7 +440,7 @@ def _geyer_kernel(sums, counts, nh, se, ess):
 
 def batch_statistics(
     sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None, *, student: bool = True,
-    floor: bool = True,
+    floor: bool = True, frozen: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(`pooled_mean`, standard errors, `split_rhat`) of a batch store in compiled streaming passes.
 
@@ -461,7 +461,11 @@ def batch_statistics(
 
     ``floor``: no standard error below the sampler's resolution, Z95 / n for a target updated n
     times in all (`_resolution_floor`), except for ``constant`` targets, whose conditional is
-    exact."""
+    exact.
+
+    ``frozen``: a target (not ``constant``) whose every batch mean sits within 1e-6 of one value
+    gets R-hat inf (a chain that never moved it); False for independent draws, where that is a
+    near-certain value."""
     C, B, T, K = sums.shape
     mean = np.empty((T, K))
     se = np.empty((T, K))
@@ -487,8 +491,8 @@ def batch_statistics(
         out = np.nanmax(r, axis=1) if K else np.full(T, np.nan)
         topv = np.nanmax(top, axis=1) if K else np.zeros(T)
     const = np.zeros(T, dtype=bool) if constant is None else np.asarray(constant, dtype=bool)
-    frozen = negligible.all(axis=1) & ~const & (topv > 1.0 - _FROZEN)
-    return mean, se, np.where(frozen, np.inf, out)
+    stuck = negligible.all(axis=1) & ~const & (topv > 1.0 - _FROZEN) & frozen
+    return mean, se, np.where(stuck, np.inf, out)
 
 
 def _resolution_floor(se: np.ndarray, counts: np.ndarray, constant: np.ndarray | None) -> np.ndarray:

@@ -198,12 +198,17 @@ class Moves(NamedTuple):
     ``start(ctx)``: builds the `ChainMoves` once the chains exist.
     ``exact``: bool[n_vars], True where the moves add a target's exact conditional given the
     other sampled variables (cutset sampling): identical batch means of such a target are its
-    answer, not a frozen chain (as for a target without neighbours)."""
+    answer, not a frozen chain (as for a target without neighbours).
+    ``independent``: every step is an independent draw of the whole world (static blocks): a
+    target whose draws all sit within 1e-6 of one value is a near-certain value, not a chain
+    that never moved, so the frozen-chain rule of `estimates.batch_statistics` is off (its
+    resolution floor stays)."""
 
     unit: int = 1
     burn_in: int = 0
     start: Callable[[MoveContext], ChainMoves] | None = None
     exact: np.ndarray | None = None
+    independent: bool = False
 
 
 def _single_site(ctx: MoveContext) -> ChainMoves:
@@ -423,7 +428,7 @@ class _Chains:
         # a statement that may be cancelled (a fixed run's round can take minutes)
         self.clocked = plan.stop_at is not None or poll is not None
         self.chunk = _whole(min(self.round_len, _FIRST_CHUNK), unit) if self.clocked else self.round_len
-        self.book = RunBook(graph, live, config, plan, constant, store, self.round_len)
+        self.book = RunBook(graph, live, config, plan, constant, store, self.round_len, independent=moves.independent)
 
     def _past_deadline(self) -> bool:
         return self.plan.stop_at is not None and time.perf_counter() >= self.plan.stop_at

@@ -92,7 +92,7 @@ def pool_groups(graph: FactorGraph, config: GibbsConfig, groups: Sequence[GibbsR
     ks = np.concatenate([r.batches.sums for r in groups], axis=0)
     kc = np.concatenate([r.batches.counts for r in groups], axis=0)
     live = b0.live
-    est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, b0.constant, b0.kept)
+    est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, b0.constant, b0.kept, independent=b0.independent)
     warnings = diagnose(live, est, se, rhat, ess, unknown, b0.kept, config, b0.stopped_by, b0.burned, b0.burn_in,
                         graph.cardinality[live])
     moves_said: list[str] = []

@@ -56,6 +56,7 @@ class ChainBatches(NamedTuple):
     burn_in: int  # updates per chain of explicit burn-in planned
     stopped_by: str  # "steps" | "time" | "tolerance" | ""
     gibbs_warnings: tuple[str, ...]  # the warnings computed from these batches (not the moves')
+    independent: bool = False  # every update an independent draw (`gibbs.Moves.independent`)
 
 
 class RunPlan(NamedTuple):
@@ -120,8 +121,9 @@ class RunBook:
     burn-in updates, ``stopped_by``, the trace, the stopping rule's ``max_se``."""
 
     def __init__(self, graph: FactorGraph, live: np.ndarray, config: GibbsConfig, plan: RunPlan,
-                 constant: np.ndarray, store: BatchStore, round_len: int):
+                 constant: np.ndarray, store: BatchStore, round_len: int, *, independent: bool = False):
         self.graph, self.live, self.config, self.plan, self.constant = graph, live, config, plan, constant
+        self.independent = independent  # `gibbs.Moves.independent`: no frozen-chain rule
         self.store, self.round_len = store, round_len
         self.keep_trace = live.shape[0] <= TRACE_MAX_TARGETS
         self.trace_every = 1
@@ -175,7 +177,7 @@ class RunBook:
         # 1/8 of the run) so a tolerance stop is reproducible and checks stay cheap
         self.next_check = max(self.rounds_done + 1, int(self.rounds_done * 1.125))
         ks, kc, _ = self.store.kept(self.share)
-        est, se, rh = batch_statistics(ks, kc, self.constant)
+        est, se, rh = batch_statistics(ks, kc, self.constant, frozen=not self.independent)
         self.max_se = float(np.max(se)) if se.size else 0.0  # NaN propagates: not yet known
         if ks.shape[1] < MIN_ROUNDS_FOR_TOLERANCE // 2 or not 1.96 * self.max_se <= config.tolerance:
             return False
@@ -210,7 +212,8 @@ class RunBook:
         ks, kc, dropped_rounds = self.store.kept(self.share)
         dropped = dropped_rounds * self.round_len
         kept = self.done - dropped
-        est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, self.constant, kept)
+        est, se, rhat, ess, unknown = batch_estimates(graph, live, ks, kc, self.constant, kept,
+                                                      independent=self.independent)
         warnings = diagnose(live, est, se, rhat, ess, unknown, kept, config, self.stopped_by, self.burned,
                             self.plan.burn_in, graph.cardinality[live])
         if self.cut_burn_in and kept > 0:
@@ -218,12 +221,13 @@ class RunBook:
                                f"chain, then the leading {BURN_IN_SHARE:.0%} of the kept rounds dropped too): the "
                                "moves adapted less than planned; raise time_limit or lower burn_in")
         batches = ChainBatches(ks, kc, live, self.constant, int(kept), int(self.burned), int(self.plan.burn_in),
-                               self.stopped_by, tuple(warnings))
+                               self.stopped_by, tuple(warnings), self.independent)
         return LiveEstimates(est, se, rhat, ess), dropped, warnings, batches
 
 
 def batch_estimates(graph: FactorGraph, live: np.ndarray, ks: np.ndarray, kc: np.ndarray, constant: np.ndarray,
-                    kept: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    kept: int, *, independent: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(estimates, standard errors, split R-hat, ESS, unknown) of the ``live`` targets from the
     kept batches ``ks``/``kc`` (`BatchStore.kept`) of all chains; ``kept``: updates per chain
     they hold. A target with too few updates (none, or fewer than two batches per chain) gets
@@ -236,7 +240,7 @@ def batch_estimates(graph: FactorGraph, live: np.ndarray, ks: np.ndarray, kc: np
     ess_live = np.zeros(n_live)
     counts = kc.sum(axis=(0, 1))
     if kept > 0:
-        est_live, se_live, rhat_live = batch_statistics(ks, kc, constant)
+        est_live, se_live, rhat_live = batch_statistics(ks, kc, constant, frozen=not independent)
         ess_live = effective_sample_size(est_live, se_live, counts, graph.cardinality[live], constant)
         # beyond a target's cardinality there is nothing to estimate
         mask = np.arange(kmax_t)[None, :] >= graph.cardinality[live][:, None]

@@ -270,7 +270,7 @@ def static_moves(graph: FactorGraph, blocks: list[Block] | StaticBlocks, sites: 
 
         return ChainMoves(advance)
 
-    return Moves(unit=per_cycle, start=start, exact=sb.exact | constant_draws(sb, shared, graph.n_vars))
+    return Moves(unit=per_cycle, start=start, exact=sb.exact | constant_draws(sb, shared, graph.n_vars), independent=True)
 
 
 def describe_static(sb: StaticBlocks, fill_seconds: float, draw: float) -> str:
