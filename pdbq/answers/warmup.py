@@ -31,10 +31,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pdbq.inference.mcmc.kernels import NARROW_VALUES
+
 __all__ = ["WarmUp", "warm_up", "compile_notice", "tiers_for", "TIERS", "NARROW_VALUES"]
 
 TIERS = ("core", "moves", "wide", "wide-moves")
-NARROW_VALUES = 256  # the most values a variable may have for the chains' uint8 value arrays
 _lock = threading.Lock()
 _done: dict[str, bool] = {}
 

@@ -53,6 +53,7 @@ from pdbq.inference.mcmc.kernels import (
     group_sums_into,
     prepare_kernel_graph,
     run_chain,
+    value_dtype,
 )
 from pdbq.inference.mcmc.rng import chain_generators, chain_states
 from pdbq.inference.mcmc.run_book import (  # noqa: F401 - BURN_IN_SHARE, MIN_ESS: re-exported, as before
@@ -334,7 +335,7 @@ def initial_states(
     before ``until`` (a `time.perf_counter()` instant; the others keep their dispersed starts).
     """
     card = graph.cardinality
-    dtype = np.uint8 if kg.max_card <= 256 else np.int32
+    dtype = value_dtype(kg.max_card)
     values = np.empty((chains, graph.n_vars), dtype=dtype)
     gens = chain_generators(seed, first + chains)[first:]
     for c in range(chains):

@@ -34,6 +34,8 @@ from pdbq.inference.mcmc.double_double import dd_above, dd_add
 from pdbq.inference.mcmc.rng import bounded, next_state, uniform
 
 __all__ = [
+    "NARROW_VALUES",
+    "value_dtype",
     "KernelGraph",
     "ChainState",
     "Schedule",
@@ -54,6 +56,14 @@ __all__ = [
     "MODE_UNIFORM",
     "MODE_ALIAS",
 ]
+
+NARROW_VALUES = 256  # the most values a variable may have for uint8 value arrays
+
+
+def value_dtype(max_card: int) -> type:
+    """The dtype of the chains' value arrays for variables of up to ``max_card`` values: uint8
+    up to `NARROW_VALUES`, int32 beyond (each is its own signature of every sampling kernel)."""
+    return np.uint8 if max_card <= NARROW_VALUES else np.int32
 
 # Factor function codes (pdbq.language.nodes.FactorFunction) as compile-time constants.
 IMPLY, OR, AND, EQUAL, ISTRUE = 0, 1, 2, 3, 4

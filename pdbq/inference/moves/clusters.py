@@ -50,7 +50,7 @@ from pdbq.inference.moves.cluster_kernels import (
     link_bonds,
     make_scratch,
 )
-from pdbq.inference.mcmc.kernels import group_sums_into, hard_tables
+from pdbq.inference.mcmc.kernels import group_sums_into, hard_tables, value_dtype
 from pdbq.inference.mcmc.transition import Kernel, state_table
 from pdbq.language.nodes import FactorFunction
 
@@ -241,7 +241,7 @@ def cluster_kernel(graph: FactorGraph, cg: ClusterGraph, beta: float = 1.0) -> K
     states = state_table(cards)
     n = states.shape[0]
     strides = np.array([int(np.prod(cards[i + 1 :])) for i in range(cards.shape[0])], dtype=np.int64)
-    dtype = np.uint8 if cards.max() <= 256 else np.int32
+    dtype = value_dtype(int(cards.max()))
     sc = make_scratch(cg)
     gsums = np.zeros((n, graph.n_groups))
     if graph.n_groups:

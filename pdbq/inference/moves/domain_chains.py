@@ -36,7 +36,7 @@ import numpy as np
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.gibbs import ChainMoves, MoveContext, Moves
-from pdbq.inference.mcmc.kernels import Accum, Best, KernelGraph, group_sums_into, run_chain
+from pdbq.inference.mcmc.kernels import Accum, Best, KernelGraph, group_sums_into, run_chain, value_dtype
 from pdbq.inference.mcmc.rng import chain_states, group_states
 from pdbq.inference.moves.block_kernels import pack_blocks
 from pdbq.inference.moves.blocks import Block
@@ -69,7 +69,7 @@ def draw_seconds(graph: FactorGraph, blocks: list[Block], kernel: KernelGraph) -
     """Wall seconds of one draw of every block of ``blocks`` with their exact marginals on this
     machine now (one thread; the second of two passes, so a first call's dispatch is not counted)."""
     sc = _Scratch(graph, blocks, 1)
-    values = np.zeros(graph.n_vars, dtype=np.uint8 if kernel.max_card <= 256 else np.int32)
+    values = np.zeros(graph.n_vars, dtype=value_dtype(kernel.max_card))
     tix = np.full(graph.n_vars, -1, dtype=np.int32)
     for b in blocks:
         tix[b.vars] = 0  # every marginal computed as in the run (into one scratch row)

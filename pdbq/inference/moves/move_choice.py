@@ -143,15 +143,15 @@ class MoveDecision:
         return dataclasses.replace(self, cutset=None, reason=self.without_cutset_reason)
 
 
-def _factor_spreads(graph: FactorGraph) -> tuple[bool, np.ndarray, np.ndarray]:
+def _factor_spreads(graph: FactorGraph) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
     """(any zero entry, the multi-variable TABLE factors, the spread max − min of each one's
-    finite log-entries; 0 where none is finite)."""
+    finite log-entries (0 where none is finite), each one's number of entries)."""
     # a one-variable table is a bias, not a coupling
     is_table = (graph.function == int(FactorFunction.TABLE)) & (np.diff(graph.factor_offsets) >= 2)
     f = np.flatnonzero(is_table)
-    if not is_table.any() or graph.tables.size == 0:
-        return False, f, np.zeros(f.shape[0])
     sizes = np.ones(f.shape[0], dtype=np.int64)
+    if not is_table.any() or graph.tables.size == 0:
+        return False, f, np.zeros(f.shape[0]), sizes
     arity = np.diff(graph.factor_offsets)[f]
     starts = graph.factor_offsets[f]
     card = graph.cardinality.astype(np.int64)
@@ -170,12 +170,12 @@ def _factor_spreads(graph: FactorGraph) -> tuple[bool, np.ndarray, np.ndarray]:
     np.maximum.at(hi, seg[ok], vals[ok])
     np.minimum.at(lo, seg[ok], vals[ok])
     spread = hi - lo
-    return walls, f, np.where(np.isfinite(spread), spread, 0.0)
+    return walls, f, np.where(np.isfinite(spread), spread, 0.0), sizes
 
 
 def _table_spread(graph: FactorGraph) -> tuple[bool, float]:
     """(any zero entry, largest spread max − min of one TABLE factor's finite log-entries)."""
-    walls, _, spread = _factor_spreads(graph)
+    walls, _, spread, _ = _factor_spreads(graph)
     return walls, float(spread.max()) if spread.size else 0.0
 
 
@@ -192,10 +192,10 @@ def _summed_coupling(graph: FactorGraph) -> tuple[float, int]:
     strength = np.zeros(n_f)
     not_table = graph.function != int(FactorFunction.TABLE)
     strength[not_table] = np.abs(graph.weights[graph.weight[not_table]])
-    _, f, spread = _factor_spreads(graph)
+    _, f, spread, sizes = _factor_spreads(graph)
     strength[f] = spread
     arity = np.diff(graph.factor_offsets)
-    _interaction(graph, f, strength)
+    _interaction(graph, f, sizes, strength)
     owner = np.repeat(np.arange(n_f), arity)
     free = graph.evidence[graph.factor_vars] < 0
     n_free = np.bincount(owner, weights=free, minlength=n_f)
@@ -205,27 +205,26 @@ def _summed_coupling(graph: FactorGraph) -> tuple[float, int]:
     return float(total[v]), v
 
 
-def _interaction(graph: FactorGraph, f: np.ndarray, strength: np.ndarray) -> None:
-    """``strength[f]`` of multi-variable TABLE factors ``f``: the spread of the table's interaction
-    (the log-table less its main effects: for each variable, the mean over the others), not of the
-    table itself, whose main effects are fields on one variable and tie it to nothing. Tables
-    with an infinite entry, or over `_INTERACTION_ENTRIES` entries, keep their spread."""
+def _interaction(graph: FactorGraph, f: np.ndarray, sizes: np.ndarray, strength: np.ndarray) -> None:
+    """``strength[f]`` of multi-variable TABLE factors ``f`` (of ``sizes`` entries): the spread
+    of the table's interaction (the log-table less its main effects: for each variable, the mean
+    over the others), not of the table itself, whose main effects are fields on one variable and
+    tie it to nothing. Tables with an infinite entry, or over `_INTERACTION_ENTRIES` entries,
+    keep their spread."""
+    f = f[sizes <= _INTERACTION_ENTRIES]
     if f.size == 0:
         return
     arity = np.diff(graph.factor_offsets)[f]
-    size = np.ones(f.shape[0], dtype=np.int64)
-    for k in range(int(arity.max())):
-        has = arity > k
-        size[has] *= graph.cardinality[graph.factor_vars[graph.factor_offsets[f[has]] + k]]
-    keep = size <= _INTERACTION_ENTRIES
-    f, arity = f[keep], arity[keep]
-    shapes = [tuple(int(c) for c in graph.cardinality[graph.factor_vars[graph.factor_offsets[x]:graph.factor_offsets[x + 1]]])
-              for x in f]
-    by_shape: dict[tuple[int, ...], list[int]] = {}
-    for x, shp in zip(f.tolist(), shapes):
-        by_shape.setdefault(shp, []).append(x)
-    for shp, members in by_shape.items():  # one vectorised pass per table shape
-        sel = np.asarray(members, dtype=np.int64)
+    # each factor's shape (its variables' cardinalities, 0-padded): one vectorised pass per shape
+    width = int(arity.max())
+    pos = np.arange(width)[None, :]
+    inside = pos < arity[:, None]
+    idx = np.where(inside, graph.factor_offsets[f][:, None] + pos, 0)
+    shape_rows = np.where(inside, graph.cardinality[graph.factor_vars[idx]], 0)
+    kinds, which = np.unique(shape_rows, axis=0, return_inverse=True)
+    for s_i, row in enumerate(kinds):
+        shp = tuple(int(c) for c in row if c > 0)
+        sel = f[which.reshape(-1) == s_i]
         n = int(np.prod(shp))
         t = graph.tables[graph.table_offset[sel][:, None] + np.arange(n)[None, :]].reshape(-1, *shp)
         finite = np.isfinite(t).reshape(t.shape[0], -1).all(axis=1)

@@ -45,7 +45,7 @@ from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.exact.elimination_order import min_fill_order
 from pdbq.inference.mcmc.gibbs import ChainMoves, MoveContext, Moves
-from pdbq.inference.mcmc.kernels import HARD, group_sums_into
+from pdbq.inference.mcmc.kernels import HARD, group_sums_into, value_dtype
 from pdbq.inference.mcmc.rng import chain_states, group_states
 from pdbq.inference.moves.block_kernels import BlockArrays, block_fill, pack_blocks, sample_cached
 from pdbq.inference.moves.blocks import GLOBAL_ORDER_LIMIT, Block, _make_block, block_edges
@@ -214,8 +214,8 @@ def constant_draws(sb: StaticBlocks, psi: np.ndarray, n_vars: int) -> np.ndarray
 
 
 def _values(graph: FactorGraph) -> np.ndarray:
-    """A values row of the chains' dtype (`gibbs`: uint8 up to 256 values), so the timed kernel is the run's."""
-    return np.zeros(graph.n_vars, dtype=np.uint8 if int(graph.cardinality.max()) <= 256 else np.int32)
+    """A values row of the chains' dtype (`kernels.value_dtype`), so the timed kernel is the run's."""
+    return np.zeros(graph.n_vars, dtype=value_dtype(int(graph.cardinality.max())))
 
 
 def draw_seconds(graph: FactorGraph, sb: StaticBlocks, psi: np.ndarray) -> float:
