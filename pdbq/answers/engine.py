@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import secrets
 import time
 import warnings as _warnings
@@ -29,7 +30,9 @@ import numpy as np
 
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
+from pdbq.answers.hedge import CALIBRATION, CpuMeter, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
+from pdbq.answers.trust import contention_warning, lead_warning
 from pdbq.answers.warmup import compile_notice, tiers_for, warm_up
 from pdbq.errors import InferenceError, OptionError, TimeLimitError
 from pdbq.graph.cache import Memo
@@ -85,6 +88,10 @@ class EngineAnswer:
     warnings: list[str] = field(default_factory=list)
     trace: object | None = None
     dask: dict | None = None  # where the chains ran when on Dask (`pdbq.distributed.chains.DaskRun`)
+    hedge: dict | None = None  # AUTO's exact try and its budget split (`pdbq.answers.hedge.HedgeRecord`)
+    cpu_seconds: float = 0.0  # process CPU seconds of this call (every thread)
+    sampling_seconds: float | None = None  # wall seconds of the sampling run
+    sampling_cpu_seconds: float | None = None  # process CPU seconds of the sampling run
 
 
 def resolve_seed(seed: int | None) -> int:
@@ -273,20 +280,16 @@ def dask_runner(options, deadline: float | None, on_round, poll: Callable[[], No
     return run
 
 
-def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | None,
-                   time_left: float | None = None) -> tuple[Method, Decision | None, str]:
-    """(the method to run, AUTO's decision or None, the reason shown to the user). AUTO samples
-    instead of an exact elimination estimated to take longer than the ``time_left`` (seconds)
-    of the query's time limit: compiled elimination cannot stop at a deadline, sampling can."""
+def _method_choice(graph: FactorGraph, method: Method, options,
+                   memo: Memo | None) -> tuple[Method, Decision | None, str]:
+    """(the method to run, AUTO's decision or None, the reason shown to the user)."""
     if method is Method.AUTO:
         budget = options.exact_budget
         decision = _memoised(memo, ("auto", options.max_table, budget),
                              lambda: auto_decision(graph, options.max_table, max_seconds=budget))
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
-        est = decision.estimated_seconds
-        if chosen is Method.EXACT and time_left is not None and est is not None and est > time_left:
-            return Method.QAM, decision, (f"AUTO: {decision.reason}; but only {max(time_left, 0.0):.2g} s of "
-                                          "time_limit are left, so MCMC, which stops at the deadline")
+        # whether an EXACT decision fits the time left at the CPU this query gets is `answer`'s
+        # hedge (`pdbq.answers.hedge`)
         return chosen, decision, "AUTO: " + decision.reason
     if method is Method.EXACT:
         return method, None, "USING EXACT"
@@ -316,23 +319,28 @@ def _exact_answer(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, opt
     return marg, se, mapv
 
 
-def _exact_timeout(e: TimeLimitError, limit: float, default: bool, decision: Decision | None, elapsed: float,
-                   budget: float) -> TimeLimitError:
-    """The query's error when exact elimination was stopped at its deadline: what was cut, why
-    exact was run, and the options that give an answer."""
-    why = ""
-    if decision is not None:
-        est = decision.estimated_seconds
-        at = f", estimated at {est:.2g} s on an idle machine" if est is not None else ""
-        why = (f"; AUTO chose it ({decision.reason}{at}: within exact_budget = {budget:g} s and the time left), but it "
-               "ran slower here (other work on the machine slows it); the deadline has passed, so no time is left to "
-               "sample instead")
-    fix = (f"raise time_limit, or write WITH (exact_budget = 0) to sample (sampling stops at the deadline and flags "
-           f"what it could not settle)" if decision is not None else
-           "raise time_limit, or use USING QAM (sampling stops at the deadline and flags what it could not settle)")
-    which = " (none written: the default, or exact_budget when larger)" if default else ""
-    return TimeLimitError(f"time_limit {limit:g} s{which} ran out during exact elimination ({elapsed:.2f} s into the query): "
-                          f"{e}{why}; nothing was answered and nothing stored changed; {fix}", stage=e.stage,
+def _exact_kept(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, options, memo: Memo | None,
+                need_marginals: bool, need_map: bool) -> bool:
+    """Whether the memo already holds what `_exact_answer` would compute (its time then says
+    nothing about the machine's speed)."""
+    if memo is None:
+        return False
+    mt = options.max_table
+    have_marg = (memo.get(("exact", mt)) is not None
+                 or memo.get(("exact_of", mt, unique(query).tobytes())) is not None)
+    return (have_marg or not need_marginals) and (not need_map or memo.get(("exact_map", mt)) is not None)
+
+
+def _share_text(cpu: float, wall: float) -> str:
+    return f"{cpu / wall:.0%} of a core" if wall > 1e-3 else "no measurable time"
+
+
+def _exact_timeout(e: TimeLimitError, limit: float, elapsed: float) -> TimeLimitError:
+    """USING EXACT's error when elimination was stopped at the query's deadline: what was cut and
+    the options that give an answer (AUTO samples the rest of its budget instead)."""
+    return TimeLimitError(f"time_limit {limit:g} s ran out during exact elimination ({elapsed:.2f} s into the query): "
+                          f"{e}; nothing was answered and nothing stored changed; raise time_limit, or use USING QAM "
+                          "(sampling stops at the deadline and flags what it could not settle)", stage=e.stage,
                           elapsed=elapsed)
 
 
@@ -492,10 +500,13 @@ def answer(
         raise OptionError(f"USING GIBBS updates uniformly at random: option selection = '{options.selection}' "
                           "applies to USING QAM (or write selection = 'uniform')")
 
+    cpu0 = time.process_time()
+
     def done(marg, se, mapv, **kw) -> EngineAnswer:
         res = Marginals(query, card, marg, se, mapv)
         out = EngineAnswer(result=res, seed=seed if kw.get("method") in ("QAM", "GIBBS", "ANNEAL") else None, **kw)
         out.seconds = time.perf_counter() - t0
+        out.cpu_seconds = time.process_time() - cpu0
         return out
 
     if free_q.size == 0:
@@ -506,8 +517,9 @@ def answer(
                     reason="every query variable is evidence: point masses, nothing sampled")
 
     limit_now = options.time_limit
-    time_left = None if limit_now is None else begun + limit_now - time.perf_counter()
-    chosen, decision, reason = _method_choice(graph, method, options, memo, time_left)
+    chosen, decision, reason = _method_choice(graph, method, options, memo)
+    hedge: HedgeRecord | None = None
+    limit_sampling: float | None = None  # the sampling run's limit when AUTO's exact try ran over
     if chosen is Method.EXACT:
         if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
             reason += "; workers/scheduler unused: nothing to sample"
@@ -517,14 +529,43 @@ def answer(
         limit_exact = limit_now
         if limit_exact is None and method is Method.AUTO:
             limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
-        until = None if limit_exact is None else begun + limit_exact
+        end = None if limit_exact is None else begun + limit_exact
+        until = end
+        if method is Method.AUTO and decision is not None:
+            # AUTO hedges: exact only when it fits the CPU this query gets now, stopped at its share
+            # of the budget, the rest kept to sample
+            plan = plan_exact(decision.estimated_seconds, time.perf_counter(), end, limit_exact)
+            hedge = HedgeRecord(plan)
+            if plan.reason:
+                reason += "; " + plan.reason
+            if plan.run_exact:
+                until = plan.deadline
+            else:
+                chosen = Method.QAM
+    if chosen is Method.EXACT:
+        cached = _exact_kept(graph, query, free_q, options, memo, need_marginals, need_map)
+        w0, c0 = time.perf_counter(), time.thread_time()
         try:
             marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
                                            until, poll)
         except TimeLimitError as e:
-            raise _exact_timeout(e, limit_exact, limit_now is None, decision,
-                                 time.perf_counter() - begun, options.exact_budget) from None
-        return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
+            if hedge is None:
+                raise _exact_timeout(e, limit_exact, time.perf_counter() - begun) from None
+            hedge.stopped = True
+            hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
+            CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu, finished=False)
+            left = begun + limit_exact - time.perf_counter()
+            reason += (f"; exact elimination ran over its share: stopped after {hedge.exact_seconds:.2g} s "
+                       f"({hedge.exact_cpu:.2g} s of CPU: {_share_text(hedge.exact_cpu, hedge.exact_seconds)}), so "
+                       f"the remaining {max(left, 0.0):.2g} s sampled ({e})")
+            chosen, limit_sampling = Method.QAM, limit_exact
+        else:
+            if hedge is not None:
+                hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
+                if not cached:
+                    CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu)
+            return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision,
+                        hedge=None if hedge is None else hedge.as_dict())
 
     if chosen is Method.ANNEAL:
         r = _anneal(graph, query, options, seed, sites, on_round)
@@ -535,6 +576,8 @@ def answer(
                     steps=int(getattr(r, "steps", 0) or 0), chains=options.chains, warnings=warnings)
 
     steps, burn_in, tol, limit, fixed = _run_lengths(options, sites.size)
+    if limit_sampling is not None and not fixed:
+        limit = limit_sampling
     sel = None
     share = None
     selection_name = "uniform"
@@ -563,10 +606,11 @@ def answer(
     kernel = None
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
-    t_sample = time.perf_counter()
+    t_sample, cpu_sample = time.perf_counter(), time.process_time()
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel, poll=poll)
     r, what, dask_run = _sample(graph, query, free_q, method, options, config, explicit, memo, deadline, run_kw,
                                 on_dask)
+    sampled_wall, sampled_cpu = time.perf_counter() - t_sample, time.process_time() - cpu_sample
     if what:
         reason += "; " + what
     live = graph.evidence[query] < 0
@@ -577,15 +621,24 @@ def answer(
     out = done(
         r.marginals, r.stderr, mapv, method=chosen.value, reason=reason, decision=decision, steps=r.steps,
         burn_in=r.burn_in, chains=r.chains, selection=selection_name, query_share=share, warnings=list(r.warnings),
-        trace=r.trace, dask=dask_run,
+        trace=r.trace, dask=dask_run, hedge=None if hedge is None else hedge.as_dict(),
+        sampling_seconds=sampled_wall, sampling_cpu_seconds=sampled_cpu,
     )
     _sampled_answer(out, r, live)
     if deadline is not None and r.steps == 0 and live.any():
         before = t_sample - begun
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
                             f"{before:.2f} s of it): raise time_limit")
+    threads = options.threads if options.threads else min(config.chains, os.cpu_count() or 1)
+    busy = None if on_dask else contention_warning(out.warnings, limit, sampled_wall, sampled_cpu,
+                                                   max(1, min(threads, config.chains)))
+    if busy is not None:
+        out.warnings.append(busy)
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
         out.warnings.append(exact_hint(decision, options.exact_budget))
+    lead = lead_warning(out.warnings)
+    if lead is not None:
+        out.warnings.insert(0, lead)
     for notice in reversed([n for n in map(compile_notice, warmed) if n]):
         out.warnings.insert(0, notice)
     return out

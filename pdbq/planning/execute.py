@@ -107,7 +107,10 @@ def run_plan(plan: Plan, method: Method, *, need_marginals: bool, need_map: bool
     )
 
 
-def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
+def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckdb.DuckDBPyConnection | None = None,
+                cpu_started: float | None = None) -> dict[str, Any]:
+    """The query's diagnostics. ``cpu_started``: `time.process_time()` when ``started`` was taken
+    (then ``cpu_share`` is the process CPU time ÷ wall time of the whole query)."""
     d: dict[str, Any] = {}
     d["method"] = ans.method if ans else "NONE"
     d["method_reason"] = ans.reason if ans else (
@@ -127,6 +130,14 @@ def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckd
     d["inference_seconds"] = ans.seconds if ans else 0.0
     d["dask"] = ans.dask if ans else None  # where the chains ran, when on Dask workers
     d["seconds"] = time.perf_counter() - started
+    # the CPU the query got (other programs share the machine): process CPU seconds ÷ wall seconds
+    # (every thread counted, so chains on several threads can exceed 1), and the sampling run's
+    # wall and CPU seconds (its effective sampling time)
+    d["cpu_share"] = ((time.process_time() - cpu_started) / d["seconds"]
+                      if cpu_started is not None and d["seconds"] > 1e-3 else None)
+    d["sampling_seconds"] = ans.sampling_seconds if ans else None
+    d["effective_sampling_seconds"] = ans.sampling_cpu_seconds if ans else None
+    d["hedge"] = ans.hedge if ans else None
     warnings = list(plan.notes)
     if ans is not None:
         if con is not None:
@@ -181,7 +192,7 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
         return explain(db, stmt, progress=progress, cancel=cancel)
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query
     warmed = compile_notice(warm_up("core"))
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions,
                       started=started)
     kinds = {e.kind for e in stmt.estimates}
@@ -207,7 +218,7 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)
-    diag = diagnostics(plan, ans, started, con)
+    diag = diagnostics(plan, ans, started, con, cpu_started)
     if warmed:
         diag["warnings"].insert(0, warmed)
     return QueryAnswer(out, diag)

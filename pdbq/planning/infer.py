@@ -161,7 +161,7 @@ def _infer(
     """
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query
     warmed = compile_notice(warm_up("core"))
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if isinstance(method, str):
         try:
             method = Method(method.upper())
@@ -190,7 +190,7 @@ def _infer(
     n_total = sum(i.n for i in prepared.sync.info.values())
     notes = ([warmed] if warmed else []) + query_notes(prepared, stats) + late
     plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
-    return _answer(db, con, plan, method, map, asked, variables, progress, cancel, started)
+    return _answer(db, con, plan, method, map, asked, variables, progress, cancel, started, cpu_started)
 
 
 def _plan(db, con, variables, rules, targets, given, missing, progress, cancel, guard):
@@ -245,7 +245,7 @@ def _plan_rest(db, con, variables, rules, targets, given, missing, progress, can
     return asked, graph, gvids, stats, secs, memo, prepared, evidence, seeds
 
 
-def _answer(db, con, plan, method, map, asked, variables, progress, cancel, started):
+def _answer(db, con, plan, method, map, asked, variables, progress, cancel, started, cpu_started=None):
     ans = run_plan(plan, method, need_marginals=method is not Method.ANNEAL, need_map=map, progress=progress, cancel=cancel,
                    started=started)
     out: dict[str, RelationAnswers] = {}
@@ -265,7 +265,7 @@ def _answer(db, con, plan, method, map, asked, variables, progress, cancel, star
             if map and ans.result.map_values is not None:
                 mapv[hit] = ans.result.map_values[rows]
         out[name] = RelationAnswers(name, v, tuples, vids, marg, se, mapv, card)
-    return Inference(out, diagnostics(plan, ans, started, con))
+    return Inference(out, diagnostics(plan, ans, started, con, cpu_started))
 
 
 functools.update_wrapper(infer, _infer)  # infer's signature and documentation are _infer's
