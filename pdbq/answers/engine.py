@@ -635,7 +635,7 @@ def answer(
     if busy is not None:
         out.warnings.append(busy)
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
-        out.warnings.append(exact_hint(decision, options.exact_budget))
+        out.warnings.append(exact_hint(decision, options.exact_budget) if hedge is None else hedge.hint())
     lead = lead_warning(out.warnings)
     if lead is not None:
         out.warnings.insert(0, lead)

@@ -22,6 +22,7 @@ happened (the exact try, its CPU seconds, the share, the sampling time left).
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
@@ -131,12 +132,12 @@ class ExactPlan:
 
 
 def plan_exact(estimated: float | None, now: float, end: float | None, budget: float | None,
-               calibration: Calibration = CALIBRATION) -> ExactPlan:
+               calibration: Calibration | None = None) -> ExactPlan:
     """The exact try of AUTO: ``estimated`` idle seconds (AUTO's decision), the query's ``end``
     (perf_counter seconds; None: no limit) and its whole ``budget`` (seconds). Exact runs when the
     calibrated estimate at the CPU share it gets now fits before ``end`` less `SAMPLE_SHARE` of
-    the budget, and is stopped there."""
-    factor = calibration.factor
+    the budget, and is stopped there. ``calibration``: default `CALIBRATION`."""
+    factor = (CALIBRATION if calibration is None else calibration).factor
     if end is None or budget is None:
         return ExactPlan(True, None, None, None, factor, "")
     reserve = SAMPLE_SHARE * budget
@@ -178,6 +179,22 @@ class HedgeRecord:
     exact_seconds: float = 0.0  # wall seconds exact ran
     exact_cpu: float = 0.0  # its thread's CPU seconds
     stopped: bool = False  # exact was stopped at its share's deadline
+
+    def hint(self) -> str:
+        """The note on a flagged answer AUTO sampled after (or instead of) its exact try: why, and
+        the time limit that would let the elimination finish at the CPU this query got."""
+        p = self.plan
+        if self.stopped:
+            need = max(p.predicted or 0.0, 2.0 * self.exact_seconds)
+            why = (f"its exact elimination ran over its share of the time limit (stopped after {self.exact_seconds:.2g} s, "
+                   f"{self.exact_cpu:.2g} s of it on the CPU)")
+        else:
+            need = p.predicted or 0.0
+            at = f" at the {p.share:.0%} of a CPU core this query got" if p.share is not None else ""
+            why = f"exact elimination was predicted at {need:.2g} s{at}, more than the time limit left it"
+        limit = math.ceil(need / (1.0 - SAMPLE_SHARE)) + 1
+        return (f"AUTO sampled because {why}; for the exact answer write WITH (time_limit = {limit}), or USING EXACT "
+                "(no time limit unless written), or run it when the machine is less busy")
 
     def as_dict(self) -> dict:
         p = self.plan
