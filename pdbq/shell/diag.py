@@ -64,12 +64,6 @@ def format_diagnostics(d: dict[str, Any]) -> str:
         if parts:
             text += f" ({', '.join(parts)})"
         rows.append(("time", text))
-    if d.get("cpu_share") is not None:
-        text = f"{d['cpu_share']:.0%} of one core over the query (process CPU time ÷ wall time)"
-        if d.get("sampling_seconds") and d.get("effective_sampling_seconds") is not None:
-            text += (f"; sampling {d['sampling_seconds']:.3f} s, {d['effective_sampling_seconds']:.3f} s of it on the "
-                     "CPU")
-        rows.append(("cpu", text))
     for w in d.get("warnings") or ():
         rows.append(("warning", str(w)))
     width = max((len(k) for k, _ in rows), default=0) + 2
