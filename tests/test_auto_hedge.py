@@ -7,6 +7,8 @@ assertion depends on this machine's speed or on what else runs on it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 from pdbq.answers import hedge
 from pdbq.answers.engine import answer, auto_decision
 from pdbq.answers.hedge import Calibration, plan_exact
-from pdbq.answers.trust import contention_warning, lead_warning, untrusted_checks
+from pdbq.answers.trust import contention_warning, cross_check_warning, lead_warning, untrusted_checks
 from pdbq.graph.builder import GraphBuilder
 from pdbq.graph.cache import GraphCache, Memo
 from pdbq.inference.exact import stopping
@@ -166,3 +168,87 @@ def test_the_note_on_a_hedged_answer_names_the_time_limit_that_gives_the_exact_o
     assert "predicted at 44 s at the 7% of a CPU core" in text and "time_limit = 60" in text
     stopped = hedge.HedgeRecord(hedge.ExactPlan(True, 10.0, 2.0, None, 1.0, ""), 3.0, 1.0, True).hint()
     assert "ran over its share" in stopped and "time_limit = 9" in stopped
+
+
+# ---------------------------------------------------------------- the cross-check
+
+
+def _random_tree(rng, n: int):
+    b = GraphBuilder()
+    card = rng.integers(2, 4, size=n)
+    xs = [b.add_variable(int(c)) for c in card]
+    for i in range(1, n):
+        j = int(rng.integers(i))
+        t = rng.normal(scale=1.5, size=(card[min(i, j)], card[max(i, j)]))
+        b.add_factor(F.TABLE, [xs[min(i, j)], xs[max(i, j)]], table=t.ravel())
+    for i in range(n):
+        if rng.random() < 0.3:
+            b.set_evidence(xs[i], int(rng.integers(card[i])))
+    return b.build()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12))
+def test_belief_propagation_is_exact_on_trees(seed, n):
+    """Differential: on a tree (random tables, random evidence) loopy BP equals elimination."""
+    from pdbq.inference.exact.loopy_bp import loopy_marginals  # noqa: PLC0415
+
+    g = _random_tree(np.random.default_rng(seed), n)
+    r = loopy_marginals(g)
+    assert r.converged, f"seed {seed}"
+    ex = exact_marginals(g).marginals
+    np.testing.assert_allclose(r.marginals, ex, atol=1e-5, err_msg=f"seed {seed}")
+
+
+def _two_modes():
+    """6 strongly tied variables; a field favours 0, so all-1 is a rare mode (exact P(x = 1) about 0.05)."""
+    b = GraphBuilder()
+    xs = b.add_variables(6)
+    tie = b.add_weight(4.0)
+    for a, c in zip(xs, xs[1:]):
+        b.add_factor(F.EQUAL, [a, c], weight=tie)
+    field = b.add_weight(-0.25)
+    for x in xs:
+        b.add_factor(F.ISTRUE, [x], weight=field)
+    return b.build()
+
+
+def test_a_mode_no_chain_visited_is_warned_and_the_right_answer_is_not():
+    from pdbq.inference.exact.loopy_bp import loopy_marginals  # noqa: PLC0415
+
+    g = _two_modes()
+    q = np.arange(6)
+    ex = exact_marginals(g).marginals[q]
+    assert 0.02 < ex[0, 1] < 0.2  # the premise: a rare mode that matters
+    bp = loopy_marginals(g)
+    missed = np.column_stack([np.full(6, 0.9995), np.full(6, 0.0005)])  # chains that never left the 0 mode
+    se = np.full_like(missed, 0.0002)
+    text = cross_check_warning(q, missed, se, bp.marginals, 0.01)
+    assert text is not None and "states no chain visited" in text
+    assert lead_warning([text]).startswith("error bars unreliable")
+    assert cross_check_warning(q, ex, np.full_like(ex, 0.003), bp.marginals, 0.01) is None
+
+
+def test_the_engine_warns_a_sampled_answer_that_missed_a_mode(monkeypatch):
+    """Chains forced to miss the rare mode (the sampler returns the 0-mode answer) are warned by
+    the cross-check; switched off (the check returns nothing), the same answer is silent."""
+    import pdbq.answers.engine as engine  # noqa: PLC0415
+    from pdbq.inference.mcmc.gibbs import run_gibbs  # noqa: PLC0415
+
+    g = _two_modes()
+    q = np.arange(6)
+
+    def stuck(graph, query, config, deadline=None, **kw):
+        r = run_gibbs(graph, query, config, deadline=deadline, **kw)
+        r.marginals[:, 0], r.marginals[:, 1] = 0.9995, 0.0005
+        r.stderr[:] = 0.0002
+        return dataclasses.replace(r, warnings=())
+
+    monkeypatch.setattr(engine, "run_gibbs", stuck)
+    monkeypatch.setattr(engine, "CROSS_CHECK_SHARE", 0.9)  # the check's share of the time: ample, even under load
+    opts = QueryOptions(time_limit=2.0, tolerance=0.02, seed=1)
+    r = answer(g, q, Method.GIBBS, opts, memo=Memo(GraphCache(), {}))
+    assert any("cross-check" in w for w in r.warnings) and r.warnings[0].startswith("error bars unreliable")
+    monkeypatch.setattr(engine, "cross_check_warning", lambda *a, **k: None)
+    r = answer(g, q, Method.GIBBS, opts, memo=Memo(GraphCache(), {}))
+    assert not r.warnings  # the detector off: the wrong answer would pass silently

@@ -32,7 +32,7 @@ from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.hedge import CALIBRATION, CpuMeter, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
-from pdbq.answers.trust import contention_warning, lead_warning
+from pdbq.answers.trust import contention_warning, cross_check_warning, lead_warning
 from pdbq.answers.warmup import compile_notice, tiers_for, warm_up
 from pdbq.errors import InferenceError, OptionError, TimeLimitError
 from pdbq.graph.cache import Memo
@@ -40,6 +40,7 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact_hint
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.exact.loopy_bp import loopy_marginals
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
@@ -606,6 +607,7 @@ def answer(
     kernel = None
     if memo is not None and sites.size:
         kernel = memo.get_or_make("kernel", lambda: prepare_kernel_graph(validate(graph)))
+    belief = _belief(graph, memo, deadline) if need_marginals and free_q.size else None
     t_sample, cpu_sample = time.perf_counter(), time.process_time()
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel, poll=poll)
     r, what, dask_run = _sample(graph, query, free_q, method, options, config, explicit, memo, deadline, run_kw,
@@ -636,12 +638,37 @@ def answer(
         out.warnings.append(busy)
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
         out.warnings.append(exact_hint(decision, options.exact_budget) if hedge is None else hedge.hint())
+    if belief is not None:
+        crossed = cross_check_warning(query, r.marginals, r.stderr, belief,
+                                      tol if tol is not None else DEFAULT_TOLERANCE)
+        if crossed is not None:
+            out.warnings.append(crossed)
     lead = lead_warning(out.warnings)
     if lead is not None:
         out.warnings.insert(0, lead)
     for notice in reversed([n for n in map(compile_notice, warmed) if n]):
         out.warnings.insert(0, notice)
     return out
+
+
+# The share of the time left that the cross-check (loopy belief propagation) may take before
+# sampling; past it the check is dropped (the answer is not checked, and not delayed).
+CROSS_CHECK_SHARE = 0.1
+
+
+def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np.ndarray | None:
+    """Loopy BP marginals of the graph for the cross-check of sampled answers (kept with the
+    graph), or None when it did not converge or did not fit its share of the time left."""
+    kept = memo.get(("loopy_bp",)) if memo is not None else None
+    if kept is not None:
+        return kept.marginals if kept.converged else None
+    until = None if deadline is None else time.perf_counter() + CROSS_CHECK_SHARE * (deadline - time.perf_counter())
+    r = loopy_marginals(graph, deadline=until)
+    if r is None:
+        return None
+    if memo is not None:
+        memo.put(("loopy_bp",), r)
+    return r.marginals if r.converged else None
 
 
 def _uses_moves(method: Method, options) -> bool:

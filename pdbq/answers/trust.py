@@ -9,7 +9,10 @@ model, left the run too little CPU (the time limit is wall time).
 
 from __future__ import annotations
 
-__all__ = ["untrusted_checks", "lead_warning", "contention_warning", "LOW_SHARE"]
+__all__ = ["untrusted_checks", "lead_warning", "contention_warning", "cross_check_warning", "LOW_SHARE",
+           "UNSEEN_RATIO"]
+
+import numpy as np
 
 # (text a check's warning contains, what it means in a few words). Each of these says the chains
 # may not have explored the distribution, so their batch-means errors may be too small.
@@ -63,3 +66,33 @@ def contention_warning(warnings: list[str], limit: float | None, wall: float, cp
     return (f"the machine was busy: sampling got {share:.0%} of the CPU its {threads} thread(s) could use "
             f"({cpu:.2g} s of CPU in {wall:.2g} s{within}), so it did about {share:.0%} of the work a quiet machine "
             f"would have done; the warnings above come from that shortfall as much as from the model{more}")
+
+
+# A sampled value this many times rarer than loopy BP makes it, and off from BP by more than the
+# tolerance, is the mark of states no chain visited. Loopy BP's own errors on loopy graphs are
+# mostly overconfidence (small probabilities made smaller), so it is trusted only in the other
+# direction, and only by this wide margin.
+UNSEEN_RATIO = 4.0
+
+
+def cross_check_warning(query: np.ndarray, estimates: np.ndarray, stderr: np.ndarray, belief: np.ndarray,
+                        tolerance: float) -> str | None:
+    """The warning when sampled answers (rows follow ``query``, graph ids) give some value far
+    less probability than loopy belief propagation's ``belief[n_vars, k]`` does: more than
+    ``tolerance`` less, beyond the answer's 95% interval, and under 1/`UNSEEN_RATIO` of it."""
+    k = min(estimates.shape[1], belief.shape[1])
+    bp = belief[query][:, :k]
+    est, se = estimates[:, :k], np.nan_to_num(stderr[:, :k], nan=np.inf)
+    with np.errstate(invalid="ignore"):
+        gap = bp - est
+        off = (np.isfinite(est) & np.isfinite(bp) & (gap > tolerance) & (gap > 1.96 * se)
+               & (est * UNSEEN_RATIO < bp))
+    if not off.any():
+        return None
+    rows, vals = np.nonzero(off)
+    worst = int(np.argmax(gap[rows, vals]))
+    r, v = int(rows[worst]), int(vals[worst])
+    return (f"cross-check: {len(set(rows.tolist()))} answer(s) give a value far less probability than loopy belief "
+            f"propagation does (worst: variable {int(query[r])} = {v}: {est[r, v]:.3g} ± {1.96 * se[r, v]:.2g} sampled, "
+            f"{bp[r, v]:.3g} by belief propagation): states no chain visited may carry that probability, which the "
+            "chains' agreement (R-hat) cannot show")
