@@ -48,7 +48,8 @@ def _logsumexp(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return a
     m = np.max(a, axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    out = np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # a message of an impossible value is log 0 = -inf
+        out = np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
     return np.squeeze(out, axis=axes)
 
 
@@ -57,7 +58,8 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     if not np.isfinite(m):
         return np.zeros_like(v)
     v = v - m
-    return v - np.log(np.sum(np.exp(v)))
+    with np.errstate(divide="ignore"):
+        return v - np.log(np.sum(np.exp(v)))
 
 
 def loopy_marginals(graph: FactorGraph, *, max_iterations: int = 200, damping: float = 0.5, threshold: float = 1e-8,
@@ -108,8 +110,9 @@ def loopy_marginals(graph: FactorGraph, *, max_iterations: int = 200, damping: f
                 new = _logsumexp(full - incoming[i].reshape(shape), tuple(a for a in range(k) if a != i))
                 new = _normalise(np.asarray(new, dtype=np.float64))
                 old = msgs[e][i]
-                mixed = _normalise(np.logaddexp(np.log(1 - damping) + new, np.log(damping) + old))
-                change = float(np.max(np.abs(np.exp(mixed) - np.exp(old))))
+                with np.errstate(divide="ignore"):
+                    mixed = _normalise(np.logaddexp(np.log(1 - damping) + new, np.log(damping) + old))
+                change = float(np.max(np.abs(np.exp(mixed) - np.exp(old)), initial=0.0))
                 delta = max(delta, change)
                 belief[v, : card[v]] += mixed - old
                 msgs[e][i] = mixed
