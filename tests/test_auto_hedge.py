@@ -116,14 +116,17 @@ def test_auto_runs_exact_only_where_it_fits_the_cpu_it_gets(share, expect, monke
         np.testing.assert_allclose(r.result.marginals[0], exact_marginals(g).marginals[3], atol=1e-12)
 
 
-def test_a_finished_exact_run_calibrates_and_a_cached_one_does_not(monkeypatch, calibration):
+def test_a_whole_exact_run_calibrates_and_a_kept_or_partial_one_does_not(monkeypatch, calibration):
     g = _chain(3000)
     memo = Memo(GraphCache(), {})
     monkeypatch.setattr(hedge, "_RECORD_ABOVE", 0.0)
     r = answer(g, np.arange(5), Method.AUTO, QueryOptions(time_limit=60.0), memo=memo)
+    assert r.method == "EXACT" and calibration.runs == 0  # a few marginals: less work than the estimate's
+    everything = np.arange(g.n_vars)
+    r = answer(g, everything, Method.AUTO, QueryOptions(time_limit=60.0), memo=memo)
     assert r.method == "EXACT" and calibration.runs == 1
-    r = answer(g, np.arange(5), Method.AUTO, QueryOptions(time_limit=60.0), memo=memo)
-    assert r.method == "EXACT" and calibration.runs == 1
+    r = answer(g, everything, Method.AUTO, QueryOptions(time_limit=60.0), memo=memo)
+    assert r.method == "EXACT" and calibration.runs == 1 and r.hedge is None  # kept: no try, nothing measured
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -532,7 +532,8 @@ def answer(
             limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
         end = None if limit_exact is None else begun + limit_exact
         until = end
-        if method is Method.AUTO and decision is not None:
+        cached = _exact_kept(graph, query, free_q, options, memo, need_marginals, need_map)
+        if method is Method.AUTO and decision is not None and not cached:
             # AUTO hedges: exact only when it fits the CPU this query gets now, stopped at its share
             # of the budget, the rest kept to sample
             plan = plan_exact(decision.estimated_seconds, time.perf_counter(), end, limit_exact)
@@ -544,7 +545,6 @@ def answer(
             else:
                 chosen = Method.QAM
     if chosen is Method.EXACT:
-        cached = _exact_kept(graph, query, free_q, options, memo, need_marginals, need_map)
         w0, c0 = time.perf_counter(), time.thread_time()
         try:
             marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
@@ -563,7 +563,8 @@ def answer(
         else:
             if hedge is not None:
                 hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
-                if not cached:
+                if need_marginals and free_q.size >= sites.size:
+                    # the estimate is of every marginal (both passes): only such runs calibrate it
                     CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu)
             return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision,
                         hedge=None if hedge is None else hedge.as_dict())
