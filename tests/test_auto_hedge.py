@@ -255,3 +255,18 @@ def test_the_engine_warns_a_sampled_answer_that_missed_a_mode(monkeypatch):
     monkeypatch.setattr(engine, "cross_check_warning", lambda *a, **k: None)
     r = answer(g, q, Method.GIBBS, opts, memo=Memo(GraphCache(), {}))
     assert not r.warnings  # the detector off: the wrong answer would pass silently
+
+
+def test_the_probe_measures_the_share_of_a_slow_clock(monkeypatch):
+    """A fake machine where the thread gets a third of the wall time: the probe reads a third."""
+    wall = [0.0]
+
+    def now():
+        wall[0] += 0.003
+        return wall[0]
+
+    monkeypatch.setattr(hedge, "_now", now)
+    monkeypatch.setattr(hedge, "_cpu", lambda: wall[0] / 3.0)
+    assert hedge.probe_share(0.04) == pytest.approx(1 / 3, rel=0.1)
+    monkeypatch.setattr(hedge, "_cpu", lambda: 0.0)  # no CPU at all: the floor, after at most 4x the time
+    assert hedge.probe_share(0.04) == hedge._MIN_SHARE and wall[0] < 1.0

@@ -66,13 +66,18 @@ _cpu = time.thread_time
 
 def probe_share(seconds: float = PROBE_SECONDS) -> float:
     """The share of one core this thread gets now: thread CPU time ÷ wall time over ``seconds``
-    of busy work, in [`_MIN_SHARE`, 1]."""
+    of busy work, in [`_MIN_SHARE`, 1]. On a crowded machine a few scheduler slices decide the
+    ratio, so the probe goes on (up to 4 × ``seconds``) until it has run a quarter of ``seconds``
+    on the CPU."""
     w0, c0 = _now(), _cpu()
-    end = w0 + seconds
+    end, last = w0 + seconds, w0 + 4.0 * seconds
     x = 0
-    while _now() < end:
+    while True:
         for _ in range(2000):
             x += 1
+        t = _now()
+        if t >= last or (t >= end and _cpu() - c0 >= 0.25 * seconds):
+            break
     wall, cpu = _now() - w0, _cpu() - c0
     if wall <= 0:
         return 1.0
