@@ -60,11 +60,11 @@ def contention_warning(warnings: list[str], limit: float | None, wall: float, cp
         return None
     if not (untrusted_checks(warnings) or any(k in w for w in warnings for k in _SHORT)):
         return None
-    within = f" of its time_limit {limit:g} s" if limit is not None else ""
+    within = f"; time_limit {limit:g} s" if limit is not None else ""
     more = (f"; raise time_limit to about {limit / max(share, 0.01):.0f} s for the same work, or run it when the machine "
             "is less busy") if limit is not None else "; run it when the machine is less busy"
     return (f"the machine was busy: sampling got {share:.0%} of the CPU its {threads} thread(s) could use "
-            f"({cpu:.2g} s of CPU in {wall:.2g} s{within}), so it did about {share:.0%} of the work a quiet machine "
+            f"({cpu:.2g} s of CPU in {wall:.2g} s of wall time{within}), so it did about {share:.0%} of the work a quiet machine "
             f"would have done; the warnings above come from that shortfall as much as from the model{more}")
 
 
