@@ -43,7 +43,8 @@ class BeliefResult(NamedTuple):
     iterations: int
 
 
-def _logsumexp(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+def _lse(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """log Σ exp over ``axes`` (dropped), -inf where every term is -inf."""
     if not axes:
         return a
     m = np.max(a, axis=axes, keepdims=True)
@@ -53,20 +54,30 @@ def _logsumexp(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return np.squeeze(out, axis=axes)
 
 
-def _normalise(v: np.ndarray) -> np.ndarray:
-    m = np.max(v)
-    if not np.isfinite(m):
-        return np.zeros_like(v)
-    v = v - m
-    with np.errstate(divide="ignore"):
-        return v - np.log(np.sum(np.exp(v)))
+def _norm_rows(v: np.ndarray) -> np.ndarray:
+    """Rows of log-values shifted to log-probabilities (a row of -inf stays uniform-free: -inf)."""
+    m = np.max(v, axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = v - m
+        return out - np.log(np.sum(np.exp(out), axis=1, keepdims=True))
+
+
+class _Group(NamedTuple):
+    """Factors of one table shape: ``scope[F, a]``, ``tables[F, *shape]``, and per position i
+    the messages to its variables ``msgs[i][F, shape[i]]`` (log, normalised)."""
+
+    scope: np.ndarray
+    tables: np.ndarray
+    msgs: list
 
 
 def loopy_marginals(graph: FactorGraph, *, max_iterations: int = 200, damping: float = 0.5, threshold: float = 1e-8,
                     deadline: float | None = None) -> BeliefResult | None:
-    """Loopy BP marginals of every variable of ``graph`` (evidence clamped). None when a table
-    holds more than `MAX_TABLE_ENTRIES` entries or ``deadline`` (a `time.perf_counter()` instant)
-    passes first: the check then has nothing to say."""
+    """Loopy BP marginals of every variable of ``graph`` (evidence clamped), flooding schedule
+    (every message from the last iteration's beliefs), factors of one table shape updated
+    together. None when a table holds more than `MAX_TABLE_ENTRIES` entries or ``deadline`` (a
+    `time.perf_counter()` instant) passes first: the check then has nothing to say."""
     n = graph.n_vars
     kmax = int(graph.cardinality.max()) if n else 1
     card = graph.cardinality.astype(np.int64)
@@ -74,54 +85,64 @@ def loopy_marginals(graph: FactorGraph, *, max_iterations: int = 200, damping: f
         edges = condition(hyperedges(graph, max_entries=MAX_TABLE_ENTRIES), graph.evidence)
     except Exception:  # noqa: BLE001 - a table too large for the check: no check
         return None
-    edges = [h for h in edges if h.scope.size]
-    out = np.full((n, kmax), np.nan)
-    ev = np.flatnonzero(graph.evidence >= 0)
-    out[ev] = 0.0
-    out[ev, graph.evidence[ev]] = 1.0
-    # messages factor → variable, per (edge, position); variable beliefs are unary sums of them
-    msgs = [[np.full(card[v], -np.log(card[v])) for v in h.scope] for h in edges]
-    tables = [np.where(np.isfinite(h.log_table), h.log_table, -np.inf) for h in edges]
-    belief = np.zeros((n, kmax))
-    for v in range(n):
-        belief[v, card[v]:] = -np.inf
-    for e, h in enumerate(edges):
-        for i, v in enumerate(h.scope):
-            belief[v, : card[v]] += msgs[e][i]
+    by_shape: dict[tuple, list] = {}
+    for h in edges:
+        if h.scope.size:
+            by_shape.setdefault(h.log_table.shape, []).append(h)
+    groups = []
+    for shape, hs in by_shape.items():
+        scope = np.stack([h.scope for h in hs]).astype(np.int64)
+        tables = np.stack([h.log_table for h in hs]).astype(np.float64)
+        msgs = [np.full((len(hs), k), -np.log(k)) for k in shape]
+        groups.append(_Group(scope, tables, msgs))
+    pad = np.arange(kmax)[None, :] >= card[:, None]
+
+    def beliefs() -> np.ndarray:
+        b = np.zeros((n, kmax))
+        for gr in groups:
+            for i, m in enumerate(gr.msgs):
+                np.add.at(b[:, : m.shape[1]], gr.scope[:, i], m)
+        return np.where(pad, -np.inf, b)
+
+    belief = beliefs()
     converged, it = False, 0
+    log_keep, log_new = np.log(damping), np.log(1.0 - damping)
     for it in range(1, max_iterations + 1):
         if deadline is not None and time.perf_counter() > deadline:
             return None
         delta = 0.0
-        for e, h in enumerate(edges):
-            k = h.scope.size
-            t = tables[e]
-            incoming = []
-            for i, v in enumerate(h.scope):
-                incoming.append(belief[v, : card[v]] - msgs[e][i])  # variable → factor
-            full = t.copy()
-            for i in range(k):
-                shape = [1] * k
-                shape[i] = -1
-                full = full + incoming[i].reshape(shape)
-            for i, v in enumerate(h.scope):
-                shape = [1] * k
-                shape[i] = -1
-                new = _logsumexp(full - incoming[i].reshape(shape), tuple(a for a in range(k) if a != i))
-                new = _normalise(np.asarray(new, dtype=np.float64))
-                old = msgs[e][i]
-                with np.errstate(divide="ignore"):
-                    mixed = _normalise(np.logaddexp(np.log(1 - damping) + new, np.log(damping) + old))
-                change = float(np.max(np.abs(np.exp(mixed) - np.exp(old)), initial=0.0))
-                delta = max(delta, change)
-                belief[v, : card[v]] += mixed - old
-                msgs[e][i] = mixed
+        for gr in groups:
+            a = gr.scope.shape[1]
+            incoming = [belief[gr.scope[:, i], : m.shape[1]] - m for i, m in enumerate(gr.msgs)]
+            incoming = [np.where(np.isnan(x), -np.inf, x) for x in incoming]  # -inf - -inf: impossible
+            full = gr.tables.copy()
+            for i, x in enumerate(incoming):
+                shape = [x.shape[0]] + [1] * a
+                shape[i + 1] = x.shape[1]
+                full += x.reshape(shape)
+            for i, x in enumerate(incoming):
+                shape = [x.shape[0]] + [1] * a
+                shape[i + 1] = x.shape[1]
+                with np.errstate(invalid="ignore"):
+                    cavity = full - x.reshape(shape)
+                cavity = np.where(np.isnan(cavity), -np.inf, cavity)
+                new = _norm_rows(_lse(cavity, tuple(1 + j for j in range(a) if j != i)))
+                old = gr.msgs[i]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    mixed = _norm_rows(np.logaddexp(log_new + new, log_keep + old))
+                mixed = np.where(np.isnan(mixed), old, mixed)
+                delta = max(delta, float(np.max(np.abs(np.exp(mixed) - np.exp(old)), initial=0.0)))
+                gr.msgs[i] = mixed
+        belief = beliefs()
         if delta < threshold:
             converged = True
             break
+    out = np.full((n, kmax), np.nan)
+    ev = np.flatnonzero(graph.evidence >= 0)
+    out[ev] = 0.0
+    out[ev, graph.evidence[ev]] = 1.0
     free = np.flatnonzero(graph.evidence < 0)
-    for v in free.tolist():
-        b = _normalise(belief[v, : card[v]])
-        out[v, :] = 0.0
-        out[v, : card[v]] = np.exp(b)
+    if free.size:
+        out[free] = np.exp(_norm_rows(belief[free]))
+        out[free] = np.where(pad[free], 0.0, out[free])
     return BeliefResult(out, converged, it)
