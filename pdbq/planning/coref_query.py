@@ -354,8 +354,9 @@ def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, war
     if any(e.kind is EstimateKind.DIST for e in ests):
         dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE), poll, deadline, warnings)
         # a row the time limit left without a kept pass is NaN: NULL, never an empty distribution
-        entries = [None if np.isnan(row).any() else [(int(s), float(p)) for s, p in enumerate(row) if p > 0]
-                   for row in dist]
+        unknown = np.isnan(dist).any(axis=1)
+        entries = [None if bad else [(int(s), float(p)) for s, p in enumerate(row) if p > 0]
+                   for bad, row in zip(unknown.tolist(), dist)]
         arr = pa.array(entries, type=pa.map_(pa.int64(), pa.float64()))
         for e in ests:
             if e.kind is EstimateKind.DIST:

@@ -598,7 +598,8 @@ def sample_sizes(g: PairGraph, config: CorefConfig, cap: int, poll: Callable[[],
                  deadline: float | None = None, warnings: list[str] | None = None) -> np.ndarray:
     """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
     Averaged over chains and the passes after burn-in (τ = 1); `poll`, `deadline` as in
-    `resolve_map`. What the deadline cut is appended to ``warnings``; no pass kept: NaN."""
+    `resolve_map`. What the deadline cut is appended to ``warnings``; no pass kept: float64[n, 1]
+    of NaN."""
     _graph_for(g, config)
     n = g.indptr.shape[0] - 1
     if n * (cap + 1) > 50_000_000:
@@ -632,5 +633,5 @@ def sample_sizes(g: PairGraph, config: CorefConfig, cap: int, poll: Callable[[],
             warnings.append(f"time_limit {config.time_limit} s reached: the size distributions average {done:,} "
                             f"passes of {config.chains * config.sweeps:,} planned" + (" (none: NULL)" if not done else ""))
     if not done:
-        return np.full((n, cap + 1), np.nan)
+        return np.full((n, 1), np.nan)  # one NaN column: no size has an estimate (and no table is filled)
     return counts / done
