@@ -272,3 +272,21 @@ def test_a_cancelled_long_in_list_is_cancelled_during_the_parse():
     text = "SELECT PROB(x) FROM v x WHERE x.i IN (" + ", ".join(str(i) for i in range(20001)) + ")"
     with pdbq.connect() as db, pytest.raises(Cancelled):
         db.execute(text, cancel=token)
+
+
+def test_autos_search_for_a_small_cutset_reads_its_stop():
+    from pdbq.inference.moves.move_choice import choose_moves
+
+    # a ring of strong walls: AUTO's choice conditions on a small cutset (tests/test_cutset.py)
+    b = GraphBuilder()
+    x = b.add_variables(8)
+    strong = b.add_weight(9.0)
+    for i in range(8):
+        b.add_factor(F.EQUAL, [x[i], x[(i + 1) % 8]], weight=strong)
+        b.add_factor(F.EQUAL, [x[i], x[(i + 2) % 8]], weight=strong)
+    b.add_factor(F.ISTRUE, [x[0]], weight=b.add_weight(0.3))
+    g = b.build()
+    assert choose_moves(g, block_table=4).cutset is not None
+    cut = choose_moves(g, block_table=4, should_stop=lambda: True)
+    assert cut.cut and cut.cutset is None and "stopped the search for a small cutset" in cut.reason
+    assert not choose_moves(g, block_table=4, should_stop=lambda: False).cut

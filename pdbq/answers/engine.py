@@ -403,7 +403,7 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
                        deadline=deadline, poll=run_kw["poll"])
         return r, describe_cutset(r), None
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
-        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        moves = _moves(graph, options, memo, deadline, run_kw["poll"])
         if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
             moves = moves.without_cutset()
         r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
@@ -428,7 +428,7 @@ def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, 
             return dataclasses.replace(r, warnings=(*r.warnings, cut)), why, rec
         return run(graph, query, config, cutset=cs, **where)
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
-        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        moves = _moves(graph, options, memo, deadline, run_kw["poll"])
         if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
             moves = moves.without_cutset()
         records: list[tuple[str, dict]] = []
@@ -456,6 +456,21 @@ def _past(until: float | None, poll: Callable[[], None] | None) -> Callable[[], 
         return until is not None and time.perf_counter() >= until
 
     return should_stop
+
+
+def _moves(graph: FactorGraph, options, memo: Memo | None, deadline: float | None, poll: Callable[[], None] | None):
+    """AUTO's moves (`choose_moves`), its search for a small cutset given `_DECIDE_SHARE` of the
+    time left; a decision the clock cut is not kept."""
+    key = ("moves", options.block_table)
+    kept = memo.get(key) if memo is not None else None
+    if kept is not None:
+        return kept
+    now = time.perf_counter()
+    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
+    made = choose_moves(graph, block_table=options.block_table, should_stop=_past(until, poll))
+    if memo is not None and not made.cut:
+        memo.put(key, made)
+    return made
 
 
 def _cutset(graph: FactorGraph, options, memo: Memo | None, deadline: float | None,
