@@ -16,6 +16,7 @@ the chains going), and the leading quarter of what ran is dropped as burn-in (un
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import os
@@ -103,15 +104,18 @@ def resolve_seed(seed: int | None) -> int:
 # Graphs up to this many free variables always get an elimination order (milliseconds), so a
 # sampled answer can name the exact_budget that would give the exact one.
 _ORDER_ALWAYS = 2_000
+# AUTO's elimination-order search may take this share of the time left; sampling gets the rest
+_DECIDE_SHARE = 0.5
 
 
 def auto_decision(
-    graph: FactorGraph, max_table: int, config: AutoConfig = AutoConfig(), max_seconds: float | None = None
+    graph: FactorGraph, max_table: int, config: AutoConfig = AutoConfig(), max_seconds: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Decision:
     """`choose_method` with the budget ``max_seconds`` (the ``exact_budget`` option; default
     ``config.max_seconds``), after a cheap bound: elimination costs at least ``us_per_clique`` per
     free variable, so a large graph (over `_ORDER_ALWAYS` free variables) is MCMC without
-    computing an elimination order."""
+    computing an elimination order. ``should_stop``: as in `choose_method`."""
     budget = config.max_seconds if max_seconds is None else float(max_seconds)
     free = int(np.count_nonzero(graph.evidence < 0))
     floor = free * config.us_per_clique * 1e-6
@@ -124,7 +128,7 @@ def auto_decision(
             -1,
             floor,
         )
-    return choose_method(graph, max_table=max_table, max_seconds=budget, config=config)
+    return choose_method(graph, max_table=max_table, max_seconds=budget, config=config, should_stop=should_stop)
 
 
 def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float | None, float | None, bool]:
@@ -188,7 +192,8 @@ def _exact_marginals(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, 
                                              poll=poll), keep=8)
 
 
-def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray, on_round=None):
+def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray, on_round=None,
+            begun: float | None = None):
     try:
         module = importlib.import_module("pdbq.inference.mcmc.anneal")
     except ModuleNotFoundError:
@@ -196,8 +201,12 @@ def _anneal(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np
                              "use USING EXACT for an exact MAP on small graphs") from None
     from pdbq.inference.mcmc.config import AnnealConfig  # noqa: PLC0415
 
+    limit = options.time_limit
+    if limit is not None and begun is not None:
+        # the query's limit counts from its start (planning included): annealing gets what is left
+        limit = max(limit - (time.perf_counter() - begun), 1e-3)
     kw = {"temperature": options.temperature, "chains": options.chains, "threads": options.threads, "seed": seed,
-          "time_limit": options.time_limit}
+          "time_limit": limit}
     if options.cooling is not None:
         kw["cooling"] = options.cooling
     if options.steps is not None:
@@ -281,13 +290,21 @@ def dask_runner(options, deadline: float | None, on_round, poll: Callable[[], No
     return run
 
 
-def _method_choice(graph: FactorGraph, method: Method, options,
-                   memo: Memo | None) -> tuple[Method, Decision | None, str]:
-    """(the method to run, AUTO's decision or None, the reason shown to the user)."""
+def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | None,
+                   time_left: float | None = None, poll: Callable[[], None] | None = None
+                   ) -> tuple[Method, Decision | None, str]:
+    """(the method to run, AUTO's decision or None, the reason shown to the user).
+    AUTO's order search may take `_DECIDE_SHARE` of ``time_left`` (it can take seconds on tens of
+    thousands of variables); cut short, AUTO samples in the rest (a decision not kept)."""
     if method is Method.AUTO:
         budget = options.exact_budget
-        decision = _memoised(memo, ("auto", options.max_table, budget),
-                             lambda: auto_decision(graph, options.max_table, max_seconds=budget))
+        key = ("auto", options.max_table, budget)
+        decision = memo.get(key) if memo is not None else None
+        if decision is None:
+            until = None if time_left is None else time.perf_counter() + _DECIDE_SHARE * max(time_left, 0.0)
+            decision = auto_decision(graph, options.max_table, max_seconds=budget, should_stop=_past(until, poll))
+            if memo is not None and not decision.cut:
+                memo.put(key, decision)
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
         # whether an EXACT decision fits the time left at the CPU this query gets is `answer`'s
         # hedge (`pdbq.answers.hedge`)
@@ -387,13 +404,15 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
                                blocks_for)
     if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         # every free variable of the query's graph is sampled or answered exactly: no sites, no selection
-        cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
-                       lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
+        cs, cut = _cutset(graph, options, memo, deadline, run_kw["poll"])
+        if cs is None:
+            r = run_gibbs(graph, query, config, deadline=deadline, **run_kw)
+            return dataclasses.replace(r, warnings=(*r.warnings, cut)), "single-site Gibbs (no cutset in time)", None
         r = run_cutset(graph, query, config, cutset=cs, on_round=run_kw["on_round"], kernel=graph_kernel,
                        deadline=deadline, poll=run_kw["poll"])
         return r, describe_cutset(r), None
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
-        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        moves = _moves(graph, options, memo, deadline, run_kw["poll"])
         if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
             moves = moves.without_cutset()
         r, why = run_auto(graph, query, config, moves, blocks=blocks_for, deadline=deadline, **run_kw)
@@ -412,11 +431,13 @@ def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, 
     run = dask_runner(options, deadline, run_kw["on_round"], run_kw["poll"])
     where = dict(sites=run_kw["sites"], selection=run_kw["selection"], kernel=run_kw["kernel"])
     if options.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
-        cs = _memoised(memo, ("cutset", options.cutset, options.cutset_table),
-                       lambda: cutset_for(graph, options.cutset, options.cutset_table), keep=_KEEP_SELECTIONS)
+        cs, cut = _cutset(graph, options, memo, deadline, run_kw["poll"])
+        if cs is None:
+            r, why, rec = run(graph, query, config, **where)
+            return dataclasses.replace(r, warnings=(*r.warnings, cut)), why, rec
         return run(graph, query, config, cutset=cs, **where)
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
-        moves = _memoised(memo, ("moves", options.block_table), lambda: choose_moves(graph, block_table=options.block_table))
+        moves = _moves(graph, options, memo, deadline, run_kw["poll"])
         if "cutset" in explicit:  # cutset = false: AUTO may not pick it either
             moves = moves.without_cutset()
         records: list[tuple[str, dict]] = []
@@ -430,6 +451,56 @@ def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, 
         return r, why + "; " + "; then ".join(w for w, _ in records), merge_dask_records([rec for _, rec in records])
     return run(graph, query, config, mixing, blocks_for(mixing) if mixing.active and mixing.uses_blocks else None,
                **where)
+
+
+def _past(until: float | None, poll: Callable[[], None] | None) -> Callable[[], bool] | None:
+    """``should_stop`` for an order search (`min_fill_order`): ``poll()`` (a cancel raises), then
+    whether ``until`` (a `time.perf_counter` instant) passed; None when neither is set."""
+    if until is None and poll is None:
+        return None
+
+    def should_stop() -> bool:
+        if poll is not None:
+            poll()
+        return until is not None and time.perf_counter() >= until
+
+    return should_stop
+
+
+def _moves(graph: FactorGraph, options, memo: Memo | None, deadline: float | None, poll: Callable[[], None] | None):
+    """AUTO's moves (`choose_moves`), its search for a small cutset given `_DECIDE_SHARE` of the
+    time left; a decision the clock cut is not kept."""
+    key = ("moves", options.block_table)
+    kept = memo.get(key) if memo is not None else None
+    if kept is not None:
+        return kept
+    now = time.perf_counter()
+    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
+    made = choose_moves(graph, block_table=options.block_table, should_stop=_past(until, poll))
+    if memo is not None and not made.cut:
+        memo.put(key, made)
+    return made
+
+
+def _cutset(graph: FactorGraph, options, memo: Memo | None, deadline: float | None,
+            poll: Callable[[], None] | None) -> tuple[object | None, str]:
+    """(the ``cutset`` option's cutset, "") or, when the time limit stopped its choice (its
+    order searches may take `_DECIDE_SHARE` of the time left: minutes on a large grid), (None,
+    the warning: single-site Gibbs samples in the rest). A cut choice is not kept."""
+    key = ("cutset", options.cutset, options.cutset_table)
+    kept = memo.get(key) if memo is not None else None
+    if kept is not None:
+        return kept, ""
+    now = time.perf_counter()
+    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
+    try:
+        cs = cutset_for(graph, options.cutset, options.cutset_table, should_stop=_past(until, poll))
+    except TimeLimitError as e:
+        return None, (f"cutset: {e}; single-site Gibbs sampled in the time left instead, without the cutset's "
+                      "exact remainder: raise time_limit for cutset sampling")
+    if memo is not None:
+        memo.put(key, cs, keep=_KEEP_SELECTIONS)
+    return cs, ""
 
 
 def merge_dask_records(records: list[dict]) -> dict:
@@ -518,7 +589,8 @@ def answer(
                     reason="every query variable is evidence: point masses, nothing sampled")
 
     limit_now = options.time_limit
-    chosen, decision, reason = _method_choice(graph, method, options, memo)
+    time_left = None if limit_now is None else begun + limit_now - time.perf_counter()
+    chosen, decision, reason = _method_choice(graph, method, options, memo, time_left, poll)
     hedge: HedgeRecord | None = None
     limit_sampling: float | None = None  # the sampling run's limit when AUTO's exact try ran over
     if chosen is Method.EXACT:
@@ -570,7 +642,7 @@ def answer(
                         hedge=None if hedge is None else hedge.as_dict())
 
     if chosen is Method.ANNEAL:
-        r = _anneal(graph, query, options, seed, sites, on_round)
+        r = _anneal(graph, query, options, seed, sites, on_round, begun)
         values = np.asarray(r.values, dtype=np.int64)
         marg = np.zeros((query.size, kmax))
         warnings = list(getattr(r, "warnings", ()) or ())

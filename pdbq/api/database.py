@@ -168,7 +168,13 @@ class Database:
             raise TypeError(f"execute() takes the script as a str, not {type(script).__name__}")
         self._check_open()
         _check_encodable(script)
-        statements = _parse_script(script, parameters)
+        if cancel is None:
+            statements = _parse_script(script, parameters)
+        else:  # a long statement parses for seconds: the cancel is read while it does
+            from pdbq.language.parser import parse_checked  # noqa: PLC0415
+
+            with parse_checked(cancel.check):
+                statements = _parse_script(script, parameters)
         result: Result | None = None
         bar = None
         if progress is True:

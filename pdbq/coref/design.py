@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlglot import exp
 
+from pdbq.arrays import unique
 from pdbq.catalog.names import normalize
 from pdbq.catalog.weights import latest_values
 from pdbq.coref.layout import PairGraph, pair_graph
@@ -204,7 +205,7 @@ def cluster_design(
     # the unique pairs of every rule, in (a, b) order
     all_keys = [fa * n + fb] + [la * n + lb for _, _, la, lb, _, _, _ in learn]
     all_keys += [m.scores.a * n + m.scores.b for m in models]
-    pkey = np.unique(np.concatenate(all_keys)) if all_keys else np.zeros(0, np.int64)
+    pkey = unique(np.concatenate(all_keys)) if all_keys else np.zeros(0, np.int64)  # by sorting: see pdbq.arrays
     a, b = (pkey // n, pkey % n) if n else (pkey, pkey)
     offset = np.zeros(pkey.size)
     if fa.size:

@@ -11,7 +11,8 @@ minor version and the golden parser fixtures exist.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 
 import sqlglot.expressions as exp
 from sqlglot import tokens as _sqlglot_tokens
@@ -51,7 +52,13 @@ from pdbq.language.expressions import (  # noqa: E402
     PdbqWildcard,
 )
 
-__all__ = ["PdbqDialect", "looks_probabilistic", "QUERY_START_TOKENS"]
+__all__ = ["PdbqDialect", "looks_probabilistic", "QUERY_START_TOKENS", "PARSE_CHECK"]
+
+#: The running statement's cancel check while its text is parsed (None: none). A statement of
+#: hundreds of thousands of tokens (a long IN list, a GIVEN of 20,000 atoms) parses for seconds;
+#: the parser calls this every `_CHECK_TOKENS` tokens, so a cancel is not left waiting for it.
+PARSE_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("pdbq_parse_check", default=None)
+_CHECK_TOKENS = 4096
 
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
@@ -130,6 +137,16 @@ class PdbqDialect(DuckDB):
         KEYWORDS = {**DuckDB.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.VAR}
 
     class Parser(WeightParsing, DuckDB.Parser):
+        _pdbq_checked_at = 0  # the token index of the last `PARSE_CHECK` call
+
+        def _advance(self, times: int = 1) -> None:
+            super()._advance(times)
+            if self._index - self._pdbq_checked_at >= _CHECK_TOKENS:
+                self._pdbq_checked_at = self._index
+                check = PARSE_CHECK.get()
+                if check is not None:
+                    check()
+
         FUNCTION_PARSERS = {
             **DuckDB.Parser.FUNCTION_PARSERS,
             "PROB": lambda self: self._pdbq_parse_estimate("PROB"),

@@ -8,8 +8,10 @@ sqlglot's parser (DuckDB gets exactly what the user wrote).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from collections.abc import Callable, Iterator
 
 import sqlglot
 import sqlglot.expressions as exp
@@ -19,7 +21,7 @@ from sqlglot.tokens import Token, TokenType
 
 from pdbq.errors import ParseError, suggest
 from pdbq.language import expressions as px
-from pdbq.language.dialect import QUERY_START_TOKENS, PdbqDialect, looks_probabilistic
+from pdbq.language.dialect import PARSE_CHECK, QUERY_START_TOKENS, PdbqDialect, looks_probabilistic
 from pdbq.language.nodes import (
     Atom,
     Column,
@@ -56,12 +58,23 @@ from pdbq.language.split import Chunk, position, split_script
 from pdbq.language.wrappers import VIEW_ADVICE, UaiStatement, find_uai, find_wrapper
 from pdbq.language.explain_match import find_explain_match
 
-__all__ = ["parse_script", "parse_statement", "PLACEHOLDER_PREFIX"]
+__all__ = ["parse_script", "parse_statement", "parse_checked", "PLACEHOLDER_PREFIX"]
 
 #: Estimate i of a ProbQuery is the column ``<alias>.__pdbq_est_<i>`` in its ``select``.
 PLACEHOLDER_PREFIX = "__pdbq_est_"
 
 _DIALECT = PdbqDialect()
+
+
+@contextlib.contextmanager
+def parse_checked(check: Callable[[], None] | None) -> Iterator[None]:
+    """Parse inside this block with ``check()`` (a statement's cancel check, which raises) called
+    every few thousand tokens."""
+    token = PARSE_CHECK.set(check)
+    try:
+        yield
+    finally:
+        PARSE_CHECK.reset(token)
 
 
 def parse_script(text: str, params: Params | None = None) -> list[Statement]:

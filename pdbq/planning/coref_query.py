@@ -33,6 +33,7 @@ from pdbq.catalog.cluster import is_cluster
 from pdbq.coref.ground import design, drop_map, map_table
 from pdbq.distributed.config import MAX_PARTITIONS, MAX_ROUNDS
 from pdbq.errors import InferenceError, OptionError, suggest
+from pdbq.grounding.deadline import PlanningDeadline
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
 from pdbq.inference.coreference.subsample import SubsampleConfig
@@ -124,14 +125,14 @@ def _config(stmt: ProbQuery) -> tuple[CorefConfig, int]:
     return cfg.check(), max_pairs
 
 
-def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None):
+def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None, deadline: float | None = None):
     """MAP in this process, or by Dask map/redistribute rounds when the query names ``workers``
     or a ``scheduler`` (same total proposals: ``sweeps`` passes over the mentions); with the
     Dask run's summary for the diagnostics (None in this process). ``poll()``: the statement's
     cancel check, called between passes and while waiting on Dask rounds."""
     dist = _distributed(dict(stmt.options))
     if dist is None:
-        return resolve_map(graph, config, poll=poll), None
+        return resolve_map(graph, config, poll=poll, deadline=deadline), None
     if config.proposal != "neighbour":
         raise OptionError(f"option 'proposal' = {config.proposal!r} is not available with workers/scheduler "
                           "(distributed rounds run the neighbour mention moves)")
@@ -234,6 +235,8 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
     if stmt.method not in (Method.AUTO, Method.ANNEAL, Method.GIBBS):
         raise InferenceError(f"USING {stmt.method.value} is not available for DOMAIN CLUSTER relations (AUTO, ANNEAL or GIBBS)")
     config, max_pairs = _config(stmt)
+    # the samplers' deadline: the query's time limit counts from its start, grounding included
+    deadline = None if config.time_limit is None else started + config.time_limit
     con = db.duckdb
     variables = db.catalog.variables()
     rules = db.catalog.rules()
@@ -249,7 +252,7 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
             v = variables[relation]
             if relation not in grounded:  # two aliases of one relation share its grounding
                 t0 = time.perf_counter()
-                d = design(con, v, variables, rules, max_pairs)
+                d = _ground(con, v, variables, rules, max_pairs, started, config.time_limit)
                 grounded[relation] = (np.asarray(d.keys), d.graph())
                 diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
                 if d.models:  # which stored pair model (name@version) answered each WEIGHT MODEL rule
@@ -259,7 +262,8 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
             diag[f"{alias}.candidate_pairs"] = graph.n_pairs
             diag[f"{alias}.subsample"] = config.subsample.label()
             ests = [e for e in stmt.estimates if e.alias == alias and e.other is None]
-            table = _alias_estimates(con, stmt, alias, v.columns[0], keys, graph, ests, config, diag, warnings, poll)
+            table = _alias_estimates(con, stmt, alias, v.columns[0], keys, graph, ests, config, diag, warnings, poll,
+                                     deadline)
             name = f"__pdbq_cluster_est_{uuid.uuid4().hex}"
             con.register(name, table)
             names.append(name)
@@ -267,7 +271,7 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
         tree = stmt.tree
         if pair_rels:
             tree = _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings,
-                                 poll)
+                                 poll, deadline)
         out = con.sql(sql_text(substitute(tree, sources))).to_arrow_table()
     finally:
         for name in names:
@@ -280,6 +284,16 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
     diag["warnings"] = warnings
     diag["seconds"] = time.perf_counter() - started
     return QueryAnswer(out, diag)
+
+
+def _ground(con, v, variables, rules, max_pairs: int, started: float, limit: float | None):
+    """`design` under the query's time limit: its DuckDB statements are interrupted at the
+    deadline (`pdbq.grounding.deadline.PlanningDeadline`: a `TimeLimitError` naming the stage,
+    nothing kept)."""
+    if limit is None:
+        return design(con, v, variables, rules, max_pairs)
+    with PlanningDeadline(con, started=started, limit=limit, stage=f"grounding cluster relation '{v.name}'"):
+        return design(con, v, variables, rules, max_pairs)
 
 
 def _source(v, name: str, placeholders: list[str]):
@@ -300,11 +314,12 @@ def _source(v, name: str, placeholders: list[str]):
     return make
 
 
-def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, warnings, poll=None) -> pa.Table:
+def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, warnings, poll=None,
+                     deadline: float | None = None) -> pa.Table:
     """One row per mention of `alias`'s relation: its MAP, PROB(alias = k), STDERR, DIST columns."""
     cols: dict[str, object] = {"__pdbq_cvid": np.arange(keys.size, dtype=np.int64)}
     if any(e.kind is EstimateKind.MAP for e in ests):
-        res, dask = _resolve_map(graph, config, stmt, poll)
+        res, dask = _resolve_map(graph, config, stmt, poll, deadline)
         if dask is not None:
             diag["dask"] = dask
         warnings.extend(res.warnings)
@@ -327,7 +342,7 @@ def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, war
         # pairs (row, anchor) for every row of the relation; the query's WHERE picks rows
         qa = np.tile(np.arange(n), len(anchors))
         qb = np.repeat([_anchor(con, key.type, a, keys, alias) for a in anchors], n)
-        post = sample_pairs(graph, qa, qb, config, poll=poll)
+        post = sample_pairs(graph, qa, qb, config, poll=poll, deadline=deadline)
         warnings.extend(post.warnings)
         diag.update({f"{alias}.sample_factor_evaluations": post.factor_evaluations,
                      f"{alias}.sample_proposals": post.proposals, f"{alias}.sample_seconds": post.seconds})
@@ -337,23 +352,27 @@ def _alias_estimates(con, stmt, alias, key, keys, graph, ests, config, diag, war
                 block = slice(k * n, (k + 1) * n)
                 cols[e.placeholder] = post.prob[block] if e.kind is EstimateKind.PROB else post.stderr[block]
     if any(e.kind is EstimateKind.DIST for e in ests):
-        dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE), poll)
-        entries = [{int(s): float(p) for s, p in enumerate(row) if p > 0} for row in dist]
-        arr = pa.array([list(d.items()) for d in entries], type=pa.map_(pa.int64(), pa.float64()))
+        dist = _size_distribution(graph, config, min(n, _MAX_DIST_SIZE), poll, deadline, warnings)
+        # a row the time limit left without a kept pass is NaN: NULL, never an empty distribution
+        unknown = np.isnan(dist).any(axis=1)
+        entries = [None if bad else [(int(s), float(p)) for s, p in enumerate(row) if p > 0]
+                   for bad, row in zip(unknown.tolist(), dist)]
+        arr = pa.array(entries, type=pa.map_(pa.int64(), pa.float64()))
         for e in ests:
             if e.kind is EstimateKind.DIST:
                 cols[e.placeholder] = arr
     return pa.table(cols)
 
 
-def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings, poll=None):
+def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pairs, names, diag, warnings, poll=None,
+                  deadline: float | None = None):
     """`PROB(a = b)` / `STDERR(a = b)` (`pdbq.planning.coref_pairs`): sample the pairs the query
     selects, register them, and return the tree with each pair estimate a lookup there."""
     first = substitute(tree, sources)
     tables = {}
     for (alias, other), relation in pair_rels.items():
         qa, qb = pair_rows(con, first, alias, other, max_pairs)
-        post = sample_pairs(grounded[relation][1], qa, qb, config, poll=poll)
+        post = sample_pairs(grounded[relation][1], qa, qb, config, poll=poll, deadline=deadline)
         warnings.extend(post.warnings)
         tag = f"{alias}={other}"
         diag.update({f"{tag}.pairs": int(qa.size), f"{tag}.sample_factor_evaluations": post.factor_evaluations,
@@ -366,8 +385,9 @@ def _pair_answers(con, stmt, tree, sources, pair_rels, grounded, config, max_pai
     return lookup_pairs(tree, pair_estimates(stmt), tables)
 
 
-def _size_distribution(graph, config: CorefConfig, cap: int, poll=None) -> np.ndarray:
+def _size_distribution(graph, config: CorefConfig, cap: int, poll=None, deadline: float | None = None,
+                       warnings: list[str] | None = None) -> np.ndarray:
     """P(the entity of mention m has size s) for every m, s < cap+1 (sizes above cap count as cap)."""
     from pdbq.inference.coreference.resolve import sample_sizes  # noqa: PLC0415
 
-    return sample_sizes(graph, config, cap, poll)
+    return sample_sizes(graph, config, cap, poll, deadline, warnings)

@@ -283,7 +283,8 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
         if guard is not None:
             guard.enter_stage("reading and checking the evidence")
         stored = state.remember("stored_evidence", state, lambda: stored_evidence(con))
-        evidence = resolve_evidence(con, variables, stmt.given, stored)
+        evidence = resolve_evidence(con, variables, stmt.given, stored,
+                                    check=None if cancel is None else cancel.check)
         ev_key = evidence.vids.tobytes() + b"|" + evidence.values.tobytes()
         if not (kept and ev_key in state.possible):
             check_evidence_possible(con, variables, evidence.as_tuple(), prepared.imports)

@@ -17,12 +17,14 @@ passes, that last reset an entity's sum) and `touched` int32 (the entities the c
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
 from pdbq.inference.coreference.entity_moves import EntityState, _group_in, _link, _pop_free, _unlink
 
-__all__ = ["polish_moves"]
+__all__ = ["polish_moves", "polish_passes"]
 
 _EPS = 1e-9  # a move must raise ψ by more than rounding
 
@@ -71,10 +73,29 @@ def _polish_kernel(indptr, nbr, score, st, group, acc, stamp, touched, max_passe
 def polish_moves(g, st: EntityState, group: np.ndarray | None = None, max_passes: int = 50) -> int:
     """Move mentions of `st` (in place) to their best entity until no single move raises ψ
     (module docstring); the number of moves made."""
+    return polish_passes(g, st, group, max_passes)[0]
+
+
+def polish_passes(g, st: EntityState, group: np.ndarray | None = None, max_passes: int = 50,
+                  should_stop: Callable[[], bool] | None = None) -> tuple[int, bool]:
+    """`polish_moves` with ``should_stop()`` asked before each pass over the mentions (a pass
+    reads every candidate pair: seconds on millions of them); ``(moves made, finished)``,
+    finished False when ``should_stop`` ended it before no move raised ψ."""
     n = g.indptr.shape[0] - 1
     if n == 0:
-        return 0
+        return 0, True
     grp = np.full(n, -1, np.int32) if group is None else group
-    return int(_polish_kernel(g.indptr, g.nbr, g.score, st, grp, np.zeros(n, np.float64), np.zeros(n, np.int64),
-                              np.empty(n, np.int32),
-                              int(max_passes)))
+    if should_stop is None:
+        return int(_polish_kernel(g.indptr, g.nbr, g.score, st, grp, np.zeros(n, np.float64), np.zeros(n, np.int64),
+                                  np.empty(n, np.int32), int(max_passes))), True
+    moved = 0
+    for _ in range(int(max_passes)):
+        if should_stop():
+            return moved, False
+        # fresh stamps each call: the kernel numbers its visits from zero
+        k = int(_polish_kernel(g.indptr, g.nbr, g.score, st, grp, np.zeros(n, np.float64), np.zeros(n, np.int64),
+                               np.empty(n, np.int32), 1))
+        moved += k
+        if k == 0:
+            break
+    return moved, True

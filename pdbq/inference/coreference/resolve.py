@@ -30,6 +30,7 @@ from numba import njit
 from pdbq.coref.contract import find_root as _find
 from pdbq.coref.layout import CorefInputError, PairGraph, validate_pair_graph
 from pdbq.coref.tokens import TokenModel, empty_token_model, token_partition_score
+from pdbq.arrays import unique
 from pdbq.errors import InferenceError, OptionError
 from pdbq.inference.coreference.entity_moves import (
     C_ACCEPTED,
@@ -42,7 +43,7 @@ from pdbq.inference.coreference.entity_moves import (
     run_moves,
     state_from_labels,
 )
-from pdbq.inference.coreference.polish import polish_moves
+from pdbq.inference.coreference.polish import polish_passes
 from pdbq.inference.coreference.member_moves import check_sorted_rows, members_of, run_witness_moves
 from pdbq.inference.mcmc.rng import chain_states
 from pdbq.inference.coreference.subsample import SubsampleConfig, subsample_seeds, subsample_state
@@ -200,7 +201,7 @@ class CorefMapResult:
 
     @property
     def n_entities(self) -> int:
-        return int(np.unique(self.labels).size)
+        return int(unique(self.labels).size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -347,19 +348,25 @@ def stable_labels(label: np.ndarray) -> np.ndarray:
 
 
 def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: TokenModel | None = None,
-                cannot_link: np.ndarray | None = None, poll: Callable[[], None] | None = None) -> CorefMapResult:
+                cannot_link: np.ndarray | None = None, poll: Callable[[], None] | None = None,
+                deadline: float | None = None) -> CorefMapResult:
     """Annealed MAP clustering (module docstring). With `tokens` (a `pdbq.coref.tokens.TokenModel`)
     every within-entity pair is scored on demand from the token sets and `g` only supplies the
     proposals' candidate neighbours; then a subsampled chain is scored exactly only at its end
     (re-scoring every pass would cost Σ|e|² pair evaluations) and entities are not split into
     candidate components (every pair scores). `cannot_link` (int[n], −1 = none): mentions of one
     group never share an entity (a hard constraint of the moves, `entity_moves`). `poll()` is called
-    before every pass (a cancelled statement raises from it and ends the run)."""
+    between pieces of every pass (a cancelled statement raises from it and ends the run).
+    `deadline` (a `time.perf_counter()` instant; default: ``config.time_limit`` from this call):
+    annealing, the greedy passes and the polish stop there, inside a pass if need be (one pass
+    over tens of thousands of mentions can take seconds), each cut named in a warning."""
     _graph_for(g, config, tokens)
     psi = _scorer(g, tokens)
     n = g.indptr.shape[0] - 1
     group = check_groups(cannot_link, n)
     t0 = time.perf_counter()
+    if deadline is None and config.time_limit is not None:
+        deadline = t0 + config.time_limit
     if n == 0:
         return CorefMapResult(np.zeros(0, np.int64), 0.0, np.zeros(config.chains), 0, 0, 0, 0.0)
     rngs = chain_states(config.seed, config.chains)
@@ -370,6 +377,7 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
     warnings: list[str] = []
     best_labels, best_score, chain_scores = None, -math.inf, np.empty(config.chains)
     stopped = False
+    cut_after: list[str] = []  # the phases after annealing that the deadline cut
     start = _initial(g, config, group)
     start_score = psi(start.label)
     for c in range(config.chains):
@@ -381,11 +389,10 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
         chain_best, chain_lab = start_score, st.label.copy()
         temp = config.temperature
         for _ in range(config.sweeps):
-            _poll(poll)
-            if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
+            if not run_pass(move, sc, rng, n, temp, counters, log, deadline, poll):
                 stopped = True
-                break
-            move(sc, rng, n, temp, counters, log)
+                if not config.subsample.is_exact or tokens is not None:
+                    break  # the running score is an estimate: the cut pass's state is not kept
             if not config.subsample.is_exact:  # the running sum adds estimates: re-score exactly
                 if tokens is not None:
                     log[0] = -math.inf  # see the docstring: the annealed chain's last state is kept
@@ -393,28 +400,36 @@ def resolve_map(g: PairGraph, config: CorefConfig = CorefConfig(), tokens: Token
                     log[0] = psi(st.label)
             if log[0] > chain_best or (tokens is not None and not config.subsample.is_exact):
                 chain_best, chain_lab = float(log[0]), st.label.copy()
+            if stopped:
+                break
             temp = max(temp * cooling, config.min_temperature)
         st = state_from_labels(chain_lab)
         move.reset(st)
         log[0] = chain_best if math.isfinite(chain_best) else psi(st.label)
-        for _ in range(config.greedy_sweeps):
-            _poll(poll)
+        for k in range(config.greedy_sweeps):
             before = counters[C_ACCEPTED]
-            move(sc, rng, n, 0.0, counters, log)
+            if not run_pass(move, sc, rng, n, 0.0, counters, log, deadline, poll):
+                cut_after.append(f"the zero-temperature passes (after {k} of at most {config.greedy_sweeps})")
+                break
             if counters[C_ACCEPTED] == before:
                 break
         if tokens is None:  # a token model scores pairs the graph does not hold: its ψ is not theirs
-            counters[C_ACCEPTED] += polish_moves(g, st, group)
+            moved, finished = polish_passes(g, st, group, should_stop=_past(deadline, poll))
+            counters[C_ACCEPTED] += moved
+            if not finished:
+                cut_after.append("the best single-mention moves")
         score = psi(st.label)
         chain_scores[c] = score
         if score > best_score:
             best_score, best_labels = score, st.label.copy()
-        if stopped:
+        if stopped or cut_after:
+            stopped = True
             break
     if stopped:
+        cut = f"; it also cut {' and '.join(cut_after)} short" if cut_after else ""
         warnings.append(
             f"time_limit {config.time_limit} s reached: annealing stopped early "
-            f"({c + 1} of {config.chains} chains ran); the clustering may not be converged"
+            f"({c + 1} of {config.chains} chains ran){cut}; the clustering may not be converged"
         )
         chain_scores = chain_scores[: c + 1]
     return CorefMapResult(
@@ -428,15 +443,64 @@ def _poll(poll: Callable[[], None] | None) -> None:
         poll()
 
 
-def _burn_in(move, sc, rng, n: int, passes: int, counters, log, poll) -> None:
-    """``passes`` passes of ``n`` moves, ``poll`` before each when given (the moves continue
-    one chain, so the passes are the one call of ``n * passes`` moves without it)."""
-    if poll is None:
+def _past(deadline: float | None, poll: Callable[[], None] | None) -> Callable[[], bool] | None:
+    """``should_stop()`` for a loop of short pieces: polls, then True once ``deadline`` passed."""
+    if deadline is None and poll is None:
+        return None
+
+    def should_stop() -> bool:
+        _poll(poll)
+        return deadline is not None and time.perf_counter() >= deadline
+
+    return should_stop
+
+
+# seconds of moves between two looks at the clock and the cancel flag: one pass over tens of
+# thousands of mentions (large entities, split/merge moves) takes seconds on a loaded machine
+_PIECE_SECONDS = 0.02
+
+
+def run_pass(move, sc, rng, steps: int, temp: float, counters, log, deadline: float | None,
+             poll: Callable[[], None] | None) -> bool:
+    """``move(sc, rng, steps, temp, counters, log)`` in pieces of about `_PIECE_SECONDS` (the
+    kernels carry the chain's whole state in their arguments, so pieces give the same chain as
+    one call), ``poll()`` before each; False when ``deadline`` came before every step ran (the
+    state is then a valid state of the chain, after fewer steps)."""
+    if deadline is None and poll is None:
+        move(sc, rng, steps, temp, counters, log)
+        return True
+    piece, left = min(steps, 64), steps
+    while left > 0:
+        _poll(poll)
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False
+        k = min(piece, left)
+        t = time.perf_counter()
+        move(sc, rng, k, temp, counters, log)
+        dt = time.perf_counter() - t
+        left -= k
+        piece = max(1, min(4 * k, int(k * _PIECE_SECONDS / dt))) if dt > 0 else 4 * k
+    return True
+
+
+def _chain_clock(deadline: float | None, chains_left: int) -> tuple[float | None, float | None]:
+    """(end of burn-in, end of the chain) for the next of ``chains_left`` chains run one after
+    another under ``deadline``: each gets an equal share of the time left (so several chains, and
+    a standard error, come out of a short limit), half of it at most for burn-in (so a limit that
+    cannot hold the whole burn-in still leaves samples, flagged)."""
+    if deadline is None:
+        return None, None
+    now = time.perf_counter()
+    share = max(deadline - now, 0.0) / max(chains_left, 1)
+    return now + 0.5 * share, now + share
+
+
+def _burn_in(move, sc, rng, n: int, passes: int, counters, log, poll, deadline: float | None = None) -> bool:
+    """``passes`` passes of ``n`` moves (`run_pass`); False when ``deadline`` cut them short."""
+    if poll is None and deadline is None:
         move(sc, rng, n * passes, 1.0, counters, log)
-        return
-    for _ in range(passes):
-        poll()
-        move(sc, rng, n, 1.0, counters, log)
+        return True
+    return run_pass(move, sc, rng, n * passes, 1.0, counters, log, deadline, poll)
 
 
 @njit(cache=True)
@@ -448,10 +512,11 @@ def _count_same(label, qa, qb, hits):
 
 def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConfig = CorefConfig(),
                  tokens: TokenModel | None = None, cannot_link: np.ndarray | None = None,
-                 poll: Callable[[], None] | None = None) -> PairPosterior:
+                 poll: Callable[[], None] | None = None, deadline: float | None = None) -> PairPosterior:
     """P(mentions qa[k] and qb[k] are in one entity) under π(y) ∝ exp(ψ(y)), by MH sampling
-    (`tokens`, `cannot_link`, `poll`: as in `resolve_map`; with groups, π is restricted to
-    clusterings without two mentions of one group)."""
+    (`tokens`, `cannot_link`, `poll`, `deadline`: as in `resolve_map`; with groups, π is restricted
+    to clusterings without two mentions of one group). A chain the deadline stopped before its
+    first kept pass counts for nothing (no chain kept one: NaN, with a warning)."""
     _graph_for(g, config, tokens)
     n = g.indptr.shape[0] - 1
     group = check_groups(cannot_link, n)
@@ -460,11 +525,13 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
     if qa.shape != qb.shape or (qa.size and (min(qa.min(), qb.min()) < 0 or max(qa.max(), qb.max()) >= n)):
         raise InferenceError(f"asked pairs must be mention indices in [0, {n})")
     t0 = time.perf_counter()
+    if deadline is None and config.time_limit is not None:
+        deadline = t0 + config.time_limit
     rngs = chain_states(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
     sub_seeds = subsample_seeds(config.seed, config.chains)
     sc = new_scratch(g, subsample_state(config.subsample, sub_seeds[0]), group)
-    per_chain = np.zeros((config.chains, qa.size))
+    per_chain = np.full((config.chains, qa.size), np.nan)
     warnings: list[str] = []
     start = _initial(g, config, group)
     if not config.subsample.is_exact:
@@ -473,30 +540,49 @@ def sample_pairs(g: PairGraph, qa: np.ndarray, qb: np.ndarray, config: CorefConf
             "chain's stationary distribution is only approximately the model's; the standard errors do not "
             "include that bias"
         )
+    ran = short = short_burn = 0
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
         move = _Mover(g, config, st, tokens)
         log = np.array([_scorer(g, tokens)(st.label)])
         rng = rngs[c : c + 1]
         sc.sub.rng[0] = sub_seeds[c]
-        _burn_in(move, sc, rng, n, config.burn_in, counters, log, poll)
+        burn_end, chain_end = _chain_clock(deadline, config.chains - c)
+        if not _burn_in(move, sc, rng, n, config.burn_in, counters, log, poll, burn_end):
+            short_burn += 1
         hits = np.zeros(qa.size, np.int64)
         done = 0
         for _ in range(config.sweeps):
-            _poll(poll)
-            if config.time_limit is not None and time.perf_counter() - t0 > config.time_limit and done:
-                warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {done} samples")
+            if not run_pass(move, sc, rng, n, 1.0, counters, log, chain_end, poll):
                 break
-            move(sc, rng, n, 1.0, counters, log)
             _count_same(st.label, qa, qb, hits)
             done += 1
-        per_chain[c] = hits / max(done, 1)
-    prob = per_chain.mean(axis=0)
-    if config.chains > 1:
-        se = per_chain.std(axis=0, ddof=1) / math.sqrt(config.chains)
+        if done:
+            per_chain[ran] = hits / done
+            ran += 1
+        if done < config.sweeps:
+            short += 1
+    kept = per_chain[:ran]
+    if short_burn:
+        warnings.append(f"time_limit {config.time_limit} s cut burn-in short in {short_burn} of {config.chains} "
+                        "chains: their samples may come from before the chain mixed")
+    if short:
+        warnings.append(f"time_limit {config.time_limit} s reached: {short} of {config.chains} chains kept fewer "
+                        f"than {config.sweeps} samples ({ran} kept any)")
+    if ran == 0:
+        warnings.append("no chain kept a sample before the time limit: the probabilities are NULL (NaN); raise "
+                        "time_limit or lower burn_in")
+        prob = np.full(qa.size, np.nan)
+    else:
+        prob = kept.mean(axis=0)
+    if ran > 1:
+        se = kept.std(axis=0, ddof=1) / math.sqrt(ran)
     else:
         se = np.full(qa.size, np.nan)
-        warnings.append("one chain: no standard error (use chains >= 2)")
+        if config.chains == 1:
+            warnings.append("one chain: no standard error (use chains >= 2)")
+        elif ran == 1:
+            warnings.append("one chain kept samples before the time limit: no standard error")
     return PairPosterior(prob, se, int(counters[C_EVALS]), int(counters[C_PROPOSALS]),
                          time.perf_counter() - t0, tuple(warnings))
 
@@ -508,28 +594,44 @@ def _count_sizes(label, size, cap, counts):
         counts[m, s if s < cap else cap] += 1
 
 
-def sample_sizes(g: PairGraph, config: CorefConfig, cap: int, poll: Callable[[], None] | None = None) -> np.ndarray:
+def sample_sizes(g: PairGraph, config: CorefConfig, cap: int, poll: Callable[[], None] | None = None,
+                 deadline: float | None = None, warnings: list[str] | None = None) -> np.ndarray:
     """P(mention m's entity has s members) as float64[n, cap + 1]; column `cap` holds s >= cap.
-    Averaged over chains and the passes after burn-in (τ = 1); `poll` as in `resolve_map`."""
+    Averaged over chains and the passes after burn-in (τ = 1); `poll`, `deadline` as in
+    `resolve_map`. What the deadline cut is appended to ``warnings``; no pass kept: float64[n, 1]
+    of NaN."""
     _graph_for(g, config)
     n = g.indptr.shape[0] - 1
     if n * (cap + 1) > 50_000_000:
         raise InferenceError(f"a size distribution for {n:,} mentions up to size {cap} needs too much memory; ask for fewer sizes")
+    if deadline is None and config.time_limit is not None:
+        deadline = time.perf_counter() + config.time_limit
     rngs = chain_states(config.seed, config.chains)
     counters = np.zeros(4, np.int64)
     sc = new_scratch(g)
     counts = np.zeros((n, cap + 1), np.int64)
     start = _initial(g, config)
-    done = 0
+    done = short_burn = 0
     for c in range(config.chains):
         st = type(start)(*[a.copy() for a in start])
         move = _Mover(g, config, st)
         log = np.array([partition_score(g, st.label)])
         rng = rngs[c : c + 1]
-        _burn_in(move, sc, rng, n, config.burn_in, counters, log, poll)
+        burn_end, chain_end = _chain_clock(deadline, config.chains - c)
+        if not _burn_in(move, sc, rng, n, config.burn_in, counters, log, poll, burn_end):
+            short_burn += 1
         for _ in range(config.sweeps):
-            _poll(poll)
-            move(sc, rng, n, 1.0, counters, log)
+            if not run_pass(move, sc, rng, n, 1.0, counters, log, chain_end, poll):
+                break
             _count_sizes(st.label, st.size, cap, counts)
             done += 1
-    return counts / max(done, 1)
+    if warnings is not None:
+        if short_burn:
+            warnings.append(f"time_limit {config.time_limit} s cut burn-in short in {short_burn} of {config.chains} "
+                            "chains: their passes may come from before the chain mixed")
+        if done < config.chains * config.sweeps:
+            warnings.append(f"time_limit {config.time_limit} s reached: the size distributions average {done:,} "
+                            f"passes of {config.chains * config.sweeps:,} planned" + (" (none: NULL)" if not done else ""))
+    if not done:
+        return np.full((n, 1), np.nan)  # one NaN column: no size has an estimate (and no table is filled)
+    return counts / done

@@ -19,7 +19,7 @@ a hopeless graph is rejected quickly.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +65,8 @@ class Decision:
 
     ``width``/``table_size`` are those of the min-fill order (lower bounds when the search
     stopped at the first clique beyond the budget); ``estimated_seconds`` is None then.
+    ``cut``: the search was stopped by its deadline (`choose_method`'s ``should_stop``) before
+    it could tell: MCMC, a choice of this query's clock only (not to be kept for later queries).
     """
 
     method: str
@@ -72,6 +74,7 @@ class Decision:
     width: int
     table_size: int
     estimated_seconds: float | None
+    cut: bool = False
 
 
 def _pow2(n: int) -> str:
@@ -95,16 +98,30 @@ def choose_method(
     max_seconds: float | None = None,
     evidence: Mapping[int, int] | np.ndarray | None = None,
     config: AutoConfig = AutoConfig(),
+    should_stop: Callable[[], bool] | None = None,
 ) -> Decision:
     """EXACT when the min-fill elimination fits ``max_table`` and is estimated to finish within
     ``max_seconds`` (inclusive), else MCMC; the reason is a sentence naming width and table size.
 
     ``evidence`` replaces ``graph.evidence`` when given (observed variables drop out).
+    ``should_stop()``: read during the order search (`min_fill_order`); True ends it with MCMC
+    (`Decision.cut`).
     """
     max_table = config.max_table if max_table is None else int(max_table)
     max_seconds = config.max_seconds if max_seconds is None else float(max_seconds)
     ev = evidence_array(graph.n_vars, graph.evidence if evidence is None else evidence)
-    info = min_fill_order(interaction_scopes(graph, ev), graph.cardinality, stop_above=min(max_table, table_cap()))
+    info = min_fill_order(interaction_scopes(graph, ev), graph.cardinality, stop_above=min(max_table, table_cap()),
+                          should_stop=should_stop)
+    if info.stopped:
+        return Decision(
+            "MCMC",
+            f"MCMC: the time limit stopped the elimination-order search after {info.order.shape[0]:,} variables "
+            f"({info.describe()} so far), before it could tell whether exact inference fits",
+            info.width,
+            info.max_table_size,
+            None,
+            cut=True,
+        )
     if not info.complete or info.max_table_size > max_table:
         size = info.max_table_size
         return Decision(

@@ -330,8 +330,13 @@ def _search_cap(max_table: int) -> int:
     return min(max_table, table_cap())
 
 
-def _order_for(edges: Sequence[Hyperedge], card: np.ndarray, max_table: int) -> EliminationOrder:
-    info = min_fill_order([h.scope for h in edges if h.scope.size], card, stop_above=_search_cap(max_table))
+def _order_for(edges: Sequence[Hyperedge], card: np.ndarray, max_table: int,
+               clock: EliminationClock | None = None) -> EliminationOrder:
+    stop = None if clock is None else clock.order_search()
+    info = min_fill_order([h.scope for h in edges if h.scope.size], card, stop_above=_search_cap(max_table),
+                          should_stop=stop)
+    if info.stopped:
+        raise clock.stopped_error(f"the elimination-order search: {info.order.shape[0]:,} variables ordered")
     check_budget(info, max_table)
     return info
 
@@ -339,7 +344,8 @@ def _order_for(edges: Sequence[Hyperedge], card: np.ndarray, max_table: int) -> 
 # ---------------------------------------------------------------- marginals
 
 
-def _prepared_tree(edges, cardinality, evidence, max_table: int, order: EliminationOrder | None):
+def _prepared_tree(edges, cardinality, evidence, max_table: int, order: EliminationOrder | None,
+                   clock: EliminationClock | None = None):
     """(cardinalities, evidence array, elimination order, clique tree) for the hyperedges with the
     evidence sliced in; `InferenceError` when the order's largest table is over ``max_table``."""
     card = np.asarray(cardinality, dtype=np.int64)
@@ -355,7 +361,7 @@ def _prepared_tree(edges, cardinality, evidence, max_table: int, order: Eliminat
     for k, h in zip(grown, shift_edges([merged[k] for k in grown])):
         merged[k] = h
     edges = merged
-    info = order if order is not None else _order_for(edges, card, max_table)
+    info = order if order is not None else _order_for(edges, card, max_table, clock)
     check_budget(info, max_table)
     return card, ev, info, _build_tree(edges, info, card), any(h.saturated for h in edges)
 
@@ -376,7 +382,7 @@ def marginals_from_hyperedges(
     and the paths from the roots to their cliques. ``clock``: checked between cliques (its
     deadline passed: `TimeLimitError`)."""
     clock = clock if clock is not None else EliminationClock()
-    card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
+    card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order, clock)
     n_vars = card.shape[0]
     n = info.order.shape[0]
     log_z = tree.constant
@@ -461,34 +467,46 @@ def marginals_from_hyperedges(
     return ExactResult(marg, float(log_z), info.width, info.max_table_size)
 
 
-def _order_for_graph(graph: FactorGraph, ev: np.ndarray, max_table: int, variables) -> EliminationOrder:
+def _order_for_graph(graph: FactorGraph, ev: np.ndarray, max_table: int, variables,
+                     clock: EliminationClock | None = None) -> EliminationOrder:
     """The min-fill order; for one wanted variable, the order that eliminates it last (its clique
     is then a root: its marginal needs no downward pass, which on a deep tree such as
     Promedus_26's is hundreds of cliques) unless that order is costlier: over the budget, or,
-    beyond small tables, over 1.25 times the plain order's total table size."""
+    beyond small tables, over 1.25 times the plain order's total table size. ``clock``: its
+    deadline and cancel poll are read during the search (`TimeLimitError` at the deadline)."""
     scopes = interaction_scopes(graph, ev)
     stop = _search_cap(max_table)
+    clock = clock if clock is not None else EliminationClock()
+
+    def search(**kw) -> EliminationOrder:
+        info = min_fill_order(scopes, graph.cardinality, stop_above=stop, should_stop=clock.order_search(), **kw)
+        if info.stopped:
+            raise clock.stopped_error(f"the elimination-order search: {info.order.shape[0]:,} variables ordered, "
+                                      f"{info.describe()} so far")
+        return info
+
     if variables is not None:
         wanted = np.unique(np.asarray(variables, dtype=np.int64).ravel())
         if wanted.size == 1:
-            held = min_fill_order(scopes, graph.cardinality, stop_above=stop, last=wanted)
+            held = search(last=wanted)
             if held.complete and held.max_table_size <= min(max_table, SMALL_TABLE):
                 return held
-            plain = min_fill_order(scopes, graph.cardinality, stop_above=stop)
+            plain = search()
             if held.complete and held.max_table_size <= max_table and held.total_table_size <= 1.25 * plain.total_table_size:
                 return held
             return plain
-    return min_fill_order(scopes, graph.cardinality, stop_above=stop)
+    return search()
 
 
-def _graph_edges(graph: FactorGraph, evidence, max_table: int, variables=None) -> tuple[list[Hyperedge], np.ndarray, EliminationOrder]:
+def _graph_edges(graph: FactorGraph, evidence, max_table: int, variables=None,
+                 clock: EliminationClock | None = None) -> tuple[list[Hyperedge], np.ndarray, EliminationOrder]:
     ev = evidence_array(graph.n_vars, graph.evidence if evidence is None else evidence)
     bad = (ev >= graph.cardinality) | (ev < -1)
     if np.any(bad):
         v = int(np.flatnonzero(bad)[0])
         raise InferenceError(f"evidence {int(ev[v])} for variable {v} lies outside its domain")
     # The order comes from the scopes alone, so an oversized request fails before any table is built.
-    info = _order_for_graph(graph, ev, max_table, variables)
+    info = _order_for_graph(graph, ev, max_table, variables, clock)
     check_budget(info, max_table)
     edges = hyperedges(graph, max_entries=max(max_table, 1))
     return condition(edges, ev), ev, info
@@ -515,7 +533,7 @@ def exact_marginals(
     about every 50 ms of elimination (a cancelled statement raises from it).
     """
     clock = EliminationClock(deadline, poll, "exact marginals")
-    edges, ev, info = _graph_edges(graph, evidence, max_table, variables)
+    edges, ev, info = _graph_edges(graph, evidence, max_table, variables, clock)
     return marginals_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info, variables=variables,
                                      clock=clock)
 
@@ -535,7 +553,7 @@ def map_from_hyperedges(
     """A maximiser of Σ tables (max-product in log space with argmax traceback); ``clock``
     checked between cliques."""
     clock = clock if clock is not None else EliminationClock()
-    card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order)
+    card, ev, info, tree, saturated = _prepared_tree(edges, cardinality, evidence, max_table, order, clock)
     n = info.order.shape[0]
     up: list = [None] * n
     arg: list = [None] * n
@@ -578,5 +596,5 @@ def exact_map(
     ``deadline``/``poll``: as in `exact_marginals` (`pdbq.errors.TimeLimitError` at the deadline).
     """
     clock = EliminationClock(deadline, poll, "exact MAP")
-    edges, ev, info = _graph_edges(graph, evidence, max_table)
+    edges, ev, info = _graph_edges(graph, evidence, max_table, clock=clock)
     return map_from_hyperedges(edges, graph.cardinality, ev, max_table=max_table, order=info, clock=clock)

@@ -26,7 +26,14 @@ import numpy as np
 
 from pdbq.errors import InferenceError
 from pdbq.graph.layout import FactorGraph
-from pdbq.inference.exact.min_fill_kernel import MAX_DENSE, min_fill_graph, min_fill_kernel
+from pdbq.inference.exact.min_fill_kernel import (
+    MAX_DENSE,
+    MinFillState,
+    min_fill_graph,
+    min_fill_kernel,
+    min_fill_start,
+    min_fill_steps,
+)
 from pdbq.inference.exact.potentials import Hyperedge
 
 __all__ = ["EliminationOrder", "elimination_order", "interaction_scopes", "min_fill_order"]
@@ -41,6 +48,8 @@ class EliminationOrder:
     clique table, ``total_table_size`` the sum over cliques (the cost of one pass).
     ``complete`` is False when the search stopped at the first clique larger than ``stop_above``:
     then width and sizes are those of that clique (lower bounds for the full order).
+    ``stopped`` is True when ``should_stop()`` ended it (a deadline or a cancel; then it is also
+    incomplete, and width and sizes are those of the cliques made so far).
     """
 
     order: np.ndarray
@@ -49,6 +58,7 @@ class EliminationOrder:
     max_table_size: int
     total_table_size: int
     complete: bool = True
+    stopped: bool = False
 
     def describe(self) -> str:
         """'induced width 11, largest table 4,096 entries' (with 'at least' when incomplete)."""
@@ -89,13 +99,15 @@ def min_fill_order(
     them): a single query variable then has a root clique of its own, and its marginal needs
     the upward pass alone.
     Up to `MAX_DENSE` variables the numba kernel of `pdbq.inference.exact.min_fill_kernel` runs it.
-    ``should_stop()``: asked every `_CHECK_EVERY` eliminations beyond that (the set-based order
-    takes minutes on ten thousand variables); True stops the order, marked incomplete.
+    ``should_stop()``: asked between bounded pieces of the search (a few ms each: the set-based
+    order takes minutes on ten thousand variables, the kernel seconds on a thousand densely tied
+    ones); True stops the order, marked incomplete and `EliminationOrder.stopped`. It must be
+    cheap (a clock read; `pdbq.inference.exact.stopping.EliminationClock.should_stop`).
     """
     scopes = [s for s in scopes if len(s)]
     held = frozenset() if last is None else frozenset(int(v) for v in np.asarray(last, dtype=np.int64).ravel().tolist())
     if scopes and _n_vars(scopes) <= MAX_DENSE:
-        return _min_fill_dense(scopes, cardinality, stop_above, held)
+        return _min_fill_dense(scopes, cardinality, stop_above, held, should_stop)
     return _min_fill_sets(scopes, cardinality, stop_above=stop_above, held=held, should_stop=should_stop)
 
 
@@ -103,12 +115,29 @@ def _n_vars(scopes: Sequence[np.ndarray]) -> int:
     return int(np.unique(np.concatenate([np.asarray(s, dtype=np.int64) for s in scopes])).size)
 
 
+# elementary operations of the min-fill kernel between two calls of ``should_stop`` (a few ms)
+_KERNEL_PIECE = 1 << 22
+
+
 def _min_fill_dense(scopes: Sequence[np.ndarray], cardinality: np.ndarray, stop_above: int | None,
-                    held: frozenset = frozenset()) -> EliminationOrder:
+                    held: frozenset = frozenset(), should_stop: Callable[[], bool] | None = None) -> EliminationOrder:
     g = min_fill_graph(scopes, cardinality)
     stop = -1.0 if stop_above is None else float(stop_above)
     hold = np.isin(g.ids, np.fromiter(held, dtype=np.int64, count=len(held))).astype(np.uint8)
-    order, members, offsets, complete = min_fill_kernel(g.adj, g.card, hold, stop)
+    stopped = False
+    if should_stop is None:
+        order, members, offsets, complete = min_fill_kernel(g.adj, g.card, hold, stop)
+    else:
+        st = MinFillState(*min_fill_start(g.adj, g.card))
+        n, done, above = g.ids.shape[0], 0, False
+        while done < n and not above:
+            if should_stop():
+                stopped = True
+                break
+            done, above = min_fill_steps(g.adj, g.card, hold, stop, *st, done, _KERNEL_PIECE)
+        order, offsets = st.order[:done], st.offsets[: done + 1]
+        members = st.members[: offsets[-1]]
+        complete = not (above or stopped)
     ids = g.ids
     card = [int(c) for c in np.asarray(cardinality)[ids].tolist()]
     parts = np.split(members, offsets[1:-1])
@@ -122,10 +151,8 @@ def _min_fill_dense(scopes: Sequence[np.ndarray], cardinality: np.ndarray, stop_
         max_table_size=max(sizes, default=1),
         total_table_size=sum(sizes),
         complete=bool(complete),
+        stopped=stopped,
     )
-
-
-_CHECK_EVERY = 64
 
 
 def _min_fill_sets(
@@ -160,7 +187,7 @@ def _min_fill_sets(
     order: list[int] = []
     cliques: list[np.ndarray] = []
     width, max_size, total = 0, 1, 0
-    complete = True
+    complete, stopped = True, False
     eliminated: set[int] = set()
     while heap:
         _, _, _, v, st = heapq.heappop(heap)
@@ -177,8 +204,8 @@ def _min_fill_sets(
         if stop_above is not None and size > stop_above:
             complete = False
             break
-        if should_stop is not None and len(order) % _CHECK_EVERY == 0 and should_stop():
-            complete = False
+        if should_stop is not None and should_stop():
+            complete, stopped = False, True
             break
         touched = set(nb)
         nbl = list(nb)
@@ -202,6 +229,7 @@ def _min_fill_sets(
         max_table_size=max_size,
         total_table_size=total,
         complete=complete,
+        stopped=stopped,
     )
 
 

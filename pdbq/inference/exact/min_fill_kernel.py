@@ -15,7 +15,9 @@ The rule is `pdbq.inference.exact.elimination_order.min_fill_order`'s: eliminate
 the fewest fill edges, ties by the smallest clique table (a float product, exact below 2**53),
 then by the smallest id, every variable with ``held[i]`` (uint8[n]) after all the others; stop
 after the first clique whose table is over ``stop_above`` (< 0: never). The two give the same
-order.
+order. `min_fill_steps` runs a bounded piece of the order at a time (the caller checks its
+deadline and a cancel between pieces: on a thousand densely tied variables the whole order can
+take seconds).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from numba import njit
 
 from pdbq.errors import InferenceError
 
-__all__ = ["MAX_DENSE", "MinFillGraph", "min_fill_graph", "min_fill_kernel"]
+__all__ = ["MAX_DENSE", "MinFillGraph", "MinFillState", "min_fill_graph", "min_fill_kernel", "min_fill_start",
+           "min_fill_steps"]
 
 MAX_DENSE = 1024  # variables: a 1 MiB adjacency matrix; the kernel's steps scan rows of n
 
@@ -89,10 +92,24 @@ def _fill_and_weight(adj, card, alive, u, nb):
     return d * (d - 1) // 2 - linked, w
 
 
+class MinFillState(NamedTuple):
+    """A min-fill run in progress, so that it can go in bounded pieces (`min_fill_steps`) with a
+    deadline and a cancel checked between them: ``alive`` (uint8[n]), ``fill`` (int64[n]) and
+    ``weight`` (float64[n]) per variable, ``order`` (int64[n]), ``offsets`` (int64[n + 1]) and
+    ``members`` (int64[n(n + 1)/2], the cliques' members back to back: no clique has more
+    members than variables left) of the eliminations so far; ``adj`` is changed in place."""
+
+    alive: np.ndarray
+    fill: np.ndarray
+    weight: np.ndarray
+    order: np.ndarray
+    offsets: np.ndarray
+    members: np.ndarray
+
+
 @njit(cache=True)
-def min_fill_kernel(adj, card, held, stop_above):
-    """``(order, clique_members, clique_offsets, complete)`` in compact indices; ``adj`` is
-    changed (fill edges added, eliminated rows cleared): pass a copy to keep it."""
+def min_fill_start(adj, card):
+    """The state before the first elimination (every variable's fill and clique weight)."""
     n = adj.shape[0]
     alive = np.ones(n, dtype=np.uint8)
     fill = np.zeros(n, dtype=np.int64)
@@ -100,16 +117,23 @@ def min_fill_kernel(adj, card, held, stop_above):
     weight = np.zeros(n, dtype=np.float64)
     for u in range(n):
         fill[u], weight[u] = _fill_and_weight(adj, card, alive, u, nb)
-    order = np.empty(n, dtype=np.int64)
-    members = np.empty(0, dtype=np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+    return alive, fill, weight, np.empty(n, dtype=np.int64), np.zeros(n + 1, dtype=np.int64), \
+        np.empty(n * (n + 1) // 2, dtype=np.int64)
+
+
+@njit(cache=True)
+def min_fill_steps(adj, card, held, stop_above, alive, fill, weight, order, offsets, members, done, budget):
+    """Eliminate from step ``done`` on until the order is complete, a clique is over
+    ``stop_above`` (< 0: never), or about ``budget`` elementary operations (< 0: no bound) are
+    spent; returns ``(done, stopped_above)``. The state arrays are updated in place."""
+    n = adj.shape[0]
+    nb = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
     touched = np.zeros(n, dtype=np.uint8)
-    chunks = []
-    total = 0
-    complete = True
-    done = 0
-    for step in range(n):
+    work = 0
+    while done < n:
+        if budget >= 0 and work >= budget:
+            break
         v = -1
         for u in range(n):
             if alive[u] and (v < 0 or held[u] < held[v] or (held[u] == held[v] and (
@@ -123,21 +147,21 @@ def min_fill_kernel(adj, card, held, stop_above):
                 buf[k] = u
                 k += 1
                 size *= card[u]
-        clique = buf[:k].copy()
-        chunks.append(clique)
-        total += k
-        order[step] = v
-        offsets[step + 1] = total
-        done = step + 1
+        base = offsets[done]
+        for i in range(k):
+            members[base + i] = buf[i]
+        order[done] = v
+        offsets[done + 1] = base + k
+        done += 1
+        work += n * (2 * k + 2)
         if stop_above >= 0 and size > stop_above:
-            complete = False
-            break
+            return done, True
         alive[v] = 0
         # fill edges between v's neighbours; who may see its fill change: the neighbours and
         # their neighbours (common neighbours of a new edge's ends)
         touched[:] = 0
         for i in range(k):
-            a = clique[i]
+            a = buf[i]
             if a == v:
                 continue
             touched[a] = 1
@@ -145,12 +169,12 @@ def min_fill_kernel(adj, card, held, stop_above):
                 if alive[b] and adj[a, b]:
                     touched[b] = 1
             for j in range(i + 1, k):
-                c = clique[j]
+                c = buf[j]
                 if c != v and adj[a, c] == 0:
                     adj[a, c] = 1
                     adj[c, a] = 1
         for i in range(k):
-            a = clique[i]
+            a = buf[i]
             if a == v:
                 continue
             for b in range(n):
@@ -162,10 +186,15 @@ def min_fill_kernel(adj, card, held, stop_above):
         for u in range(n):
             if touched[u] and alive[u]:
                 fill[u], weight[u] = _fill_and_weight(adj, card, alive, u, nb)
-    members = np.empty(total, dtype=np.int64)
-    p = 0
-    for c in chunks:
-        for x in c:
-            members[p] = x
-            p += 1
-    return order[:done], members, offsets[: done + 1], complete
+                work += n + k * k
+    return done, False
+
+
+@njit(cache=True)
+def min_fill_kernel(adj, card, held, stop_above):
+    """``(order, clique_members, clique_offsets, complete)`` in compact indices, in one call
+    (no deadline); ``adj`` is changed (fill edges added, eliminated rows cleared): pass a copy
+    to keep it."""
+    alive, fill, weight, order, offsets, members = min_fill_start(adj, card)
+    done, above = min_fill_steps(adj, card, held, stop_above, alive, fill, weight, order, offsets, members, 0, -1)
+    return order[:done], members[: offsets[done]].copy(), offsets[: done + 1], not above

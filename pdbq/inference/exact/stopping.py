@@ -48,6 +48,26 @@ class EliminationClock:
     def active(self) -> bool:
         return self.deadline is not None or self.poll is not None
 
+    def should_stop(self) -> bool:
+        """For loops that end early rather than raise (`min_fill_order`'s ``should_stop``): True
+        once the deadline passed; ``poll()`` called at most every 50 ms (a cancel raises from it)."""
+        if not self.active:
+            return False
+        now = _now()
+        if self.poll is not None and now - self._polled >= _POLL_EVERY:
+            self._polled = now
+            self.poll()
+        return self.deadline is not None and now >= self.deadline
+
+    def order_search(self) -> Callable[[], bool] | None:
+        """`should_stop` for `min_fill_order`, or None when nothing is watched (the order then
+        runs in one piece)."""
+        return self.should_stop if self.active else None
+
+    def stopped_error(self, where: str) -> TimeLimitError:
+        """The error for a search `should_stop` ended (``where``: what it was doing)."""
+        return TimeLimitError(f"the deadline passed during {self.what} ({where})", stage=self.what)
+
     def check(self, done: int, total: int, where: str = "upward pass", work: int = 0) -> None:
         """Before the next clique (``done`` of ``total`` done); ``work``: its table entries, when
         the speed measured so far should predict whether it can end by the deadline."""

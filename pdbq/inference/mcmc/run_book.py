@@ -309,4 +309,9 @@ def diagnose(live, est, se, rhat, ess, unknown, kept, config: GibbsConfig, stopp
                            f"within it (largest {hw:.3g}), but so many are close to it that about {misses:.2g} of the "
                            f"{int(ok.sum())} answers may be off by more (at most {JOINT_MISS:g} expected) after {kept:,} "
                            "updates per chain" + why + "; raise time_limit for all of them within the tolerance")
+    if stopped_by == "time" and config.steps is not None and not any("time limit" in w for w in out):
+        # a run length the user asked for, cut by the clock: the answer may be within its
+        # tolerance, but it is not the run asked for, and says so
+        out.append(f"the time limit ended the run before the {config.steps:,} updates per chain asked (steps/sweeps): "
+                   f"the estimates come from {kept:,} kept updates per chain; raise time_limit for the whole run")
     return out

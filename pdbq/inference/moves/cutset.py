@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pdbq.errors import InferenceError
+from pdbq.errors import InferenceError, TimeLimitError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.moves.block_kernels import BlockArrays, block_fill, pack_blocks
 from pdbq.inference.moves.blocks import Block, _make_block, block_edges
@@ -137,9 +137,9 @@ class CutsetResult(GibbsResult):
     sweeps: int = 0
 
 
-def _remainder_order(scopes: list[np.ndarray], in_c: np.ndarray, card: np.ndarray):
+def _remainder_order(scopes: list[np.ndarray], in_c: np.ndarray, card: np.ndarray, should_stop=None):
     sc = [s[~in_c[s]] for s in scopes]
-    return min_fill_order([s for s in sc if s.size], card)
+    return min_fill_order([s for s in sc if s.size], card, should_stop=should_stop)
 
 
 def choose_cutset(
@@ -149,10 +149,14 @@ def choose_cutset(
     max_vars: int | None = None,
     edges: list[Hyperedge] | None = None,
     group_table: int = DEFAULT_GROUP_TABLE,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Cutset:
     """The cutset of the module docstring: at most ``max_vars`` variables (default
     `MAX_CUTSET`) whose removal leaves a remainder with clique tables of at most ``max_table``
-    entries; `InferenceError` when no such cutset is found within ``max_vars``."""
+    entries; `InferenceError` when no such cutset is found within ``max_vars``.
+    ``should_stop()`` (a deadline or a cancel; `min_fill_order`): read during every order search
+    (each added variable costs one over the whole remainder: minutes on a 60 × 60 grid); True
+    ends the choice with `TimeLimitError`."""
     if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)) or max_table < 2:
         raise InferenceError(f"cutset: the remainder's largest clique table must be at least 2 entries, got {max_table!r}")
     cap = MAX_CUTSET if max_vars is None else max_vars
@@ -163,7 +167,14 @@ def choose_cutset(
     scopes = [h.scope for h in edges if h.scope.shape[0] > 1]
     in_c = np.zeros(graph.n_vars, dtype=bool)
     chosen: list[int] = []
-    info = _remainder_order(scopes, in_c, card)
+    def order() -> object:
+        info = _remainder_order(scopes, in_c, card, should_stop)
+        if info.stopped:
+            raise TimeLimitError(f"the time limit stopped choosing the cutset ({len(chosen)} variables chosen, the "
+                                 f"remainder's order {info.describe()} so far)", stage="choosing the cutset")
+        return info
+
+    info = order()
     while info.max_table_size > max_table:
         if len(chosen) >= cap:
             raise InferenceError(
@@ -182,7 +193,7 @@ def choose_cutset(
         v = int(best[np.argmax(deg[best])])
         chosen.append(v)
         in_c[v] = True
-        info = _remainder_order(scopes, in_c, card)
+        info = order()
     return _build(graph, edges, np.array(chosen, dtype=np.int64), card, max_table, info.width, group_table)
 
 
@@ -540,10 +551,12 @@ def _merge(graph: FactorGraph, tg: np.ndarray, exact_rows: np.ndarray, r: GibbsR
             "trace": GibbsTrace(tr.steps, est, tse)}
 
 
-def cutset_for(graph: FactorGraph, cutset: bool | int, max_table: int) -> Cutset:
+def cutset_for(graph: FactorGraph, cutset: bool | int, max_table: int,
+               should_stop: Callable[[], bool] | None = None) -> Cutset:
     """The cutset of the `cutset` query option: ``True`` (as many variables as needed, up to
-    `MAX_CUTSET`) or at most N variables."""
-    return choose_cutset(graph, max_table=max_table, max_vars=None if cutset is True else int(cutset))
+    `MAX_CUTSET`) or at most N variables; ``should_stop`` as in `choose_cutset`."""
+    return choose_cutset(graph, max_table=max_table, max_vars=None if cutset is True else int(cutset),
+                         should_stop=should_stop)
 
 
 def describe_cutset(cs: Cutset | CutsetResult) -> str:

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdbq.errors import InferenceError
+from pdbq.errors import InferenceError, TimeLimitError
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.moves.clusters import cluster_coverage
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
@@ -130,6 +130,9 @@ class MoveDecision:
     # after a pilot that did not mix, try static blocks first (`static_blocks`); False keeps the
     # other moves (to compare against them, or to test them on graphs small enough for one block)
     static: bool = True
+    # the time limit stopped the search for a small cutset (`choose_moves`' ``should_stop``): a
+    # decision of this query's clock only, not to be kept for later queries
+    cut: bool = False
 
     @property
     def pilots(self) -> bool:
@@ -240,12 +243,15 @@ def _interaction(graph: FactorGraph, f: np.ndarray, sizes: np.ndarray, strength:
         strength[sel[finite]] = flat.max(axis=1) - flat.min(axis=1)
 
 
-def choose_moves(graph: FactorGraph, *, block_table: int = 2**10) -> MoveDecision:
-    """Moves for AUTO's chains on ``graph`` (see the module docstring)."""
-    return dataclasses.replace(_choose(graph, block_table), block_table=block_table)
+def choose_moves(graph: FactorGraph, *, block_table: int = 2**10,
+                 should_stop: Callable[[], bool] | None = None) -> MoveDecision:
+    """Moves for AUTO's chains on ``graph`` (see the module docstring). ``should_stop``: read by
+    the search for a small cutset (its order searches take seconds on two thousand strongly tied
+    variables); True ends it without a cutset (`MoveDecision.cut`)."""
+    return dataclasses.replace(_choose(graph, block_table, should_stop), block_table=block_table)
 
 
-def _choose(graph: FactorGraph, block_table: int) -> MoveDecision:
+def _choose(graph: FactorGraph, block_table: int, should_stop: Callable[[], bool] | None = None) -> MoveDecision:
     free = int(np.count_nonzero(graph.evidence < 0))
     walls, spread = _table_spread(graph)
     used = np.zeros(graph.weights.shape[0], dtype=bool)
@@ -295,7 +301,11 @@ def _choose(graph: FactorGraph, block_table: int) -> MoveDecision:
                             f"{free:,} free variables are too many to cut into exact blocks (limit {MAX_BLOCK_VARS:,})",
                             walls, strong)
     blocks_why = f"exact block moves if plain chains do not mix: {what}"
-    cs = _small_cutset(graph, free, block_table)
+    cs = _small_cutset(graph, free, block_table, should_stop)
+    if cs == "cut":
+        return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
+                            blocks_why + " (the time limit stopped the search for a small cutset)", walls, strong,
+                            cut=True)
     if cs is not None:
         return MoveDecision(MixingConfig(blocks="auto", block_table=block_table),
                             f"cutset sampling if plain chains do not mix: {what}; conditioning on {cs.size} "
@@ -501,11 +511,15 @@ def _static_run(graph, targets, rest: GibbsConfig, deadline, kw, chains) -> tupl
     return r, describe_static(sb, filled, draw)
 
 
-def _small_cutset(graph: FactorGraph, free: int, block_table: int) -> Cutset | None:
+def _small_cutset(graph: FactorGraph, free: int, block_table: int,
+                  should_stop: Callable[[], bool] | None = None) -> Cutset | str | None:
+    """A cutset of at most `AUTO_CUTSET_VARS` variables, None, or "cut" (``should_stop`` ended the search)."""
     if free > CUTSET_SCAN_VARS:
         return None
     try:
-        cs = choose_cutset(graph, max_table=block_table, max_vars=AUTO_CUTSET_VARS)
+        cs = choose_cutset(graph, max_table=block_table, max_vars=AUTO_CUTSET_VARS, should_stop=should_stop)
+    except TimeLimitError:
+        return "cut"
     except InferenceError:
         return None
     return cs if cs.size >= 1 and cs.n_groups == 1 else None
