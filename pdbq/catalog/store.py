@@ -291,12 +291,14 @@ class Catalog:
                         domain = _per_row_domain(self._con, list(knames), source, card)
                     rows.append((name, keys, domain, card, source, evidence))
         elif kind == "RULES":
+            # `definition`: the statement as the user wrote it, beside the weight and function it
+            # compiles to (`0.05::faulty(x) :- ...` is weight logit(0.05) under FUNCTION ISTRUE)
             fields = [("name", pa.string()), ("rule", pa.string()), ("weight", pa.string()),
-                      ("semantics", pa.string()), ("function", pa.string())]
+                      ("semantics", pa.string()), ("function", pa.string()), ("definition", pa.string())]
             rows = []
             if self._has_schema():
                 rows = self._con.execute(
-                    "SELECT name, rule, weight, semantics, function FROM pdbq_rules ORDER BY name"
+                    "SELECT name, rule, weight, semantics, function, definition FROM pdbq_rules ORDER BY name"
                 ).fetchall()
         else:
             hint = suggest(kind, ["VARIABLES", "RULES"])
