@@ -97,3 +97,14 @@ def test_pdbq_entry_point_dispatches_dedupe(people_csv, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "id,cluster"
     assert [int(line.split(",")[1]) for line in out[1:]] == TRUTH
+
+
+def test_printing_a_result_gives_a_summary_not_its_arrays(people_csv):
+    res = dedupe(people_csv, id="pid", fields=["name", "address", "born"])
+    text = str(res)
+    assert repr(res) == text and len(text.splitlines()) <= 6, text
+    assert "array(" not in text and "pyarrow" not in text
+    first = text.splitlines()[0]
+    assert first == (f"DedupeResult: 7 records, {res.diagnostics['candidate_pairs']} candidate pairs, 4 clusters "
+                     "(largest 3)")
+    assert "pair model: estimated without labels" in text and "blocking:" in text and "warnings: 0" in text
