@@ -253,7 +253,7 @@ def dedupe(
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
         table = pa.table({"id": records.ids, "cluster": cluster})
         if output is not None:
-            _write(table, Path(output))
+            _write(id_named(table, id), Path(output))
         pairs = confidence = None
         if probabilities is not False:
             pairs, confidence, post_diag = _posterior(graph, scores if scores is not None else feats, records.ids,
@@ -388,6 +388,14 @@ def _posterior(graph, candidates, ids, labels, probabilities, warnings, group=No
     warnings.extend(post.warnings)
     return pairs, confidence, {"seconds_posterior": post.seconds, "posterior_samples": post.samples,
                                "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}
+
+
+def id_named(clusters: pa.Table, id: str) -> pa.Table:
+    """The (id, cluster) table as written out: its first column named as the records' own id
+    column (``person_id``), unless that name is ``cluster``."""
+    if id.lower() == "cluster" or clusters.column_names != ["id", "cluster"]:
+        return clusters  # a link's (source, id, cluster) keeps its names: two sources, two id columns
+    return clusters.rename_columns([id, "cluster"])
 
 
 def _write(table: pa.Table, path: Path) -> None:
