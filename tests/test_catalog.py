@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import MOVIES_MODEL, MOVIES_SQL, TOKENS_SQL
 
 import pdbq
@@ -67,11 +69,11 @@ def test_show_lists_normalised_fields(movies_model):
     assert rows["is_fan"][5] == "SELECT person, fan FROM labels"
     assert rows["is_popular"][5] is None
     rules = movies_model.execute("SHOW RULES")
-    assert rules.columns == ["name", "rule", "weight", "semantics", "function", "analysis"]
+    assert rules.columns == ["name", "rule", "weight", "semantics", "function", "definition", "analysis"]
     assert [r[:5] for r in rules.fetchall()] == [
         ("fans_vote", "is_popular(^m) :- tweets(m, p), is_fan(p), p <> 'bot'", "0.8", "RATIO", "VOTE")
     ]
-    assert "hierarchical" in rules.fetchall()[0][5]
+    assert "hierarchical" in rules.fetchall()[0][6]
     movies_model.execute(MORE_MODEL)
     by_name = {r[0]: r for r in movies_model.execute("SHOW RULES").fetchall()}
     assert by_name["word_feature"][1:3] == ("tag(^t) = 'PER' :- words(t, w)", "?(w)")
@@ -185,3 +187,21 @@ def test_catalog_survives_user_transaction(movies_db):
     assert _show(db, "VARIABLES") == []
     db.execute("BEGIN; CREATE VARIABLE is_popular(movie TEXT) DOMAIN BOOLEAN FROM (SELECT movie FROM movies); COMMIT")
     assert [r[0] for r in _show(db, "VARIABLES")] == ["is_popular"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 999).map(lambda k: f"0.{k:03d}".rstrip("0")), st.sampled_from(["", "  "]))
+def test_show_rules_shows_what_was_written_beside_the_weight(p, space):
+    """``p::head :- body`` compiles to weight logit(p) / 2 under FUNCTION ISTRUE (a ±1 factor): SHOW RULES lists that,
+    and beside it the statement as written, with ``p::`` as the user typed it."""
+    import math
+
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE sensors AS SELECT * FROM range(3) r(x);"
+                   "CREATE VARIABLE faulty(x BIGINT) DOMAIN BOOLEAN FROM (SELECT x FROM sensors);"
+                   f"CREATE RULE fault_prior AS {p}{space}::faulty(x) :- sensors(x);")
+        table = db.execute("SHOW RULES").arrow()
+        row = table.to_pylist()[0]
+        assert table.column_names[:6] == ["name", "rule", "weight", "semantics", "function", "definition"]
+        assert 2 * float(row["weight"]) == pytest.approx(math.log(float(p) / (1 - float(p)))) and row["function"] == "ISTRUE"
+        assert f"AS {p}{space}::faulty(x) :- sensors(x)" in row["definition"]

@@ -7,6 +7,8 @@ import csv
 import duckdb
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import Blocking, Comparison
@@ -36,7 +38,7 @@ def test_csv_in_table_and_file_out(people_csv, tmp_path):
     assert got["id"] == [p[0] for p in PEOPLE]
     assert got["cluster"] == TRUTH
     con = duckdb.connect()
-    assert con.execute("SELECT cluster FROM read_parquet(?) ORDER BY id", [str(out)]).fetchnumpy()["cluster"].tolist() == TRUTH
+    assert con.execute("SELECT cluster FROM read_parquet(?) ORDER BY pid", [str(out)]).fetchnumpy()["cluster"].tolist() == TRUTH
     assert res.diagnostics["factor_evaluations"] > 0 and res.diagnostics["candidate_pairs"] > 0
     b3, pw = evaluate(res.clusters, np.array([p[0] for p in PEOPLE]), np.array(TRUTH))
     assert b3.f1 == 1.0 and pw.f1 == 1.0
@@ -95,5 +97,44 @@ def test_pdbq_entry_point_dispatches_dedupe(people_csv, capsys):
 
     assert pdbq_main(["dedupe", str(people_csv), "--id", "pid", "--fields", "name,address,born"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "id,cluster"
+    assert out[0] == "pid,cluster"
     assert [int(line.split(",")[1]) for line in out[1:]] == TRUTH
+
+
+def test_printing_a_result_gives_a_summary_not_its_arrays(people_csv):
+    res = dedupe(people_csv, id="pid", fields=["name", "address", "born"])
+    text = str(res)
+    assert repr(res) == text and len(text.splitlines()) <= 6, text
+    assert "array(" not in text and "pyarrow" not in text
+    first = text.splitlines()[0]
+    assert first == (f"DedupeResult: 7 records, {res.diagnostics['candidate_pairs']} candidate pairs, 4 clusters "
+                     "(largest 3)")
+    assert "pair model: estimated without labels" in text and "blocking:" in text and "warnings: 0" in text
+
+
+def test_the_written_clusters_name_the_id_column_as_the_records_do(people_csv, tmp_path, capsys):
+    out = tmp_path / "c.csv"
+    assert cli_main([str(people_csv), "--id", "pid", "--fields", "name,address,born", "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == '"pid","cluster"'
+    assert cli_main([str(people_csv), "--id", "pid", "--fields", "name,address,born"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "pid,cluster"
+    res = dedupe(people_csv, id="pid", fields=["name", "address", "born"], output=tmp_path / "c.parquet")
+    assert duckdb.sql(f"SELECT * FROM '{tmp_path / 'c.parquet'}'").columns == ["pid", "cluster"]
+    assert res.clusters.column_names == ["id", "cluster"]  # the Python table keeps its documented names
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 10**6), min_size=4, max_size=40), st.sampled_from([1, 2]), st.data())
+def test_decimal_numbers_are_compared_as_numbers(cents, places, data):
+    """Prices and measures with a fraction are `number` fields (relative difference), never digit
+    codes compared by edits, whatever the column type the reader gave them."""
+    from pdbq.coref.levels import sniff_fields
+
+    scale = 10 ** places
+    cents[0] = cents[0] * scale + 1  # at least one value with a fraction
+    values = [f"{c // scale}.{c % scale:0{places}d}" for c in cents]
+    typ = data.draw(st.sampled_from(["VARCHAR", "DOUBLE", f"DECIMAL(18,{places})"]))
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE r AS SELECT CAST(v AS {typ}) AS price FROM unnest(?) t(v)", [values])
+    (fl,) = sniff_fields(con, "r", {"price": typ}, ["price"])
+    assert fl.kind == "number", (values, typ, fl)

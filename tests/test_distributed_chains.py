@@ -854,6 +854,29 @@ def test_split_shards_hold_the_time_limit_and_stop_on_cancel(one_block, client):
     assert moved and not shards._HELD
 
 
+@needs_dask
+def test_a_task_still_running_when_its_run_ends_keeps_no_shard(one_block):
+    """A cancel (or a cut round) leaves tasks running on the workers after the client released the
+    run's shards; when such a task ends it must not hold its shard again for nobody. Here the
+    task runs after the end, as the late one did: nothing stays held. A retried round's release
+    (not the end of the run) still lets the run's next tasks hold their shards."""
+    import pdbq.distributed.shard_tasks as tasks
+    from pdbq.distributed import DistributedConfig
+    from pdbq.distributed.shard_plan import plan_shards
+
+    _, src = one_block
+    plan = plan_shards(src, 2)
+    task = tasks.ShardRound("late-run", 0, plan.blocks[0], 0, (1.0,), 10, DistributedConfig(workers=2),
+                            split=plan.split[0] if plan.split else None)
+    tasks.shard_rebuild(src, task)
+    assert ("late-run", 0) in tasks._HELD
+    assert tasks.release("late-run") == 1  # a retry's release: the run goes on
+    tasks.shard_rebuild(src, task)
+    assert tasks.release("late-run", finished=True) == 1 and ("late-run", 0) not in tasks._HELD
+    tasks.shard_rebuild(src, task)  # the task that was still running ends now
+    assert ("late-run", 0) not in tasks._HELD
+
+
 def test_boundary_summaries_decide_which_entities_meet_and_packages_carry_their_pairs():
     """Shard 0 holds {0, 1} (one entity) and {2}; shard 1 holds {3} and {4, 5}. The cut pair
     0-3 (score 1.0) makes entities 0 and 3 worth merging, 1-4 (-1.0) does not: entity 3 moves to

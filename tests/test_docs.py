@@ -31,6 +31,9 @@ The marker convention (docs/architecture.md, "Examples in the docs"):
   the module that example is left out, the rest still run, and the test is skipped naming it.
 * every ``sql`` / ``python`` / ``sh`` fence outside benchmarks.md and architecture.md is an example
   or has ``<!-- not run: REASON -->`` on the line above it.
+* a fence with no language, or ``text``, right after an example (only prose between) reads as that
+  example's output: it must be a ``text output`` block (compared), or have
+  ``<!-- not output: REASON -->`` on the line above it (a grammar, a banner checked elsewhere).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ _PROMPT = "pdbq> "
 _MORE = re.compile(r"^\.\.\.> ?")
 _COMMAND = re.compile(r"^\$ pdbq(?:\s+(\S+))?\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(\S.*?)\s*-->\s*$")
+_NOT_OUTPUT = re.compile(r"^<!--\s*not output:\s*(\S.*?)\s*-->\s*$")
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)?(?= s\b)|(?<=real )\d+\.\d+")
 
 
@@ -361,6 +365,40 @@ def test_an_unmarked_fence_fails(tmp_path: Path) -> None:
     path.write_text(page.replace("```python\n", "```python example\n").replace("<!-- not run: -->",
                     "<!-- not run: installs a package -->"), encoding="utf-8")
     assert_fences_marked(path)
+
+
+def uncompared_outputs(text: str) -> list[int]:
+    """Lines of fences that a reader takes for an example's output (no language or ``text``, right
+    after an example) but that are not ``text output`` blocks, nor under ``<!-- not output: REASON -->``."""
+    lines = text.splitlines()
+    found = []
+    bs = blocks(text)
+    for before, block in zip(bs, bs[1:]):
+        if before.role != "example" or block.role == "output" or block.lang not in ("", "text"):
+            continue
+        above = next((ln for ln in reversed(lines[:block.line - 1]) if ln.strip()), "")
+        if not _NOT_OUTPUT.match(above.strip()):
+            found.append(block.line)
+    return found
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in UNCHECKED_PAGES], ids=lambda p: p.name)
+def test_every_output_shown_after_an_example_is_compared(page: Path) -> None:
+    lines = uncompared_outputs(page.read_text(encoding="utf-8"))
+    assert not lines, (f"{page.name}: the fences at lines {lines} follow an example, so they read as its output, but "
+                       "are not compared: make them ```text output blocks, or put '<!-- not output: REASON -->' above")
+
+
+def test_an_uncompared_output_fails(tmp_path: Path, monkeypatch) -> None:
+    page = ("```sh example\npdbq -c \"SELECT 42 AS answer;\"\n```\n\nprints\n\n```\nanswer\n43\n```\n\n"
+            "```sql example\nSELECT 1;\n```\n<!-- not output: a grammar -->\n```\nSELECT expr\n```\n")
+    assert uncompared_outputs(page) == [7]
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "o.md"
+    path.write_text(page.replace("```\nanswer", "```text output\nanswer"), encoding="utf-8")
+    assert uncompared_outputs(path.read_text(encoding="utf-8")) == []
+    with pytest.raises(AssertionError, match="the commands printed"):  # now compared: 42 is not 43
+        run_examples(path)
 
 
 def _slug(heading: str) -> str:

@@ -64,7 +64,7 @@ def test_pass_through_is_original_text_byte_for_byte(sql: str) -> None:
 
 def test_parse_script_mixes_pdbq_and_duckdb_statements_in_order() -> None:
     stmts = parse_script("CREATE TABLE t(x INT); SHOW RULES; SELECT PROB(m) FROM v m; DROP TABLE t")
-    assert [type(s).__name__ for s in stmts] == ["PassThrough", "Show", "ProbQuery", "PassThrough"]
+    assert [type(s).__name__ for s in stmts] == ["PassThrough", "Show", "ProbQuery", "DropRelation"]
 
 
 def test_parse_statement_needs_exactly_one() -> None:

@@ -75,3 +75,63 @@ def test_charts_are_bare_figures_a_notebook_shows_once():
     calibration = plot_calibration(report)
     assert isinstance(fig, Figure) and isinstance(calibration, Figure)
     assert plt.get_fignums() == before and matplotlib.get_backend() == backend
+
+
+# ---------------------------------------------------------------- numbers as a reader sees them
+
+from html.parser import HTMLParser  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pdbq.answers.notebook import ESTIMATE_DIGITS, FLOAT_DIGITS, result_html  # noqa: E402
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+class _Text(HTMLParser):
+    """The text a browser shows (tags and their style attributes left out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _shown_numbers(page: str) -> list[str]:
+    parser = _Text()
+    parser.feed(page)
+    return [m.group(0) for part in parser.parts for m in _NUMBER.finditer(part)]
+
+
+def _significant(token: str) -> int:
+    mantissa = token.lstrip("-").split("e")[0].replace(",", "").replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) if "." not in token.split("e")[0] else len(mantissa)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 0.5), st.floats(-1e6, 1e6).filter(lambda x: not 0 <= x <= 1)), min_size=1,
+                max_size=5),
+       st.floats(0, 0.5), st.floats(0.9, 3.0))
+def test_every_number_the_notebook_shows_is_rounded(rows, max_se, rhat):
+    """The HTML as a browser shows it: every number has at most ESTIMATE_DIGITS significant digits
+    beside a bar, after ± and in the footer, at most FLOAT_DIGITS in other cells, and reads back as
+    the value it stands for within that precision."""
+    table = pa.table({"p": [r[0] for r in rows], "se": [r[1] for r in rows], "score": [r[2] for r in rows]})
+    page = result_html(table, {"method": "GIBBS", "steps": 4000, "chains": 4, "max_stderr": max_se,
+                               "rhat_max": rhat, "seconds": 0.25})
+    shown = _shown_numbers(page)
+    assert shown, page
+    for token in shown:
+        assert _significant(token) <= FLOAT_DIGITS, (token, page)
+    p_text = re.findall(r"<span>([^<]*)</span>", page)
+    se_text = re.findall(r"± ([^<]*)</td>", page)
+    assert len(p_text) == len(se_text) == len(rows)
+    for (p, se, _), pt, st_ in zip(rows, p_text, se_text):
+        assert _significant(pt) <= ESTIMATE_DIGITS and _significant(st_) <= ESTIMATE_DIGITS, (pt, st_)
+        assert float(pt) == pytest.approx(p, rel=10 ** (1 - ESTIMATE_DIGITS), abs=1e-300)
+        assert float(st_) == pytest.approx(se, rel=10 ** (1 - ESTIMATE_DIGITS), abs=1e-300)
+    foot = page.split("</table>")[1]
+    assert f"R-hat {float(re.search(r'R-hat ([0-9.e+-]+)', foot).group(1)):.{ESTIMATE_DIGITS}g}" in foot

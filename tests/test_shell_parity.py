@@ -8,6 +8,8 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pdbq
 from pdbq.shell.repl import Shell
@@ -155,3 +157,66 @@ def test_a_long_separator_is_for_list_mode(shell: Shell) -> None:
     shell.run_text("SELECT 1 AS a, 2 AS b;")
     assert "csv output needs a one-character field separator" in err(shell)
     assert "Internal error" not in err(shell)
+
+
+def test_import_of_a_missing_file_says_so_without_pdbq_sql(shell: Shell, tmp_path: Path) -> None:
+    shell.dot_command(f".import {tmp_path / 'nofile.csv'} x")
+    text = err(shell)
+    assert shell.failed and text.startswith(f"Error: cannot import {tmp_path / 'nofile.csv'} into x: ")
+    assert "nofile.csv" in text.splitlines()[0] and "READ_CSV" not in text.upper() and "LINE 1" not in text
+    assert len(text.strip().splitlines()) == 1
+
+
+def test_last_says_what_its_r_hat_means() -> None:
+    from pdbq.shell.diag import format_diagnostics
+
+    import re
+
+    assert re.search(r"^R-hat +1, the largest: the chains agree \(at most 1\.1\)$", format_diagnostics({"rhat_max": 1.0}))
+    assert re.search(r"^R-hat +1\.25, the largest: the chains disagree \(above 1\.1\)$",
+                     format_diagnostics({"rhat_max": 1.25}))
+    assert "not measured" in format_diagnostics({"rhat_max": float("nan")})
+
+
+_CELLS = {
+    "VARCHAR": st.text(max_size=8),
+    "BIGINT": st.integers(-2**63, 2**63 - 1),
+    "DOUBLE": st.floats(allow_nan=True, allow_infinity=True),
+    "BOOLEAN": st.booleans(),
+    "DATE": st.dates(min_value=__import__("datetime").date(1, 1, 1)),
+    "DECIMAL(12,3)": st.decimals(min_value=-10**8, max_value=10**8, places=3, allow_nan=False),
+    "INTEGER[]": st.lists(st.integers(-2**31, 2**31 - 1), max_size=3),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_CELLS)), min_size=1, max_size=4).flatmap(
+    lambda types: st.tuples(st.just(types), st.lists(st.tuples(*[st.none() | _CELLS[t] for t in types]), max_size=4))))
+def test_dump_writes_plain_literals_and_rebuilds_every_value(table) -> None:
+    """Rows of random types and values: the dumped INSERT rebuilds them exactly (NaN, infinities,
+    quotes and NULLs too), and strings, numbers and booleans are written as plain literals."""
+    import math
+
+    types, rows = table
+    with pdbq.connect() as db:
+        cols = ", ".join(f"c{i} {t}" for i, t in enumerate(types))
+        db.duckdb.execute(f"CREATE TABLE r({cols})")
+        if rows:
+            db.duckdb.executemany(f"INSERT INTO r VALUES ({', '.join('?' for _ in types)})", [list(r) for r in rows])
+        sh = Shell(db, out=io.StringIO(), err=io.StringIO(), progress=False)
+        sh.dot_command(".dump r")
+        script = out(sh)
+        assert "AS TEXT)" not in script and "AS VARCHAR)" not in script and "AS BIGINT)" not in script, script
+        want = db.duckdb.execute("SELECT * FROM r").fetchall()
+    with pdbq.connect() as fresh:
+        copy = Shell(fresh, out=io.StringIO(), err=io.StringIO(), progress=False)
+        copy.run_text(script)
+        assert err(copy) == "", (script, err(copy))
+        got = fresh.duckdb.execute("SELECT * FROM r").fetchall()
+
+    def same(a, b):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+            return math.isnan(b)
+        return a == b
+
+    assert len(got) == len(want) and all(same(a, b) for gr, wr in zip(got, want) for a, b in zip(gr, wr)), (script, got, want)

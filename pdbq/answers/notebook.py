@@ -16,9 +16,26 @@ __all__ = ["result_html", "probability_columns", "stderr_columns"]
 _STDERR_NAME = re.compile(r"^(stderr\b|se$|.*_se$|.*stderr)", re.IGNORECASE)
 
 
+#: Significant digits of the numbers a notebook shows: estimates and their errors (a standard
+#: error says how many digits of an estimate mean anything; four are more than any shown here),
+#: and other floats (pandas' and DuckDB's displays show about six). The full values stay in
+#: ``Result.arrow()`` / ``.df()``.
+ESTIMATE_DIGITS = 4
+FLOAT_DIGITS = 6
+
+
+def short_float(x: float, digits: int = FLOAT_DIGITS) -> str:
+    """``x`` with at most ``digits`` significant digits (whole numbers as DuckDB shows them: ``2.0``)."""
+    if not math.isfinite(x) or (x == int(x) and abs(x) < 10 ** digits):
+        return format_value(x)
+    return f"{x:.{digits}g}"
+
+
 def _cell_html(value: Any) -> str:
     if value is None:
         return "NULL"
+    if isinstance(value, float):
+        return short_float(value)
     return html.escape(value if isinstance(value, str) else format_value(value))
 
 
@@ -51,7 +68,7 @@ def _bar(p: float) -> str:
         '<div style="display:flex;align-items:center;gap:6px">'
         '<div style="width:80px;height:10px;background:#e5e7eb;border-radius:2px">'
         f'<div style="width:{pct:.1f}%;height:100%;background:#3b82f6;border-radius:2px"></div></div>'
-        f"<span>{html.escape(format_value(p))}</span></div>"
+        f"<span>{short_float(p, ESTIMATE_DIGITS)}</span></div>"
     )
 
 
@@ -62,9 +79,9 @@ def _summary(diagnostics: dict[str, Any]) -> str:
     if diagnostics.get("steps"):
         parts.append(f"{int(diagnostics['steps']):,} steps × {diagnostics.get('chains') or 1} chains")
     if diagnostics.get("max_stderr") is not None:
-        parts.append(f"largest standard error {format_value(float(diagnostics['max_stderr']))}")
+        parts.append(f"largest standard error {short_float(float(diagnostics['max_stderr']), ESTIMATE_DIGITS)}")
     if diagnostics.get("rhat_max") is not None:
-        parts.append(f"R-hat {format_value(float(diagnostics['rhat_max']))}")
+        parts.append(f"R-hat {short_float(float(diagnostics['rhat_max']), ESTIMATE_DIGITS)}")
     if diagnostics.get("seconds") is not None:
         parts.append(f"{float(diagnostics['seconds']):.2f} s")
     return html.escape(", ".join(parts))
@@ -91,7 +108,7 @@ def result_html(table: Any, diagnostics: dict[str, Any] | None = None, *, max_ro
             if i in probs and v is not None:
                 cells.append(f"<td>{_bar(v)}</td>")
             elif i in ses and v is not None:
-                cells.append(f'<td style="color:#6b7280">± {html.escape(format_value(v))}</td>')
+                cells.append(f'<td style="color:#6b7280">± {short_float(v, ESTIMATE_DIGITS)}</td>')
             else:
                 cells.append(f"<td>{_cell_html(v)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")

@@ -34,13 +34,14 @@ import pyarrow as pa
 
 from pdbq.coref.metrics import register_sql as register_coref_sql
 from pdbq.api.result import Result
-from pdbq.catalog.store import Catalog
+from pdbq.catalog.store import Catalog, transaction
 from pdbq.errors import ParseError, PdbqError
 from pdbq.graph.cache import DEFAULT_CACHE_BYTES, GraphCache
 from pdbq.language.nodes import (
     CreateRule,
     CreateVariable,
     Drop,
+    DropRelation,
     ExportUai,
     ImportUai,
     ExplainMatch,
@@ -261,6 +262,12 @@ class Database:
         if isinstance(stmt, Drop):
             self._catalog.drop(stmt)
             return None
+        if isinstance(stmt, DropRelation):
+            # DuckDB does not track what rules and variables read: pdbq checks (or cascades) first,
+            # and the cascade and the DROP commit together
+            with transaction(self._con):
+                self._catalog.check_relation_drop(stmt)
+                return self._pass_through(PassThrough(stmt.sql, stmt.line, stmt.col), last=last, params=params)
         if isinstance(stmt, LearnWeights) or (isinstance(stmt, Show) and stmt.kind in ("WEIGHTS", "CALIBRATION")):
             return self._learning(stmt, progress=progress, cancel=cancel)
         if isinstance(stmt, Show) and stmt.kind in ("TABLES", "ALL TABLES"):

@@ -49,7 +49,7 @@ from pdbq.catalog.names import (
 )
 from pdbq.catalog.text import domain_sql, rule_sql, statement_sql, weight_sql
 from pdbq.errors import CatalogError, PdbqError, SchemaVersionError, suggest
-from pdbq.language.nodes import Column, CreateRule, CreateVariable, Drop
+from pdbq.language.nodes import Column, CreateRule, CreateVariable, Drop, DropRelation
 
 __all__ = [
     "Catalog",
@@ -291,12 +291,14 @@ class Catalog:
                         domain = _per_row_domain(self._con, list(knames), source, card)
                     rows.append((name, keys, domain, card, source, evidence))
         elif kind == "RULES":
+            # `definition`: the statement as the user wrote it, beside the weight and function it
+            # compiles to (`0.05::faulty(x) :- ...` is weight logit(0.05) under FUNCTION ISTRUE)
             fields = [("name", pa.string()), ("rule", pa.string()), ("weight", pa.string()),
-                      ("semantics", pa.string()), ("function", pa.string())]
+                      ("semantics", pa.string()), ("function", pa.string()), ("definition", pa.string())]
             rows = []
             if self._has_schema():
                 rows = self._con.execute(
-                    "SELECT name, rule, weight, semantics, function FROM pdbq_rules ORDER BY name"
+                    "SELECT name, rule, weight, semantics, function, definition FROM pdbq_rules ORDER BY name"
                 ).fetchall()
         else:
             hint = suggest(kind, ["VARIABLES", "RULES"])
@@ -430,6 +432,54 @@ class Catalog:
                 self._con.execute("DELETE FROM pdbq_rules WHERE name = ?", [name])
             self._bump_version()
 
+    def _reading(self, names: set[str]) -> tuple[list[str], list[str]]:
+        """The rules and variable relations that read any of the tables/views ``names``, directly or
+        through user views over them (a variable relation's own view is not such a view)."""
+        if not self._has_schema():
+            return [], []
+        variables = self.variables()
+        reached = set(names)
+        views = {v: _tables_read(sql) for v, sql in self._con.execute(
+            "SELECT lower(view_name), sql FROM duckdb_views() WHERE NOT internal AND schema_name = current_schema()"
+        ).fetchall() if v not in variables}
+        grown = True
+        while grown:  # views over views: the closure of "reads one of the reached names"
+            more = {v for v, read in views.items() if read & reached} - reached
+            reached |= more
+            grown = bool(more)
+        rules = sorted(r for r, rels in self._rule_relations().items() if reached & set(rels))
+        readers = sorted(name for name, v in variables.items()
+                         if reached & (_tables_read(v.source) | _tables_read(v.evidence or "")))
+        return rules, readers
+
+    @_one_lookup
+    def check_relation_drop(self, node: DropRelation) -> None:
+        """Before DuckDB's ``DROP TABLE|VIEW``: a CatalogError when a rule or variable relation reads
+        the relation (directly or through views), naming them; with CASCADE they are dropped first
+        (and the rules using the dropped variables), in the caller's transaction."""
+        variables = self._variable_names()
+        own = [n for n in node.names if n in variables]
+        if own:
+            raise CatalogError(f"'{own[0]}' is a variable relation, not a {node.kind.lower()}: use DROP VARIABLE {own[0]}")
+        rules, readers = self._reading(set(node.names))
+        if not rules and not readers:
+            return
+        what = " and ".join(part for part in (
+            f"rule{'s' if len(rules) > 1 else ''} {', '.join(rules)}" if rules else "",
+            f"variable relation{'s' if len(readers) > 1 else ''} {', '.join(readers)}" if readers else "") if part)
+        target = ", ".join(node.names)
+        if not node.cascade:
+            raise CatalogError(
+                f"cannot drop {node.kind.lower()} {target}: {what} read{'s' if len(rules) + len(readers) == 1 else ''} "
+                f"it; drop or replace them first, or DROP {node.kind} {target} CASCADE to drop them with it")
+        self._writable(f"DROP {node.kind} {target} CASCADE")
+        users = self._rule_relations()
+        rules = sorted(set(rules) | {r for r, rels in users.items() if set(rels) & set(readers)})
+        for rule in rules:
+            self.drop(Drop("RULE", rule))
+        for name in readers:
+            self.drop(Drop("VARIABLE", name))
+
     def _drop_imported(self, name: str) -> None:
         """A relation imported from a file (pdbq.io) owns the tables its registry row lists
         (``pdbq_fs_imports``, sql/factors.sql): they go with the relation, in the same transaction."""
@@ -440,6 +490,19 @@ class Catalog:
             for table in owned:
                 self._con.execute(exp.Drop(kind="TABLE", tables=[name_table(table)], exists=True).sql(dialect="duckdb"))
         self._con.execute("DELETE FROM pdbq_fs_imports WHERE relation = ?", [name])
+
+
+def _tables_read(sql: str) -> set[str]:
+    """Lower-cased names of the tables and views a query reads (its CTEs' names excluded); an empty
+    set for text sqlglot cannot read."""
+    if not sql.strip():
+        return set()
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return set()
+    ctes = {c.alias.lower() for c in tree.find_all(exp.CTE)}
+    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes}
 
 
 def _per_row_domain(con: duckdb.DuckDBPyConnection, keys: list[str], source: str, largest: int) -> str:

@@ -182,12 +182,14 @@ def _sniff_one(con, source: str, field: str, dtype: str) -> tuple[str, str | Non
                 return "date", best
     if all(re.match(r"^[+-]?\d+(\.0+)?$", v) for v in vals):
         return "code", None
+    # numbers with a fraction (prices, measurements: 12.50, 149): compared by relative
+    # difference; checked before the separators rule below, which would read 12.50 as code 1250
+    if all(re.match(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$", v) for v in vals):
+        return "number", None
     # phones, ids and postcodes written with separators: digits once punctuation and spaces go
     digits = [re.sub(r"[^0-9a-zA-Z]", "", v) for v in vals]
     if sum(1 for d in digits if d.isdigit() and len(d) >= 3) >= 0.95 * n:
         return "code", None
-    if all(re.match(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$", v) for v in vals):
-        return "number", None
     distinct = len(set(v.lower() for v in vals))
     words = sum(len(v.split()) for v in vals) / n
     chars = sum(len(v) for v in vals) / n

@@ -13,6 +13,7 @@ replayed shard is the shard an undisturbed run would hold.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from dataclasses import dataclass
@@ -83,6 +84,17 @@ class _Shard:
 
 _HELD: dict[tuple[str, int], _Shard] = {}  # per worker process: the shards it holds
 _LOCK = threading.Lock()
+# Runs that ended (`finish`): a task the client cancelled (a cancelled statement, a cut round)
+# may still be running here when its run ends; when it ends, its shard is dropped instead of
+# kept for nobody.
+_FINISHED: collections.deque[str] = collections.deque(maxlen=4096)
+
+
+def _keep(task: ShardRound, shard: _Shard) -> None:
+    """Hold ``shard`` for the next task of its run, unless the run has ended."""
+    with _LOCK:
+        if task.token not in _FINISHED:
+            _HELD[(task.token, task.shard)] = shard
 
 
 def _moves(state: Held, task: ShardRound, r: int, steps: int, counters: np.ndarray,
@@ -154,8 +166,7 @@ def shard_export(source: ShardSource, task: ShardRound) -> tuple[Package, ...]:
     counters = np.zeros(4, np.int64)
     held, _ = _state(source, task, counters, sent=False)
     state, packages = export(held.state, task.shard, task.sends)
-    with _LOCK:
-        _HELD[(task.token, task.shard)] = _Shard(state, task.round, task.round, rebuilt=held.rebuilt)
+    _keep(task, _Shard(state, task.round, task.round, rebuilt=held.rebuilt))
     return packages
 
 
@@ -181,8 +192,7 @@ def shard_round(source: ShardSource, task: ShardRound, sent: int, *packages: Pac
     if finished:
         state = state._replace(labels=labels)
     shard = _Shard(state, task.round + (1 if finished else 0), held.out, not finished)
-    with _LOCK:
-        _HELD[(task.token, task.shard)] = shard
+    _keep(task, shard)
     edge = boundary(state, task.config.super_bias) if task.mobile and finished else None
     return ShardReport(task.shard, int(state.mentions.size), int(own[C_ACCEPTED]), time.perf_counter() - t0, replayed,
                        _worker(), int(own[C_EVALS]), int(own[C_PROPOSALS]), not finished, edge, arrivals,
@@ -193,8 +203,7 @@ def shard_rebuild(source: ShardSource, task: ShardRound) -> str:
     """Rebuild the shard after rounds 0..``task.round`` from the files and ``task.history``
     (which covers them), keep it here, and say where."""
     held = _replay(source, task, task.round + 1, np.zeros(4, np.int64))
-    with _LOCK:
-        _HELD[(task.token, task.shard)] = held
+    _keep(task, held)
     return _worker()
 
 
@@ -216,9 +225,13 @@ def shard_labels(token: str, shard: int) -> tuple[np.ndarray, np.ndarray]:
     return held.state.mentions, held.state.labels
 
 
-def release(token: str) -> int:
-    """Drop every shard of run ``token`` this process holds; returns how many."""
+def release(token: str, *, finished: bool = False) -> int:
+    """Drop every shard of run ``token`` this process holds; returns how many. ``finished``: the
+    run has ended, so a task of it still running here keeps nothing when it ends (without it, a
+    retried round's tasks hold their rebuilt shards again)."""
     with _LOCK:
+        if finished:
+            _FINISHED.append(token)
         keys = [k for k in _HELD if k[0] == token]
         for k in keys:
             del _HELD[k]

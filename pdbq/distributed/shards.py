@@ -209,7 +209,7 @@ def resolve_sharded(source: ShardSource, config: DistributedConfig = Distributed
         address = scheduler_address(client)
     finally:
         try:
-            client.run(release, run.token)
+            client.run(release, run.token, finished=True)
         except Exception:  # noqa: BLE001 - a worker lost at the very end holds nothing to release
             pass
         close()

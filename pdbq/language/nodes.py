@@ -163,6 +163,20 @@ class Drop:
 
 
 @dataclass(frozen=True)
+class DropRelation:
+    """DuckDB's ``DROP TABLE|VIEW [IF EXISTS] name [CASCADE]``: sent to DuckDB as written, once pdbq
+    has checked that no rule or variable relation reads the relation (with CASCADE: dropped them)."""
+
+    sql: str
+    kind: str  # "TABLE" | "VIEW"
+    names: tuple[str, ...]  # lower-cased, without a schema
+    if_exists: bool = False
+    cascade: bool = False
+    line: int = 1
+    col: int = 1
+
+
+@dataclass(frozen=True)
 class Show:
     # "VARIABLES" | "RULES" | "WEIGHTS" | "CALIBRATION" | "TABLES" | "ALL TABLES" (DuckDB's, without pdbq's storage)
     kind: str
@@ -309,10 +323,11 @@ class ExplainMatch:
     text: str = ""
 
 
-Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai,
+Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, DropRelation, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai,
                   ExportUai, ExplainMatch]
 
 __all__ = [
+    "DropRelation",
     "ExplainMatch",
     "Semantics",
     "FactorFunction",

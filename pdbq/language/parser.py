@@ -30,6 +30,7 @@ from pdbq.language.nodes import (
     Domain,
     DomainKind,
     Drop,
+    DropRelation,
     Estimate,
     EstimateKind,
     FactorFunction,
@@ -139,6 +140,27 @@ def _is_pdbq(tokens: tuple[Token, ...]) -> bool:
     return False
 
 
+def _relation_drop(chunk: Chunk) -> DropRelation | None:
+    """DuckDB's DROP TABLE / DROP VIEW of relations in the current schema, for pdbq's dependency
+    check; None for anything else (other DROPs, or one sqlglot cannot read: DuckDB judges it)."""
+    tokens = chunk.tokens
+    if len(tokens) < 3 or tokens[0].token_type != TokenType.DROP or tokens[1].text.upper() not in ("TABLE", "VIEW"):
+        return None
+    try:
+        tree = sqlglot.parse_one(chunk.sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return None
+    tables = [t for t in tree.args.get("expressions") or tree.args.get("tables") or [] if isinstance(t, exp.Table)]
+    if not isinstance(tree, exp.Drop) or not tables or any(t.args.get("catalog") for t in tables):
+        return None
+    names = tuple(t.name.lower() for t in tables if not t.db or t.db.lower() == "main")
+    if not names:
+        return None
+    return DropRelation(sql=chunk.sql, kind=str(tree.args.get("kind")).upper(), names=names,
+                        if_exists=bool(tree.args.get("exists")), cascade=bool(tree.args.get("cascade")),
+                        line=chunk.line, col=chunk.col)
+
+
 def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> Statement:
     try:
         return _parse_one(text, chunk, params)
@@ -166,7 +188,7 @@ def _parse_one(text: str, chunk: Chunk, params: Params | None = None) -> Stateme
     if wrapper is not None:
         return _save_answer(wrapper, text, chunk, params)
     if not _is_pdbq(chunk.tokens):
-        return PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col)
+        return _relation_drop(chunk) or PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col)
     _check_numbers(text, chunk)
     tree = _run_parser(text, chunk)
     if params is not None:

@@ -19,6 +19,7 @@ estimated model (below: a table of three records is too small to estimate anythi
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.metrics import Scores, align_gold, b_cubed, pairwise
@@ -81,6 +83,35 @@ class DedupeResult:
     pairs: pa.Table | None = None
     cluster_confidence: pa.Table | None = None
     features: PairFeatures | None = None
+
+    def __repr__(self) -> str:
+        """A summary, one line each: records, pairs and clusters; the model; blocking; warnings
+        (the tables and arrays are attributes: ``res.clusters``, ``res.pair_model.table()``, ...)."""
+        d = self.diagnostics
+        sizes = pc.value_counts(self.clusters.column("cluster")).field("counts") if self.clusters.num_rows else None
+        largest = pc.max(sizes).as_py() if sizes is not None else 0
+        lines = [f"DedupeResult: {d.get('records', self.clusters.num_rows)} records, "
+                 f"{d.get('candidate_pairs', '?')} candidate pairs, {d.get('clusters', '?')} clusters "
+                 f"(largest {largest})"]
+        if self.pair_model is not None:
+            pm = self.pair_model
+            how = "from labels" if pm.source == "labels" else "estimated without labels"
+            fields = ", ".join(f"{f.field} ({f.levels.kind})" for f in pm.fields)
+            lines.append(f"  pair model: {how}, prior {pm.prior:.3g}; fields {fields}")
+        elif self.model is not None:
+            fields = ", ".join(f"{c.field} ({c.method})" for c in self.model.comparisons)
+            lines.append(f"  linear model: bias {self.model.bias:g}; comparisons {fields}")
+        if self.blocking is not None:
+            b = self.blocking
+            recall = "not estimated" if not math.isfinite(b.recall) else f"estimated recall {b.recall:.4f}"
+            lines.append(f"  blocking: {len(b.rules)} rule{'' if len(b.rules) == 1 else 's'}, {recall}")
+        if self.pairs is not None:
+            lines.append(f"  posterior: {self.pairs.num_rows} pair probabilities, "
+                         f"{0 if self.cluster_confidence is None else self.cluster_confidence.num_rows} cluster confidences")
+        lines.append(f"  warnings: {len(self.warnings)}" + (f" (first: {self.warnings[0]})" if self.warnings else ""))
+        return "\n".join(lines)
+
+    __str__ = __repr__
 
     def explain(self, id_l=None, id_r=None) -> pa.Table:
         """Per pair and field, the comparison level and its contribution to the match weight
@@ -222,7 +253,7 @@ def dedupe(
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
         table = pa.table({"id": records.ids, "cluster": cluster})
         if output is not None:
-            _write(table, Path(output))
+            _write(id_named(table, id), Path(output))
         pairs = confidence = None
         if probabilities is not False:
             pairs, confidence, post_diag = _posterior(graph, scores if scores is not None else feats, records.ids,
@@ -357,6 +388,14 @@ def _posterior(graph, candidates, ids, labels, probabilities, warnings, group=No
     warnings.extend(post.warnings)
     return pairs, confidence, {"seconds_posterior": post.seconds, "posterior_samples": post.samples,
                                "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}
+
+
+def id_named(clusters: pa.Table, id: str) -> pa.Table:
+    """The (id, cluster) table as written out: its first column named as the records' own id
+    column (``person_id``), unless that name is ``cluster``."""
+    if id.lower() == "cluster" or clusters.column_names != ["id", "cluster"]:
+        return clusters  # a link's (source, id, cluster) keeps its names: two sources, two id columns
+    return clusters.rename_columns([id, "cluster"])
 
 
 def _write(table: pa.Table, path: Path) -> None:

@@ -186,7 +186,7 @@ def _write_stdout(table: pa.Table) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pdbq.linkage import _FS_CONFIG, dedupe, evaluate
+    from pdbq.linkage import _FS_CONFIG, dedupe, evaluate, id_named
 
     try:
         _check_model_args(args)
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"warning: {w}\n")
         _print_model(res, args.show_model)
         if args.out is None:
-            _write_stdout(res.clusters)
+            _write_stdout(id_named(res.clusters, args.id))
         d = res.diagnostics
         for key, what in (("used_model", "scored with stored"), ("stored_model", "stored")):
             if key in d:

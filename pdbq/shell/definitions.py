@@ -9,6 +9,9 @@ statements when the script runs, except learned weights, which the script's head
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +30,38 @@ def _literal(value: Any) -> exp.Expression:
         return exp.Literal.string(str(value))
 
 
+def _struct(value: Any) -> exp.Expression:
+    """A struct value as DuckDB's ``{'key': value, ...}`` (nested structs too)."""
+    if isinstance(value, dict):
+        return exp.Struct(expressions=[exp.PropertyEQ(this=exp.Literal.string(str(k)), expression=_struct(v))
+                                       for k, v in value.items()])
+    return exp.Null() if value is None else _literal(value)
+
+
+def _value(value: Any, column_type: str) -> exp.Expression:
+    """A row value as the literal a reader would write: plain where INSERT's own conversion to the
+    column's type gives it back exactly ('north' into VARCHAR, 3 into BIGINT, 1.5 into DOUBLE or
+    DECIMAL, true), otherwise cast to the column's type once (dates, lists, blobs, ...)."""
+    if value is None:
+        return exp.Null()
+    base = column_type.upper().split("(")[0]
+    plain = (isinstance(value, str) and base == "VARCHAR") or isinstance(value, (bool, int, decimal.Decimal)) \
+        or (isinstance(value, float) and math.isfinite(value))
+    if plain:
+        return _literal(value)
+    target = exp.DataType.build(column_type, dialect="duckdb")
+    if isinstance(value, float):  # nan, inf, -inf: DuckDB reads them from text
+        return exp.cast(exp.Literal.string(str(value)), target)
+    if isinstance(value, datetime.timedelta):  # Python's '1 day, 0:00:00' is not DuckDB's interval text
+        micros = value.seconds * 1_000_000 + value.microseconds
+        return exp.cast(exp.Literal.string(f"{value.days} days {micros} microseconds"), target)
+    if isinstance(value, (datetime.date, datetime.time)):  # ISO text, cast once to the column's type
+        return exp.cast(exp.Literal.string(value.isoformat()), target)
+    if isinstance(value, dict) and base == "STRUCT":  # sqlglot would write a MAP
+        return exp.cast(_struct(value), target)
+    return exp.cast(_literal(value), target)
+
+
 def _insert_lines(con: Any, table: str) -> Iterator[str]:
     target = exp.to_table(table, dialect="duckdb")
     types = [r[0] for r in con.execute(
@@ -38,10 +73,7 @@ def _insert_lines(con: Any, table: str) -> Iterator[str]:
         if not rows:
             return
         values = exp.Values(expressions=[
-            exp.Tuple(expressions=[
-                exp.Null() if v is None else exp.cast(_literal(v), exp.DataType.build(t, dialect="duckdb"))
-                for v, t in zip(row, types)
-            ])
+            exp.Tuple(expressions=[_value(v, t) for v, t in zip(row, types)])
             for row in rows
         ])
         yield exp.Insert(this=target, expression=values).sql(dialect="duckdb") + ";"

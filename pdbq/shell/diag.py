@@ -7,7 +7,7 @@
 method     GIBBS (USING GIBBS)
 variables  2 query, 5 latent, 1 evidence
 steps      1,000 per chain, 4 chains (burn-in 100)
-R-hat      1.01 (largest; above 1.1: the chains disagree)
+R-hat      1.01, the largest: the chains agree (at most 1.1)
 stderr     0.004 (largest)
 seed       7
 time       0.520 s (grounding 0.100 s, inference 0.400 s)
@@ -45,7 +45,11 @@ def format_diagnostics(d: dict[str, Any]) -> str:
             text += f" (burn-in {int(d['burn_in']):,})"
         rows.append(("steps", text))
     if d.get("rhat_max") is not None:
-        rows.append(("R-hat", f"{_num(d['rhat_max'])} (largest; above 1.1: the chains disagree)"))
+        rhat = d["rhat_max"]
+        verdict = ("the chains disagree (above 1.1)" if isinstance(rhat, (int, float)) and rhat > 1.1
+                   else "the chains agree (at most 1.1)" if isinstance(rhat, (int, float)) and math.isfinite(rhat)
+                   else "not measured")
+        rows.append(("R-hat", f"{_num(rhat)}, the largest: {verdict}"))
     if d.get("max_stderr") is not None:
         rows.append(("stderr", f"{_num(d['max_stderr'])} (largest)"))
     if d.get("seed") is not None:

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from pdbq.answers.render import MODES
-from pdbq.errors import suggest
+from pdbq.errors import PdbqError, suggest
 from pdbq.shell.definitions import dump_lines, schema_texts
 from pdbq.shell.session import open_database
 from pdbq.shell.streams import can_encode, columns_layout, open_output, unquote
@@ -216,7 +218,13 @@ class DotCommands:
             "SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = lower(?)", [table.name]).fetchall()[0][0]
         statement = (exp.Insert(this=table, expression=source) if exists
                      else exp.Create(this=table, kind="TABLE", expression=source))
-        self.db.execute(sql_text(statement), params)
+        try:
+            self.db.execute(sql_text(statement), params)
+        except (duckdb.Error, PdbqError) as exc:
+            # DuckDB's first line says what went wrong; the rest points into pdbq's own statement
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self._fail(f"cannot import {words[0]} into {name}: {reason}")
+            return
         self._invalidate_names()
 
     def _dot_columns(self, arg: str) -> None:
