@@ -119,7 +119,7 @@ class PairModel:
         return {
             "prior": self.prior, "source": self.source,
             "fields": [{"field": f.field, "kind": f.levels.kind, "thresholds": list(f.levels.thresholds),
-                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "words": f.levels.words, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
+                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "words": f.levels.words, "sources": list(f.levels.sources), "tfidf": f.levels.tfidf, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
                        for f in self.fields],
             "interactions": [[self.fields[i].field, self.fields[j].field, float(b)] for i, j, b in self.interactions],
         }
@@ -127,7 +127,7 @@ class PairModel:
     @staticmethod
     def from_dict(d: dict) -> PairModel:
         fields = tuple(FieldModel(FieldLevels(x["field"], x["kind"], tuple(x["thresholds"]), x.get("date_format"),
-                                              x.get("swap_with"), x.get("words")),
+                                              x.get("swap_with"), x.get("words"), tuple(x.get("sources") or ()), bool(x.get("tfidf", False))),
                                   np.asarray(x["m"], float), np.asarray(x["u"], float), bool(x["tf"])) for x in d["fields"])
         col = {f.field: k for k, f in enumerate(fields)}
         inter = tuple(sorted((col[a], col[b], float(x)) for a, b, x in d.get("interactions", [])))

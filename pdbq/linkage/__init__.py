@@ -48,7 +48,7 @@ from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
-from pdbq.linkage.sources import cross_source, cross_source_prior, source_groups
+from pdbq.linkage.sources import cross_source, cross_source_prior, exclusive_prior, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
@@ -201,7 +201,7 @@ def dedupe(
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
             if link_only is not None:
                 pair_model, scores, n_pairs = _cross_pairs(con, link_only, pair_model, scores, choice,
-                                                           stored.get("used_model") is None, warnings)
+                                                           stored.get("used_model") is None, warnings, one_to_one)
             lin = feats = None
             graph = scores.graph(records.n)
         else:
@@ -272,7 +272,7 @@ def _check_fields(fields, comparisons) -> None:
         raise CorefInputError(f"field {twice!r} is listed twice in fields={list(fields)}")
 
 
-def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings):
+def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings, one_to_one: bool = False):
     """link_only: (model, the cross-source candidate pairs' scores, their count), the prior
     re-estimated over the cross-source pairs when the model's prior is refined at all (not a
     stored model re-used as stored: `pdbq.linkage.sources.cross_source_prior`)."""
@@ -281,7 +281,25 @@ def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings
         pair_model, scores, w = cross_source_prior(con, column, pair_model, scores,
                                                    choice.recall if choice is not None else None)
         warnings.extend(w)
+        if one_to_one:
+            pair_model, scores = _exclusive(con, column, pair_model, scores)
     return pair_model, scores, int(scores.a.size)
+
+
+def _exclusive(con, column, pair_model, scores):
+    """A one-to-one link's prior (`pdbq.linkage.sources.exclusive_prior`): the model and the
+    scores moved to it; the cross-source prior stays in `diagnostics["prior_cross_pairs"]`."""
+    group = source_groups(con, column)
+    sizes = np.bincount(group, minlength=2)
+    bits, k = exclusive_prior(scores, group.size, int(sizes[0]), int(sizes[1]))
+    lam = 1.0 / (1.0 + 2.0 ** -bits)
+    if not 0.0 < lam < 1.0 or bits <= scores.prior_bits:
+        return pair_model, scores
+    diag = dict(pair_model.diagnostics, prior_cross_pairs=pair_model.prior, mutual_best_matches=k)
+    model = replace(pair_model, prior=lam, diagnostics=diag)
+    shift = model.prior_bits - scores.prior_bits
+    return model, PairScores(scores.a, scores.b, scores.levels, scores.contributions, scores.match_weight + shift,
+                             model.prior_bits)
 
 
 def _resolve(con, graph, config, source, ids, warnings):
@@ -312,7 +330,7 @@ def _stored_model_args(con, model, model_name, fields, comparisons, compare):
                                   "leave out comparisons= and compare=")
         model, name, version = stored_model(con, model, fields)
         out["used_model"] = {"name": name, "version": version}
-        fields = list(fields) if fields else [f.field for f in model.fields]
+        fields = list(fields) if fields else [f.field for f in model.fields if not f.levels.derived]
     return out, model, fields
 
 

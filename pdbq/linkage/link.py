@@ -103,7 +103,7 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
         what = f"model_name={options['model_name']!r}" if options.get("model_name") is not None else f"model={model!r}"
         raise CorefInputError(f"{what} names a stored pair model: give the database that stores it (con=...)")
     if comparisons is None and not fields and isinstance(model, str):
-        fields = [f.field for f in stored_model(con, model, None)[0].fields]  # the stored model's
+        fields = [f.field for f in stored_model(con, model, None)[0].fields if not f.levels.derived]  # the stored model's
     wanted = list(dict.fromkeys([c.field for c in comparisons] if comparisons else list(fields)))
     own = con is None
     con = duckdb.connect() if own else con

@@ -42,7 +42,7 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
         fls = sniff_fields(con, RECORDS, records.columns, fields, specs)
     else:
         fls = tuple(f.levels for f in model.fields)
-        missing = [f.field for f in fls if f.field not in records.columns]
+        missing = [c for f in fls for c in (f.sources or (f.field,)) if c not in records.columns]
         if missing:
             from pdbq.coref.layout import CorefInputError
 

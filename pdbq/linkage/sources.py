@@ -17,7 +17,7 @@ from pdbq.coref.estimate import refine_prior
 from pdbq.coref.model import MENTION, RECORDS, PairFeatures
 from pdbq.coref.pair_model import PairModel, PairScores
 
-__all__ = ["cross_source", "cross_source_prior", "source_groups"]
+__all__ = ["cross_source", "cross_source_prior", "source_groups", "mutual_best", "exclusive_prior"]
 
 
 def _q(name: str) -> exp.Identifier:
@@ -62,3 +62,37 @@ def cross_source_prior(con, column: str, model: PairModel, scores: PairScores,
     shift = linked.prior_bits - scores.prior_bits
     return linked, PairScores(scores.a, scores.b, scores.levels, scores.contributions, scores.match_weight + shift,
                               linked.prior_bits), []
+
+
+def mutual_best(a: np.ndarray, b: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """bool per pair: each record is the other's best-scoring partner among the pairs (ties:
+    the later pair in sorted order, one per record) and the weight is positive."""
+    best = np.full(n, -1, np.int64)
+    x, y, w = np.r_[a, b], np.r_[b, a], np.r_[weight, weight]
+    order = np.argsort(w, kind="stable")
+    best[x[order]] = y[order]  # the last write per record is its highest weight
+    return (best[a] == b) & (best[b] == a) & (weight > 0)
+
+
+def exclusive_prior(scores: PairScores, n: int, n_left: int, n_right: int, max_iter: int = 50) -> tuple[float, int]:
+    """(log2 prior odds of a link, the mutual best matches K it rests on) of a one-to-one link.
+
+    Each source being free of duplicates, a link is a matching between the two sources. Under a
+    prior P(matching M) ∝ ρ^|M| over partial matchings, K links are most probable when
+    ρ ≈ (K + 1) / ((n_left − K)(n_right − K)): when most records of both sources have a partner,
+    the few left unmatched are few candidates, and a link between two of them is far more likely
+    than the per-pair prior of independent pairs (about K / (n_left · n_right)) says. K is read
+    from the data: the mutual best matches with a positive weight, solved as a fixed point from
+    the pair model's prior (which it never lowers); the odds stay at most 1, so a link still
+    needs evidence for it."""
+    evidence = scores.match_weight - scores.prior_bits
+    bits = scores.prior_bits
+    k = 0
+    for _ in range(max_iter):
+        k = int(mutual_best(scores.a, scores.b, evidence + bits, n).sum())
+        rho = (k + 1) / max((n_left - k) * (n_right - k), 1)
+        new = min(max(float(np.log2(rho)), scores.prior_bits), 0.0)
+        if abs(new - bits) < 1e-9:
+            break
+        bits = new
+    return bits, k
