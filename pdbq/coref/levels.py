@@ -279,8 +279,11 @@ CODES_FIELD = "codes"
 
 
 def _code_tokens(cols: list[str]) -> str:
-    """SQL: the sorted distinct code tokens of the columns `cols` (quoted) of one record."""
-    text = " || ' ' || ".join(f"coalesce(lower(CAST({c} AS VARCHAR)), '')" for c in cols)
+    """SQL: the sorted distinct code tokens of the columns `cols` (quoted) of one record. Only
+    values of several words are read: a code inside a name or description identifies a thing,
+    where a value that is one code ("city12", an id) is already its own field's exact level."""
+    text = " || ' ' || ".join(f"coalesce(CASE WHEN strpos(trim(CAST({c} AS VARCHAR)), ' ') > 0 THEN "
+                              f"lower(CAST({c} AS VARCHAR)) END, '')" for c in cols)
     toks = f"list_transform(string_split_regex({text}, '[\\s,;()\\[\\]]+'), lambda w: regexp_replace(w, '[^a-z0-9]', '', 'g'))"
     keep = "lambda w: length(w) >= 3 AND regexp_matches(w, '[a-z]') AND regexp_matches(w, '[0-9]')"
     return f"list_sort(list_distinct(list_filter({toks}, {keep})))"

@@ -48,7 +48,7 @@ from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
-from pdbq.linkage.sources import cross_source, cross_source_prior, exclusive_prior, source_groups
+from pdbq.linkage.sources import cross_source, cross_source_prior, duplicate_free, exclusive_prior, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
@@ -127,7 +127,7 @@ def dedupe(
     train=None,
     probabilities: bool | CorefConfig = False,
     link_only: str | None = None,
-    one_to_one: bool = False,
+    one_to_one: bool | None = None,
 ) -> DedupeResult:
     """Cluster the records of `source` (module docstring).
 
@@ -156,7 +156,9 @@ def dedupe(
     probabilities: True (or the sampler's `CorefConfig`, default `POSTERIOR_CONFIG`): also sample
         the clustering posterior for `pairs` and `cluster_confidence` (`pdbq.linkage.posterior`).
     link_only: a column naming each record's source: only pairs across sources are compared;
-        `one_to_one`: and no cluster holds two records of one source (`pdbq.link` sets both).
+        `one_to_one`: and no cluster holds two records of one source (`pdbq.link` sets both);
+        None (default): decided from the data with the estimated model
+        (`pdbq.linkage.sources.duplicate_free`; `diagnostics["one_to_one"]` says what was found).
     """
     _check_options(nulls, probabilities, one_to_one, link_only)
     con = connection_of(con)
@@ -199,6 +201,8 @@ def dedupe(
                                        settings=em, model=model, labels=labels, refine=stored.get("used_model") is None)
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
+            if link_only is not None and one_to_one is None:
+                one_to_one = _detect_one_to_one(con, link_only, pair_model, stored, extra)
             if link_only is not None:
                 pair_model, scores, n_pairs = _cross_pairs(con, link_only, pair_model, scores, choice,
                                                            stored.get("used_model") is None, warnings, one_to_one)
@@ -270,6 +274,17 @@ def _check_fields(fields, comparisons) -> None:
     twice = next((f for i, f in enumerate(fields) if f in fields[:i]), None)
     if twice is not None:  # its evidence would be counted twice
         raise CorefInputError(f"field {twice!r} is listed twice in fields={list(fields)}")
+
+
+def _detect_one_to_one(con, column, pair_model, stored, extra) -> bool:
+    """Whether a link_only run whose caller did not say is one-to-one: each source detected free
+    of duplicates (`duplicate_free`), on the records as estimated (not with a stored model:
+    it links as it did when stored, without the constraint unless asked)."""
+    if stored.get("used_model") is not None:
+        return False
+    verdict, evidence = duplicate_free(con, column, pair_model)
+    extra["one_to_one"] = {"detected": verdict, "evidence": evidence}
+    return verdict
 
 
 def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings, one_to_one: bool = False):

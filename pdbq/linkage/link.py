@@ -79,13 +79,15 @@ def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[s
 
 def link(left, right, *, id: str, right_id: str | None = None, fields: list[str] | None = None, comparisons=None,
          mode: str = "link_only", sources: tuple[str, str] = ("left", "right"), output: str | Path | None = None,
-         con: duckdb.DuckDBPyConnection | None = None, one_to_one: bool = False, **options):
+         con: duckdb.DuckDBPyConnection | None = None, one_to_one: bool | None = None, **options):
     """Link the records of `left` to those of `right` (module docstring). `options`: the other
     arguments of `pdbq.dedupe` (blocking, bias, max_pairs, nulls, config, probabilities, and
     `model=` / `model_name=` to score with / store a pair model in the database `con`; with a
     stored `model` the fields may be left out).
     `one_to_one=True` (link_only only): each source is free of duplicates, so no cluster holds two
-    records of one source (a hard constraint of MAP and the posterior sampler, module docstring).
+    records of one source (a hard constraint of MAP and the posterior sampler, module docstring);
+    None (the default): under link_only with an estimated model, True when the data show both
+    sources free of duplicates (`pdbq.linkage.sources.duplicate_free`), else False.
     Returns a `DedupeResult` whose tables carry the source of each record."""
     if mode not in MODES:
         raise CorefInputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -121,7 +123,8 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
                                properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
                                expression=keyed).sql(dialect="duckdb"))
         res = dedupe("__pdbq_link_records", id=_KEY, fields=fields, comparisons=comparisons, con=con,
-                     link_only=_SOURCE if mode == "link_only" else None, one_to_one=one_to_one, **options)
+                     link_only=_SOURCE if mode == "link_only" else None,
+                     one_to_one=one_to_one if mode == "link_only" else bool(one_to_one), **options)
         got = con.execute(exp.select(_SOURCE, exp.column(_q(id))).from_("__pdbq_link_records")
                           .order_by(_KEY).sql(dialect="duckdb")).fetchnumpy()
         src = np.asarray(sources, dtype=object)[np.asarray(got[_SOURCE], dtype=np.int64)]
