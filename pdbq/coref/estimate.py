@@ -37,7 +37,8 @@ from pdbq.coref.layout import CorefInputError
 from pdbq.coref.levels import VALUES, FieldLevels
 from pdbq.coref.pair_model import FieldModel, PairModel, level_counts
 
-__all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql"]
+__all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql",
+           "mutual_best", "prior_floor", "GUESS_BITS"]
 
 _NO_TF = ("list",)
 # EM within a training rule also fits u for the pairs the rule selects, shrunk toward the random
@@ -157,6 +158,7 @@ def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
                         doubles.append(TrainingRule(tuple(sorted((r1.forced[0], k))), c))
         doubles = sorted(set(doubles), key=lambda r: r.pairs)
         rules = rules + doubles[: max(0, 2 - len(rules))]
+    rules = _free_every_field(con, rules, singles, usable, settings)
     if total <= settings.u_pairs:  # their level counts are u's already: EM on all pairs costs nothing more
         rules = [TrainingRule((), total), *rules]
     if not rules:
@@ -164,6 +166,41 @@ def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
             f"no field is equal on at least {settings.min_rule_pairs} and at most {settings.train_pairs:,} record pairs: "
             "nothing to estimate the match model from (give labels, or more records)")
     return tuple(rules)
+
+
+def _free_every_field(con, rules, singles, usable, settings) -> list[TrainingRule]:
+    """`rules` plus, for each field every rule forces equal (whose m no rule can estimate), the
+    most selective rule in [min_rule_pairs, train_pairs] that leaves it free (one field, else
+    two): a field's m is then estimated from pairs that were not chosen for agreeing on it."""
+    rules = list(rules)
+    ok = lambda c: settings.min_rule_pairs <= c <= settings.train_pairs  # noqa: E731
+    for k in usable:
+        if not rules or any(k not in r.forced for r in rules):
+            continue
+        cands = [r for r in singles if k not in r.forced and ok(r.pairs) and r not in rules]
+        if not cands:
+            others = [j for j in usable if j != k]
+            cands = [TrainingRule((i, j), c) for x, i in enumerate(others) for j in others[x + 1:]
+                     if ok(c := _equal_pairs(con, (i, j)))]
+        if cands:
+            rules.append(min(cands, key=lambda r: r.pairs))
+    return rules
+
+
+# a field's m that no training rule could estimate (forced equal in every one) is a guess: its
+# weights are held within this many bits of no evidence
+GUESS_BITS = 1.0
+
+
+def _bounded_guess(m: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """m whose weights log2(m/u) lie within ±GUESS_BITS (a guess says little either way)."""
+    w = np.clip(np.log2(m) - np.log2(u), -GUESS_BITS, GUESS_BITS)
+    x = u * np.exp2(w)
+    for _ in range(20):  # renormalising moves the weights; a few rounds settle them inside the bound
+        x = x / x.sum()
+        w = np.clip(np.log2(x) - np.log2(u), -GUESS_BITS, GUESS_BITS)
+        x = u * np.exp2(w)
+    return x / x.sum()
 
 
 def _init_m(L: int) -> np.ndarray:
@@ -305,8 +342,9 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
     ms = []
     for k, fl in enumerate(fields):
         if m_n[k] == 0:
-            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a default guess")
-            ms.append(_init_m(fl.n_levels))
+            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a guess, its "
+                            f"weights held within ±{GUESS_BITS:g} bit")
+            ms.append(_bounded_guess(_init_m(fl.n_levels), us[k]))
         else:
             ms.append(monotone(m_sum[k] / m_n[k], us[k]))
     direct = [res.prior for rule, res in results if not rule.forced]
@@ -323,6 +361,7 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
                             "rule_match_share": res.prior} for r, res in results],
         "u_pairs": int(u_counts[1].sum()),
         "converged": converged,  # False: no training rule converged, the last iterate is used
+        "guessed_m": [fl.field for k, fl in enumerate(fields) if m_n[k] == 0],
     }
     return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag), warnings
 
@@ -397,3 +436,35 @@ def fit_from_labels(con, fields: tuple[FieldLevels, ...], n: int, index: np.ndar
         prior, source = 1.0 / n, "labels-pairs"
     diag = {"labelled_records": int(L), "labelled_match_pairs": n_match, "match_pairs_used": int(counts.sum())}
     return PairModel(tuple(fms), min(max(prior, 1e-12), 0.5), source, diag)
+
+
+def mutual_best(a: np.ndarray, b: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """bool per pair (a, b) of records 0..n-1: each record is the other's best-scoring partner
+    among the pairs (one per record; ties go to the later pair in a stable sort) and the weight
+    is positive."""
+    best = np.full(n, -1, np.int64)
+    x, y, w = np.r_[a, b], np.r_[b, a], np.r_[weight, weight]
+    order = np.argsort(w, kind="stable")
+    best[x[order]] = y[order]  # the last write per record is its highest weight
+    return (best[a] == b) & (best[b] == a) & (weight > 0)
+
+
+def prior_floor(a: np.ndarray, b: np.ndarray, evidence_bits: np.ndarray, n: int, total_pairs: int,
+                max_iter: int = 50) -> tuple[float, int]:
+    """A lower bound on the match prior from the data: (λ_low, K). K pairs are mutual best
+    matches whose evidence (match weight without the prior, bits) outweighs the prior odds
+    K / total_pairs itself: each would be a match even if the K of them were all the matches
+    there are. Solved from K = the mutual best pairs with evidence > log2(total_pairs) (a match
+    even as the only one), growing while the bound admits more; λ_low = K / total_pairs
+    (0 when no pair qualifies)."""
+    if total_pairs <= 0 or evidence_bits.size == 0:
+        return 0.0, 0
+    k = 0
+    for _ in range(max_iter):
+        lam = max(k, 1) / total_pairs
+        bits = math.log2(lam / (1.0 - lam)) if lam < 1.0 else 0.0
+        new = int(mutual_best(a, b, evidence_bits + bits, n).sum())
+        if new <= k:
+            break
+        k = new
+    return k / total_pairs, k

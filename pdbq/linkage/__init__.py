@@ -46,7 +46,7 @@ from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.files import atomic_path
 from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
-from pdbq.linkage.pairs import estimate_and_score
+from pdbq.linkage.pairs import bound_prior, estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
 from pdbq.linkage.sources import cross_source, cross_source_prior, duplicate_free, exclusive_prior, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
@@ -198,7 +198,8 @@ def dedupe(
                 if holdout is not None:
                     extra["holdout"] = holdout
             stage = estimate_and_score(con, records, list(fields), specs=specs, blocking=blocks, max_pairs=max_pairs,
-                                       settings=em, model=model, labels=labels, refine=stored.get("used_model") is None)
+                                       settings=em, model=model, labels=labels, refine=stored.get("used_model") is None,
+                                       link_only=link_only is not None)
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
             if link_only is not None and one_to_one is None:
@@ -296,6 +297,11 @@ def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings
         pair_model, scores, w = cross_source_prior(con, column, pair_model, scores,
                                                    choice.recall if choice is not None else None)
         warnings.extend(w)
+        if pair_model.source == "em":
+            sizes = np.bincount(source_groups(con, column))
+            pair_model, scores, w = bound_prior(pair_model, scores, int(sizes.sum()), int(sizes[0]) * int(sizes[-1]),
+                                                "a record of one source and one of the other")
+            warnings.extend(w)
         if one_to_one:
             pair_model, scores = _exclusive(con, column, pair_model, scores)
     return pair_model, scores, int(scores.a.size)

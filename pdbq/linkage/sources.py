@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 from sqlglot import exp
 
-from pdbq.coref.estimate import refine_prior
+from pdbq.coref.estimate import mutual_best, refine_prior
 from pdbq.coref.levels import VALUES
 from pdbq.coref.model import MENTION, RECORDS, PairFeatures
 from pdbq.coref.pair_model import PairModel, PairScores
 
-__all__ = ["cross_source", "cross_source_prior", "source_groups", "mutual_best", "exclusive_prior", "duplicate_free"]
+__all__ = ["cross_source", "cross_source_prior", "source_groups", "exclusive_prior", "duplicate_free"]
 
 
 def _q(name: str) -> exp.Identifier:
@@ -63,16 +63,6 @@ def cross_source_prior(con, column: str, model: PairModel, scores: PairScores,
     shift = linked.prior_bits - scores.prior_bits
     return linked, PairScores(scores.a, scores.b, scores.levels, scores.contributions, scores.match_weight + shift,
                               linked.prior_bits), []
-
-
-def mutual_best(a: np.ndarray, b: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
-    """bool per pair: each record is the other's best-scoring partner among the pairs (ties:
-    the later pair in sorted order, one per record) and the weight is positive."""
-    best = np.full(n, -1, np.int64)
-    x, y, w = np.r_[a, b], np.r_[b, a], np.r_[weight, weight]
-    order = np.argsort(w, kind="stable")
-    best[x[order]] = y[order]  # the last write per record is its highest weight
-    return (best[a] == b) & (best[b] == a) & (weight > 0)
 
 
 def exclusive_prior(scores: PairScores, n: int, n_left: int, n_right: int, max_iter: int = 50) -> tuple[float, int]:
