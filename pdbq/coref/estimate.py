@@ -203,6 +203,21 @@ def _bounded_guess(m: np.ndarray, u: np.ndarray) -> np.ndarray:
     return x / x.sum()
 
 
+def _forced_exact_m(k: int, results, ms, us, prior: float) -> float | None:
+    """P(exact on field k | match) for a field every rule forced equal: a rule forcing k has match
+    share λ_r = P(match | its fields equal), so odds(λ_r) = odds(λ) · m_k0/u_k0 · Π_other forced
+    m_f0/u_f0 gives m_k0 (the median over such rules), within [u_k0, 0.99]; None without one."""
+    got = []
+    for rule, res in results:
+        if k not in rule.forced:
+            continue
+        others = sum(math.log(ms[f][0] / us[f][0]) for f in rule.forced if f != k)
+        got.append(_logit(res.prior) - _logit(prior) - others + math.log(us[k][0]))
+    if not got:
+        return None
+    return float(min(max(math.exp(float(np.median(got))), us[k][0]), 0.99))
+
+
 def _init_m(L: int) -> np.ndarray:
     m = np.array([0.9] + [0.1 * 0.5 ** i for i in range(L - 1)], float)
     return m / m.sum()
@@ -341,27 +356,39 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
                 m_n[k] += 1
     ms = []
     for k, fl in enumerate(fields):
-        if m_n[k] == 0:
-            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a guess, its "
-                            f"weights held within ±{GUESS_BITS:g} bit")
-            ms.append(_bounded_guess(_init_m(fl.n_levels), us[k]))
-        else:
-            ms.append(monotone(m_sum[k] / m_n[k], us[k]))
+        ms.append(_bounded_guess(_init_m(fl.n_levels), us[k]) if m_n[k] == 0 else monotone(m_sum[k] / m_n[k], us[k]))
+    forced_only = {k for k in range(K) if m_n[k] == 0}
     direct = [res.prior for rule, res in results if not rule.forced]
+    # the prior from the rules whose forced fields' m is estimated; a rule forcing a field no rule
+    # left free then says that field's exact m instead (its match share and the prior fix it)
+    known = [(rule, res) for rule, res in results if not set(rule.forced) & forced_only]
     if direct:
         prior = direct[0]
     else:
-        lo = []
-        for rule, res in results:
-            lo.append(_logit(res.prior) - sum(math.log(ms[k][0] / us[k][0]) for k in rule.forced))
+        lo = [_logit(res.prior) - sum(math.log(ms[k][0] / us[k][0]) for k in rule.forced)
+              for rule, res in (known or results)]
         prior = 1.0 / (1.0 + math.exp(-float(np.median(lo))))
+    guessed = []
+    for k in sorted(forced_only):
+        fl = fields[k]
+        m0 = _forced_exact_m(k, results, ms, us, prior) if known or direct else None
+        if m0 is None:
+            guessed.append(fl.field)
+            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a guess, its "
+                            f"weights held within ±{GUESS_BITS:g} bit")
+            continue
+        rest = _bounded_guess(ms[k][1:] / ms[k][1:].sum(), us[k][1:] / us[k][1:].sum())
+        ms[k] = np.concatenate([[m0], (1.0 - m0) * rest])
+        warnings.append(f"field {fl.field!r} was forced equal in every training rule: its exact level's m is estimated "
+                        "from that rule's match share and the prior; its other levels are a guess held within "
+                        f"±{GUESS_BITS:g} bit of that")
     fms = tuple(FieldModel(fl, ms[k], us[k], fl.kind not in _NO_TF) for k, fl in enumerate(fields))
     diag = {
         "training_rules": [{"rule": r.describe(fields), "pairs": r.pairs, "iterations": res.iterations,
                             "rule_match_share": res.prior} for r, res in results],
         "u_pairs": int(u_counts[1].sum()),
         "converged": converged,  # False: no training rule converged, the last iterate is used
-        "guessed_m": [fl.field for k, fl in enumerate(fields) if m_n[k] == 0],
+        "guessed_m": guessed,
     }
     return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag), warnings
 

@@ -187,10 +187,12 @@ def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.nd
             ex = np.flatnonzero(g == 0)
             t = tf[a[ex], k]
             ex, t = ex[np.isfinite(t)], t[np.isfinite(t)]
-            # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0); never
-            # weaker than the next level, which the exact pair also reaches (where nearly every value
-            # is unique, m0 is small and a value two records share has tf ≈ 2/n ≫ u0)
-            floor = w[1] if w.size > 2 else -np.inf
+            # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0). A value
+            # only the pair itself holds is as rare as values get: its agreement is never weaker
+            # evidence than the next level, which the pair also reaches (where nearly every value is
+            # unique, m0 is small and such a value's tf = 2/n is far above u0)
+            held = t * np.isfinite(tf[:, k]).sum()
+            floor = np.where(held <= 2.0 + 1e-9, w[1], -np.inf) if w.size > 2 else -np.inf
             out[ex, k] = np.maximum(np.log2(f.m[0]) - np.log2(np.maximum(t, 1e-12)), floor)
     if model.interactions:
         out += interaction_bits(model, levels)
