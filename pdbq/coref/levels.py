@@ -271,7 +271,8 @@ def sniff_fields(con, source: str, columns: dict[str, str], fields: list[str], s
 
 
 # a record holds a model number / code: a token of letters and digits mixed, ≥ 3 characters once
-# its punctuation goes ("PS-LX350H", "KDL-40Z4100/B", "9UEA.017.00"); a code field is added when
+# its punctuation goes ("PS-LX350H", "KDL-40Z4100/B", "9UEA.017.00"), or of ≥ 8 digits (a part
+# number, a UPC); a code field is added when
 # at least this share of the records hold one: then codes identify things (product offers), where
 # in person or citation records such tokens are rare (a flat "12a")
 _CODES_MIN_SHARE = 0.3
@@ -285,7 +286,10 @@ def _code_tokens(cols: list[str]) -> str:
     text = " || ' ' || ".join(f"coalesce(CASE WHEN strpos(trim(CAST({c} AS VARCHAR)), ' ') > 0 THEN "
                               f"lower(CAST({c} AS VARCHAR)) END, '')" for c in cols)
     toks = f"list_transform(string_split_regex({text}, '[\\s,;()\\[\\]]+'), lambda w: regexp_replace(w, '[^a-z0-9]', '', 'g'))"
-    keep = "lambda w: length(w) >= 3 AND regexp_matches(w, '[a-z]') AND regexp_matches(w, '[0-9]')"
+    # part numbers and UPCs are digits only ("010-10609-00"): a long run of digits written with
+    # separators is a code too, where a short one is a quantity
+    keep = ("lambda w: (length(w) >= 3 AND regexp_matches(w, '[a-z]') AND regexp_matches(w, '[0-9]')) OR "
+            "(length(w) >= 8 AND regexp_full_match(w, '[0-9]+'))")
     return f"list_sort(list_distinct(list_filter({toks}, {keep})))"
 
 
