@@ -119,3 +119,18 @@ def test_a_source_with_duplicates_is_not_taken_as_one_to_one():
     copies = [r for r in twice if r["id"] - 50_000 in partnered]
     joined = sum(cl[("right", r["id"])] == cl[("right", r["id"] - 50_000)] for r in copies)
     assert joined >= 0.9 * len(copies), (joined, len(copies))
+
+
+@settings(max_examples=2, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_sources_with_different_columns_link_by_all_their_values(seed):
+    """Shop B names its columns differently (title, details, cost) and has one more: with no
+    fields given, the shared columns (none but the id) and every record's values joined as one
+    text are compared."""
+    left, right, gold = products(seed)
+    right = right.rename_columns(["id", "title", "details", "cost"]).append_column(
+        "shop", pa.array(["b"] * right.num_rows))
+    res = link(left, right, id="id", mode="link_only")
+    assert [f.field for f in res.pair_model.fields if not f.levels.derived] == ["all_values"], res.pair_model.fields
+    f1 = _pairwise_f1(res, left, right, gold)
+    assert f1 >= 0.85, f"seed {seed}: pairwise F1 {f1:.3f}"
