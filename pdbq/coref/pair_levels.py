@@ -98,13 +98,14 @@ def _tfidf_csr(con, k: int, n: int):
 
 
 @njit(cache=True)
-def _cosine_levels(indptr, tok, wt, null, a, b, thresholds, out):
+def _cosine_levels(indptr, tok, wt, null, a, b, thresholds, out, sim):
     """Level of each pair of a text field from the cosine of its TF-IDF vectors: -1 either
     NULL, 0 is kept from the word-set level (equal word sets), i (1-based) the first threshold
-    reached, else len + 1."""
+    reached, else len + 1; `sim` gets the cosine (1 for equal word sets, 0 for NULL)."""
     nt = thresholds.shape[0]
     for p in range(a.shape[0]):
         if out[p] <= 0:
+            sim[p] = 1.0 if out[p] == 0 else 0.0
             continue
         i = a[p]
         j = b[p]
@@ -126,6 +127,7 @@ def _cosine_levels(indptr, tok, wt, null, a, b, thresholds, out):
                 lev = t + 1
                 break
         out[p] = lev
+        sim[p] = cos
 
 
 @njit(cache=True)
@@ -157,8 +159,9 @@ def _stem_levels(indptr, tok, a, b, out):
             out[p] = 3
 
 
-def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
-    """(a, b, levels int8[pairs, fields]) (module docstring)."""
+def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int, similarity: dict | None = None):
+    """(a, b, levels int8[pairs, fields]) (module docstring). `similarity`, when given, gets for
+    each TF-IDF text field k its pairs' cosines (float64[pairs])."""
     sql_ks = [k for k, fl in enumerate(fields) if fl.kind not in TOKEN_KINDS]
     col_of = {fl.field: k for k, fl in enumerate(fields)}
     for fl in fields:
@@ -188,7 +191,10 @@ def pair_levels(con, fields: tuple[FieldLevels, ...], pairs_sql: str, n: int):
             _set_levels(indptr, tok, null, a, b, np.asarray(th, np.float64), levels[:, k])
             if fl.kind == "text" and fl.tfidf:
                 indptr, tok, wt, null = _tfidf_csr(con, k, n)
-                _cosine_levels(indptr, tok, wt, null, a, b, np.asarray(fl.thresholds, np.float64), levels[:, k])
+                sim = np.zeros(a.size, np.float64)
+                _cosine_levels(indptr, tok, wt, null, a, b, np.asarray(fl.thresholds, np.float64), levels[:, k], sim)
+                if similarity is not None:
+                    similarity[k] = sim
     for k, fl in enumerate(fields):
         if fl.kind == "codes":  # no shared code: a shared stem moves the pair up from else
             indptr, tok, _ = _token_csr(con, k, fl.kind, n, f"s{k}")
