@@ -354,6 +354,14 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
             if k not in rule.forced:
                 m_sum[k] += res.m[k]
                 m_n[k] += 1
+    if converged:
+        # a field only unconverged rules left free: their last iterates say more than a guess
+        for k, fl in enumerate(fields):
+            late = [res.m[k] for rule, res in unconverged if k not in rule.forced]
+            if m_n[k] == 0 and late:
+                m_sum[k], m_n[k] = np.sum(late, axis=0), len(late)
+                warnings.append(f"field {fl.field!r}: its m comes from EM that did not converge (the rules that "
+                                "left it free): check it (pair_model.table()) or give labels")
     ms = []
     for k, fl in enumerate(fields):
         ms.append(_bounded_guess(_init_m(fl.n_levels), us[k]) if m_n[k] == 0 else monotone(m_sum[k] / m_n[k], us[k]))
