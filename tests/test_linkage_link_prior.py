@@ -52,7 +52,9 @@ def sources():
 
 def test_link_only_prior_counts_cross_source_matches(sources):
     left, right = sources
-    res = link(left, right, id="id", fields=FIELDS, mode="link_only")
+    # one_to_one=False: the prior over independent cross-source pairs (a one-to-one link, detected
+    # by default here, moves the scores to the matching prior instead: test_linkage_products.py)
+    res = link(left, right, id="id", fields=FIELDS, mode="link_only", one_to_one=False)
     pm = res.pair_model
     n = N_LEFT + N_MATCHED + N_OTHER
     # both priors estimate the same number of matching pairs, over their own population of pairs

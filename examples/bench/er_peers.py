@@ -116,7 +116,7 @@ def _source(con, name, table, k):
 def run_pdbq(con, name, table, id_col, fields, mode="dedupe"):
     if mode in ("link_only", "link_1to1"):
         res = link(_source(con, name, table, 0), _source(con, name, table, 1), id=id_col, fields=fields,
-                   mode="link_only", con=con, one_to_one=mode == "link_1to1")
+                   mode="link_only", con=con, one_to_one=True if mode == "link_1to1" else None)
     else:
         res = dedupe(table, id=id_col, fields=fields, con=con)
     c = res.clusters.to_pydict()

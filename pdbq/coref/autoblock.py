@@ -75,7 +75,7 @@ class BlockingChoice:
 
 
 def _tokens_sql(k: int, kind: str) -> str:
-    src = f"t{k}" if kind == "text" else f"list_distinct(string_split(v{k}, ' '))"
+    src = f"t{k}" if kind in ("text", "codes") else f"list_distinct(string_split(v{k}, ' '))"
     return f"list_filter({src}, lambda x: length(x) >= 2)"
 
 
@@ -138,7 +138,7 @@ def _states(model: PairModel, q: np.ndarray):
     for k, f in enumerate(model.fields):
         m = f.m
         ex = q[k] * m[0]
-        if f.levels.kind == "text":
+        if f.levels.kind in ("text", "codes"):
             share = q[k] * (1.0 - m[-1])
         elif f.levels.kind == "string" and m.size > f.levels.first_similar + 1:
             share = q[k] * (m[0] + m[f.levels.first_similar])
@@ -187,7 +187,7 @@ def choose_blocking(con, model: PairModel, n: int, max_pairs: int, pairs_per_mat
     for k in range(K):
         if kinds[k] != "list":
             cands.append(BlockRule("equal", (k,)))
-        if kinds[k] in ("text", "string"):
+        if kinds[k] in ("text", "string", "codes"):
             cands.extend(BlockRule("token", (k,), s) for s in key_sizes if s < n)
     cands = [BlockRule(r.kind, r.fields, r.max_key_size, _count(con, r, kinds), _kept_share(con, r, kinds)) for r in cands]
     broad = [r.fields[0] for r in cands if r.kind == "equal" and r.pairs > max_pairs]

@@ -37,7 +37,8 @@ from pdbq.coref.layout import CorefInputError
 from pdbq.coref.levels import VALUES, FieldLevels
 from pdbq.coref.pair_model import FieldModel, PairModel, level_counts
 
-__all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql"]
+__all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql",
+           "mutual_best", "prior_floor", "GUESS_BITS"]
 
 _NO_TF = ("list",)
 # EM within a training rule also fits u for the pairs the rule selects, shrunk toward the random
@@ -157,6 +158,7 @@ def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
                         doubles.append(TrainingRule(tuple(sorted((r1.forced[0], k))), c))
         doubles = sorted(set(doubles), key=lambda r: r.pairs)
         rules = rules + doubles[: max(0, 2 - len(rules))]
+    rules = _free_every_field(con, rules, singles, usable, settings)
     if total <= settings.u_pairs:  # their level counts are u's already: EM on all pairs costs nothing more
         rules = [TrainingRule((), total), *rules]
     if not rules:
@@ -164,6 +166,56 @@ def training_rules(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
             f"no field is equal on at least {settings.min_rule_pairs} and at most {settings.train_pairs:,} record pairs: "
             "nothing to estimate the match model from (give labels, or more records)")
     return tuple(rules)
+
+
+def _free_every_field(con, rules, singles, usable, settings) -> list[TrainingRule]:
+    """`rules` plus, for each field every rule forces equal (whose m no rule can estimate), the
+    most selective rule in [min_rule_pairs, train_pairs] that leaves it free (one field, else
+    two): a field's m is then estimated from pairs that were not chosen for agreeing on it."""
+    rules = list(rules)
+    ok = lambda c: settings.min_rule_pairs <= c <= settings.train_pairs  # noqa: E731
+    for k in usable:
+        if not rules or any(k not in r.forced for r in rules):
+            continue
+        cands = [r for r in singles if k not in r.forced and ok(r.pairs) and r not in rules]
+        if not cands:
+            others = [j for j in usable if j != k]
+            cands = [TrainingRule((i, j), c) for x, i in enumerate(others) for j in others[x + 1:]
+                     if ok(c := _equal_pairs(con, (i, j)))]
+        if cands:
+            rules.append(min(cands, key=lambda r: r.pairs))
+    return rules
+
+
+# a field's m that no training rule could estimate (forced equal in every one) is a guess: its
+# weights are held within this many bits of no evidence
+GUESS_BITS = 1.0
+
+
+def _bounded_guess(m: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """m whose weights log2(m/u) lie within ±GUESS_BITS (a guess says little either way)."""
+    w = np.clip(np.log2(m) - np.log2(u), -GUESS_BITS, GUESS_BITS)
+    x = u * np.exp2(w)
+    for _ in range(20):  # renormalising moves the weights; a few rounds settle them inside the bound
+        x = x / x.sum()
+        w = np.clip(np.log2(x) - np.log2(u), -GUESS_BITS, GUESS_BITS)
+        x = u * np.exp2(w)
+    return x / x.sum()
+
+
+def _forced_exact_m(k: int, results, ms, us, prior: float) -> float | None:
+    """P(exact on field k | match) for a field every rule forced equal: a rule forcing k has match
+    share λ_r = P(match | its fields equal), so odds(λ_r) = odds(λ) · m_k0/u_k0 · Π_other forced
+    m_f0/u_f0 gives m_k0 (the median over such rules), within [u_k0, 0.99]; None without one."""
+    got = []
+    for rule, res in results:
+        if k not in rule.forced:
+            continue
+        others = sum(math.log(ms[f][0] / us[f][0]) for f in rule.forced if f != k)
+        got.append(_logit(res.prior) - _logit(prior) - others + math.log(us[k][0]))
+    if not got:
+        return None
+    return float(min(max(math.exp(float(np.median(got))), us[k][0]), 0.99))
 
 
 def _init_m(L: int) -> np.ndarray:
@@ -302,27 +354,49 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
             if k not in rule.forced:
                 m_sum[k] += res.m[k]
                 m_n[k] += 1
+    if converged:
+        # a field only unconverged rules left free: their last iterates say more than a guess
+        for k, fl in enumerate(fields):
+            late = [res.m[k] for rule, res in unconverged if k not in rule.forced]
+            if m_n[k] == 0 and late:
+                m_sum[k], m_n[k] = np.sum(late, axis=0), len(late)
+                warnings.append(f"field {fl.field!r}: its m comes from EM that did not converge (the rules that "
+                                "left it free): check it (pair_model.table()) or give labels")
     ms = []
     for k, fl in enumerate(fields):
-        if m_n[k] == 0:
-            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a default guess")
-            ms.append(_init_m(fl.n_levels))
-        else:
-            ms.append(monotone(m_sum[k] / m_n[k], us[k]))
+        ms.append(_bounded_guess(_init_m(fl.n_levels), us[k]) if m_n[k] == 0 else monotone(m_sum[k] / m_n[k], us[k]))
+    forced_only = {k for k in range(K) if m_n[k] == 0}
     direct = [res.prior for rule, res in results if not rule.forced]
+    # the prior from the rules whose forced fields' m is estimated; a rule forcing a field no rule
+    # left free then says that field's exact m instead (its match share and the prior fix it)
+    known = [(rule, res) for rule, res in results if not set(rule.forced) & forced_only]
     if direct:
         prior = direct[0]
     else:
-        lo = []
-        for rule, res in results:
-            lo.append(_logit(res.prior) - sum(math.log(ms[k][0] / us[k][0]) for k in rule.forced))
+        lo = [_logit(res.prior) - sum(math.log(ms[k][0] / us[k][0]) for k in rule.forced)
+              for rule, res in (known or results)]
         prior = 1.0 / (1.0 + math.exp(-float(np.median(lo))))
+    guessed = []
+    for k in sorted(forced_only):
+        fl = fields[k]
+        m0 = _forced_exact_m(k, results, ms, us, prior) if known or direct else None
+        if m0 is None:
+            guessed.append(fl.field)
+            warnings.append(f"field {fl.field!r} was forced equal in every training rule: its m is a guess, its "
+                            f"weights held within ±{GUESS_BITS:g} bit")
+            continue
+        rest = _bounded_guess(ms[k][1:] / ms[k][1:].sum(), us[k][1:] / us[k][1:].sum())
+        ms[k] = np.concatenate([[m0], (1.0 - m0) * rest])
+        warnings.append(f"field {fl.field!r} was forced equal in every training rule: its exact level's m is estimated "
+                        "from that rule's match share and the prior; its other levels are a guess held within "
+                        f"±{GUESS_BITS:g} bit of that")
     fms = tuple(FieldModel(fl, ms[k], us[k], fl.kind not in _NO_TF) for k, fl in enumerate(fields))
     diag = {
         "training_rules": [{"rule": r.describe(fields), "pairs": r.pairs, "iterations": res.iterations,
                             "rule_match_share": res.prior} for r, res in results],
         "u_pairs": int(u_counts[1].sum()),
         "converged": converged,  # False: no training rule converged, the last iterate is used
+        "guessed_m": guessed,
     }
     return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag), warnings
 
@@ -397,3 +471,35 @@ def fit_from_labels(con, fields: tuple[FieldLevels, ...], n: int, index: np.ndar
         prior, source = 1.0 / n, "labels-pairs"
     diag = {"labelled_records": int(L), "labelled_match_pairs": n_match, "match_pairs_used": int(counts.sum())}
     return PairModel(tuple(fms), min(max(prior, 1e-12), 0.5), source, diag)
+
+
+def mutual_best(a: np.ndarray, b: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """bool per pair (a, b) of records 0..n-1: each record is the other's best-scoring partner
+    among the pairs (one per record; ties go to the later pair in a stable sort) and the weight
+    is positive."""
+    best = np.full(n, -1, np.int64)
+    x, y, w = np.r_[a, b], np.r_[b, a], np.r_[weight, weight]
+    order = np.argsort(w, kind="stable")
+    best[x[order]] = y[order]  # the last write per record is its highest weight
+    return (best[a] == b) & (best[b] == a) & (weight > 0)
+
+
+def prior_floor(a: np.ndarray, b: np.ndarray, evidence_bits: np.ndarray, n: int, total_pairs: int,
+                max_iter: int = 50) -> tuple[float, int]:
+    """A lower bound on the match prior from the data: (λ_low, K). K pairs are mutual best
+    matches whose evidence (match weight without the prior, bits) outweighs the prior odds
+    K / total_pairs itself: each would be a match even if the K of them were all the matches
+    there are. Solved from K = the mutual best pairs with evidence > log2(total_pairs) (a match
+    even as the only one), growing while the bound admits more; λ_low = K / total_pairs
+    (0 when no pair qualifies)."""
+    if total_pairs <= 0 or evidence_bits.size == 0:
+        return 0.0, 0
+    k = 0
+    for _ in range(max_iter):
+        lam = max(k, 1) / total_pairs
+        bits = math.log2(lam / (1.0 - lam)) if lam < 1.0 else 0.0
+        new = int(mutual_best(a, b, evidence_bits + bits, n).sum())
+        if new <= k:
+            break
+        k = new
+    return k / total_pairs, k

@@ -18,6 +18,11 @@ Kinds, sniffed from the values themselves (not from the declared column type):
 | `date` | DATE columns, or values that parse as YYYYMMDD, YYYY-MM-DD, D/M/YYYY | day–month transposed, ≤ 1 edit, within 365 days |
 | `number` | non-integer numbers | relative difference ≤ 0.01, ≤ 0.1 |
 | `list` | LIST columns, compared as sets | Jaccard ≥ 0.5, > 0 |
+| `codes` | derived, not a column: the model numbers and codes in a record's string and text fields (tokens mixing letters and digits, punctuation removed: "PS-LX350H" = "pslx350h") | shares a code / shares a code stem (the code up to its last digit: "SD1100IS" and "SD1100", "EL6985A" and "EL6985B") |
+
+A `codes` field is added by `sniff_fields` when the string/text fields hold such tokens in many
+records (product offers: `codes_field`); its `sources` are the columns it reads, and it is NULL
+in a record without a code.
 
 `FieldSpec(field, kind=None, thresholds=None)` overrides the kind and/or thresholds of one
 field. Values are normalised once per record into `pdbq_fs_values` (column `v{k}` per field k,
@@ -30,7 +35,7 @@ Identifiers are quoted by sqlglot; thresholds are formatted numbers; no user tex
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -40,7 +45,7 @@ __all__ = ["KINDS", "FieldSpec", "FieldLevels", "sniff_fields", "prepare_values"
 
 VALUES = "pdbq_fs_values"
 _GENERATION = 0  # bumped whenever `pdbq_fs_values` is rebuilt: caches of its contents key on it
-KINDS = ("string", "text", "category", "code", "date", "number", "list")
+KINDS = ("string", "text", "category", "code", "date", "number", "list", "codes")
 _DEFAULTS = {
     "string": (0.92, 0.80),
     "text": (0.7, 0.4, 0.15),
@@ -49,7 +54,10 @@ _DEFAULTS = {
     "date": (365,),
     "number": (0.01, 0.1),
     "list": (0.5, 0.0),
+    "codes": (),
 }
+# TF-IDF cosine levels of a text field that holds codes (`FieldLevels.tfidf`)
+_TFIDF_DEFAULTS = (0.8, 0.6, 0.45, 0.3, 0.15)
 _DATE_FORMATS = ("%Y%m%d", "%Y-%m-%d", "%d/%m/%Y", "%m/%d/%Y")
 _SNIFF_SAMPLE = 5_000
 # a string field with at most this many distinct values, each held by many records, is a category
@@ -93,6 +101,8 @@ class FieldLevels:
     date_format: str | None = None
     swap_with: str | None = None
     words: float | None = None
+    sources: tuple[str, ...] = ()
+    tfidf: bool = False
 
     def __post_init__(self):
         # these reach SQL text (formatted numbers, a fixed format): only known values pass
@@ -104,8 +114,18 @@ class FieldLevels:
             raise CorefInputError(f"field {self.field!r}: a swapped level needs a string field and another field to swap with")
         if self.words is not None and (self.kind != "string" or not 0.0 < float(self.words) <= 1.0):
             raise CorefInputError(f"field {self.field!r}: a words level needs a string field and a share in (0, 1]")
+        if self.tfidf and self.kind != "text":
+            raise CorefInputError(f"field {self.field!r}: TF-IDF cosine levels need a text field")
+        if (self.kind == "codes") != bool(self.sources):
+            raise CorefInputError(f"field {self.field!r}: a codes comparison is derived from source columns, "
+                                  "and only it has sources")
         for x in self.thresholds:
             _num(x)
+
+    @property
+    def derived(self) -> bool:
+        """Whether the field is computed from other columns (`sources`) rather than read."""
+        return bool(self.sources)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -114,6 +134,8 @@ class FieldLevels:
             mid = tuple(f"jaro_winkler>={x:g}" for x in t)
             if self.words is not None:
                 mid += (f"words jaccard>={self.words:g}",)
+        elif self.kind == "text" and self.tfidf:
+            mid = tuple(f"tfidf cosine>={x:g}" for x in t)
         elif self.kind in ("text", "list"):
             mid = tuple(f"jaccard>={x:g}" if x > 0 else "jaccard>0" for x in t)
         elif self.kind == "code":
@@ -122,6 +144,8 @@ class FieldLevels:
             mid = ("day-month transposed", "edits<=1") + tuple(f"within {int(x)} days" for x in t)
         elif self.kind == "number":
             mid = tuple(f"relative diff<={x:g}" for x in t)
+        elif self.kind == "codes":
+            mid = ("shares a code", "shares a code stem")
         else:
             mid = ()
         swap = (f"swapped with {self.swap_with}",) if self.swap_with is not None else ()
@@ -137,7 +161,8 @@ class FieldLevels:
         return 2 if self.swap_with is not None else 1
 
     def describe(self) -> str:
-        return f"{self.field}: {self.kind} ({' / '.join(self.names)})"
+        src = f" of {', '.join(self.sources)}" if self.sources else ""
+        return f"{self.field}: {self.kind}{src} ({' / '.join(self.names)})"
 
 
 def _check_spec(spec: FieldSpec) -> None:
@@ -180,6 +205,8 @@ def _sniff_one(con, source: str, field: str, dtype: str) -> tuple[str, str | Non
                     best, ok = f, good
             if ok >= 0.8 * len(probe):
                 return "date", best
+    if (t in ("DOUBLE", "FLOAT", "REAL") or t.startswith("DECIMAL")) and not all(re.match(r"^[+-]?\d+(\.0+)?$", v) for v in vals):
+        return "number", None  # a decimal column with fractions (prices) is a number, never a digit code
     if all(re.match(r"^[+-]?\d+(\.0+)?$", v) for v in vals):
         return "code", None
     # numbers with a fraction (prices, measurements: 12.50, 149): compared by relative
@@ -231,8 +258,57 @@ def sniff_fields(con, source: str, columns: dict[str, str], fields: list[str], s
     strings = [fl.field for fl in out if fl.kind == "string"]
     partners = _swap_partners(con, source, strings)
     several = {f for f in strings if _several_words(con, source, f)}
-    return tuple(FieldLevels(fl.field, fl.kind, fl.thresholds, fl.date_format, partners.get(fl.field),
-                             _WORDS_LEVEL if fl.field in several else None) for fl in out)
+    out = [FieldLevels(fl.field, fl.kind, fl.thresholds, fl.date_format, partners.get(fl.field),
+                       _WORDS_LEVEL if fl.field in several else None) for fl in out]
+    codes = codes_field(con, source, [fl.field for fl in out if fl.kind in ("string", "text")], set(columns))
+    if codes is None:
+        return tuple(out)
+    # text that carries codes (product offers) is compared by TF-IDF cosine over words and
+    # character 3-grams: "PS-LX350H" and "PSLX350H" share most grams, and a rare shared word
+    # weighs more than a common one; in text without codes (titles, author lists) word-set
+    # Jaccard is kept
+    out = [replace(fl, tfidf=True, thresholds=tuple(specs[fl.field].thresholds) if fl.field in specs and
+                   specs[fl.field].thresholds is not None else _TFIDF_DEFAULTS) if fl.kind == "text" else fl for fl in out]
+    return tuple(out + [codes])
+
+
+# a record holds a model number / code: a token of letters and digits mixed, ≥ 3 characters once
+# its punctuation goes ("PS-LX350H", "KDL-40Z4100/B", "9UEA.017.00"), or of ≥ 8 digits (a part
+# number, a UPC); a code field is added when
+# at least this share of the records hold one: then codes identify things (product offers), where
+# in person or citation records such tokens are rare (a flat "12a")
+_CODES_MIN_SHARE = 0.3
+CODES_FIELD = "codes"
+
+
+def _code_tokens(cols: list[str]) -> str:
+    """SQL: the sorted distinct code tokens of the columns `cols` (quoted) of one record. Only
+    values of several words are read: a code inside a name or description identifies a thing,
+    where a value that is one code ("city12", an id) is already its own field's exact level."""
+    text = " || ' ' || ".join(f"coalesce(CASE WHEN strpos(trim(CAST({c} AS VARCHAR)), ' ') > 0 THEN "
+                              f"lower(CAST({c} AS VARCHAR)) END, '')" for c in cols)
+    toks = f"list_transform(string_split_regex({text}, '[\\s,;()\\[\\]]+'), lambda w: regexp_replace(w, '[^a-z0-9]', '', 'g'))"
+    # part numbers and UPCs are digits only ("010-10609-00"): a long run of digits written with
+    # separators is a code too, where a short one is a quantity
+    keep = ("lambda w: (length(w) >= 3 AND regexp_matches(w, '[a-z]') AND regexp_matches(w, '[0-9]')) OR "
+            "(length(w) >= 8 AND regexp_full_match(w, '[0-9]+'))")
+    return f"list_sort(list_distinct(list_filter({toks}, {keep})))"
+
+
+def codes_field(con, source: str, fields: list[str], taken: set[str]) -> FieldLevels | None:
+    """The derived `codes` comparison of the string/text `fields` (module docstring), or None
+    when fewer than `_CODES_MIN_SHARE` of the (sampled) records hold a code."""
+    if not fields:
+        return None
+    cols = [q(f) for f in fields]
+    share = con.execute(f"SELECT avg(CASE WHEN len({_code_tokens(cols)}) > 0 THEN 1.0 ELSE 0.0 END) FROM "
+                        f"(SELECT * FROM {source} USING SAMPLE {_SNIFF_SAMPLE} ROWS (reservoir, 7))").fetchall()[0][0]
+    if share is None or float(share) < _CODES_MIN_SHARE:
+        return None
+    name = CODES_FIELD
+    while name in taken:
+        name = "_" + name
+    return FieldLevels(name, "codes", _DEFAULTS["codes"], sources=tuple(fields))
 
 
 _WORDS_LEVEL = 0.5  # half the words shared (Jaccard): "the palm" / "palm the (los angeles)"
@@ -311,6 +387,10 @@ def _value_columns(k: int, fl: FieldLevels, dtype: str) -> list[str]:
         fmt = (fl.date_format or "%Y%m%d").replace("'", "")
         d = f"CAST(try_strptime({s}, '{fmt}') AS DATE)"
         return [f"coalesce(strftime({d}, '%Y%m%d'), nullif(regexp_replace({s}, '[^0-9]', '', 'g'), '')) AS v{k}", f"{d} AS d{k}"]
+    if fl.kind == "codes":
+        # a code held by more than 1% of the records (a "1080p", a "2gb") names a feature, not a thing
+        toks = _code_tokens([q(f) for f in fl.sources])
+        return [f"{toks} AS c{k}"]
     if fl.kind == "list":
         return [f"CASE WHEN len({col}) > 0 THEN list_sort(list_distinct(list_transform({col}, lambda x: lower(CAST(x AS VARCHAR))))) END AS v{k}"]
     raise CorefInputError(f"unknown kind {fl.kind!r}")
@@ -319,12 +399,20 @@ def _value_columns(k: int, fl: FieldLevels, dtype: str) -> list[str]:
 def prepare_values(con, records_table: str, mention: str, columns: dict[str, str], fields: tuple[FieldLevels, ...]) -> None:
     """Create `pdbq_fs_values(m, v0.., t.., d.., f..)` (module docstring), one row per record."""
     for fl in fields:
+        if fl.derived:
+            missing = [c for c in fl.sources if c not in columns]
+            if missing:
+                raise CorefInputError(f"field {fl.field!r} is derived from column {missing[0]!r}, which the records lack")
+            continue
         if fl.kind == "list" and not columns[fl.field].upper().endswith("[]"):
             raise CorefInputError(f"field {fl.field!r} has type {columns[fl.field]}; kind 'list' needs a LIST column")
     sel = [f"{q(mention)} AS m"]
     for k, fl in enumerate(fields):
-        sel.extend(_value_columns(k, fl, columns[fl.field]))
+        sel.extend(_value_columns(k, fl, columns.get(fl.field, "")))
     con.execute(f"CREATE OR REPLACE TEMP TABLE __pdbq_fs_raw AS SELECT {', '.join(sel)} FROM {q(records_table)}")
+    for k, fl in enumerate(fields):
+        if fl.kind == "codes":
+            _codes_values(con, k)
     tf = []
     for k, _ in enumerate(fields):
         # share of the non-NULL records holding this record's value (term frequency)
@@ -337,6 +425,34 @@ def prepare_values(con, records_table: str, mention: str, columns: dict[str, str
                                "starts_with(table_name, '__pdbq_words')").fetchall():
         con.execute(f"DROP TABLE IF EXISTS {q(name)}")  # word tables of the previous values
     con.execute("DROP TABLE IF EXISTS __pdbq_fs_raw")
+
+
+_CODE_MAX_SHARE = 0.01
+
+
+def _codes_values(con, k: int) -> None:
+    """Columns v{k} (the record's identifying codes, space-joined: "exact" = the same codes) and
+    t{k} (their list) of a codes field from its raw lists c{k}: codes held by more than
+    `_CODE_MAX_SHARE` of the records (at least 3) are dropped (module docstring)."""
+    n = int(con.execute("SELECT count(*) FROM __pdbq_fs_raw").fetchall()[0][0])
+    cap = max(3, int(_CODE_MAX_SHARE * n))
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE __pdbq_fs_codes AS WITH t AS (SELECT m, unnest(c{k}) AS w FROM __pdbq_fs_raw), "
+        f"df AS (SELECT w FROM t GROUP BY w HAVING count(DISTINCT m) <= {cap}) "
+        f"SELECT m, list_sort(list_distinct(list(t.w))) AS t{k} FROM t JOIN df USING (w) GROUP BY m")
+    # a code's stem: up to its last digit (a colour or region suffix goes), kept when it still has a
+    # letter and 4 characters, and like a code dropped when held by more than the cap
+    stem = "regexp_extract(w, '^(.*[0-9])', 1)"
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE __pdbq_fs_stems AS WITH t AS (SELECT DISTINCT m, {stem} AS w FROM "
+        f"(SELECT m, unnest(c{k}) AS w FROM __pdbq_fs_raw)), t2 AS (SELECT * FROM t WHERE length(w) >= 4 AND "
+        f"regexp_matches(w, '[a-z]')), df AS (SELECT w FROM t2 GROUP BY w HAVING count(*) <= {cap}) "
+        f"SELECT m, list_sort(list(t2.w)) AS s{k} FROM t2 JOIN df USING (w) GROUP BY m")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE __pdbq_fs_raw AS SELECT r.* EXCLUDE (c{k}), "
+                f"nullif(array_to_string(c.t{k}, ' '), '') AS v{k}, c.t{k}, coalesce(s.s{k}, []) AS s{k} "
+                f"FROM __pdbq_fs_raw r LEFT JOIN __pdbq_fs_codes c USING (m) LEFT JOIN __pdbq_fs_stems s USING (m)")
+    con.execute("DROP TABLE IF EXISTS __pdbq_fs_stems")
+    con.execute("DROP TABLE IF EXISTS __pdbq_fs_codes")
 
 
 def values_generation() -> int:
@@ -386,6 +502,9 @@ def gamma_sql(k: int, fl: FieldLevels, left: str = "l", right: str = "r", partne
     elif fl.kind == "text":
         jac = _jaccard(f"{left}.t{k}", f"{right}.t{k}")
         preds = [f"{jac} >= {_num(x)}" if x > 0 else f"{jac} > 0" for x in t]
+    elif fl.kind == "codes":
+        preds = [f"len(list_intersect({left}.t{k}, {right}.t{k})) > 0",
+                 f"len(list_intersect({left}.s{k}, {right}.s{k})) > 0"]
     elif fl.kind == "list":
         jac = _jaccard(lv, rv)
         preds = [f"{jac} >= {_num(x)}" if x > 0 else f"{jac} > 0" for x in t]

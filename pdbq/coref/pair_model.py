@@ -119,7 +119,7 @@ class PairModel:
         return {
             "prior": self.prior, "source": self.source,
             "fields": [{"field": f.field, "kind": f.levels.kind, "thresholds": list(f.levels.thresholds),
-                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "words": f.levels.words, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
+                        "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "words": f.levels.words, "sources": list(f.levels.sources), "tfidf": f.levels.tfidf, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
                        for f in self.fields],
             "interactions": [[self.fields[i].field, self.fields[j].field, float(b)] for i, j, b in self.interactions],
         }
@@ -127,7 +127,7 @@ class PairModel:
     @staticmethod
     def from_dict(d: dict) -> PairModel:
         fields = tuple(FieldModel(FieldLevels(x["field"], x["kind"], tuple(x["thresholds"]), x.get("date_format"),
-                                              x.get("swap_with"), x.get("words")),
+                                              x.get("swap_with"), x.get("words"), tuple(x.get("sources") or ()), bool(x.get("tfidf", False))),
                                   np.asarray(x["m"], float), np.asarray(x["u"], float), bool(x["tf"])) for x in d["fields"])
         col = {f.field: k for k, f in enumerate(fields)}
         inter = tuple(sorted((col[a], col[b], float(x)) for a, b, x in d.get("interactions", [])))
@@ -172,11 +172,33 @@ def interaction_bits(model: PairModel, levels: np.ndarray) -> np.ndarray:
     return out
 
 
-def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.ndarray | None) -> np.ndarray:
+def interpolated_bits(f: FieldModel, g: np.ndarray, sim: np.ndarray) -> np.ndarray:
+    """Bits added within the similarity levels of a field compared by a continuous similarity
+    (TF-IDF cosine): a pair at level l (threshold t_l) with similarity s gets the share
+    (s − t_l) / (t_{l−1} − t_l) of the step up to the next level's weight, so the weight rises
+    continuously with the similarity (it equals the level's weight at its threshold and the next
+    level's where that begins; the first level rises toward exact at 1). Two offers of one
+    model's colours compete for a partner by how similar they are, not by a tie."""
+    th = np.asarray(f.levels.thresholds, np.float64)
+    w = f.weights()
+    out = np.zeros(g.size, np.float64)
+    L = w.size
+    mid = (g >= 1) & (g <= L - 2)
+    idx = np.flatnonzero(mid)
+    lv = g[idx].astype(np.int64)
+    low = th[lv - 1]
+    high = np.where(lv >= 2, th[np.maximum(lv - 2, 0)], 1.0)
+    frac = np.clip((sim[idx] - low) / np.maximum(high - low, 1e-12), 0.0, 1.0)
+    out[idx] = frac * np.maximum(w[lv - 1] - w[lv], 0.0)
+    return out
+
+
+def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.ndarray | None,
+                  similarity: dict | None = None) -> np.ndarray:
     """Bits per pair and field from levels (pairs × fields, -1 = NULL) and the term frequencies
     of each record (`tf`: records × fields, NaN = NULL; `pair_levels.record_tf`): an exact level
     is weighed by the term frequency of the pair's left record `a`; the model's interactions
-    included."""
+    included; `similarity` (field index → the pairs' similarity) adds `interpolated_bits`."""
     out = np.zeros(levels.shape, np.float64)
     for k, f in enumerate(model.fields):
         g = levels[:, k]
@@ -187,8 +209,15 @@ def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.nd
             ex = np.flatnonzero(g == 0)
             t = tf[a[ex], k]
             ex, t = ex[np.isfinite(t)], t[np.isfinite(t)]
-            # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0)
-            out[ex, k] = np.log2(f.m[0]) - np.log2(np.maximum(t, 1e-12))
+            # a rarer exact value is stronger evidence: log2(m0 / tf) instead of log2(m0 / u0). A value
+            # only the pair itself holds is as rare as values get: its agreement is never weaker
+            # evidence than the next level, which the pair also reaches (where nearly every value is
+            # unique, m0 is small and such a value's tf = 2/n is far above u0)
+            held = t * np.isfinite(tf[:, k]).sum()
+            floor = np.where(held <= 2.0 + 1e-9, w[1], -np.inf) if w.size > 2 else -np.inf
+            out[ex, k] = np.maximum(np.log2(f.m[0]) - np.log2(np.maximum(t, 1e-12)), floor)
+    for k, sim in (similarity or {}).items():
+        out[:, k] += interpolated_bits(model.fields[k], levels[:, k], sim)
     if model.interactions:
         out += interaction_bits(model, levels)
     return out
@@ -198,8 +227,9 @@ def score_pairs(con, model: PairModel, pairs_table: str) -> PairScores:
     """Score the candidate pairs of DuckDB table `pairs_table(a, b)` (module docstring)."""
     fls = tuple(f.levels for f in model.fields)
     n = int(con.execute(f"SELECT count(*) FROM {VALUES}").fetchall()[0][0])
-    a, b, lv = pair_levels(con, fls, f"SELECT a, b FROM {pairs_table} ORDER BY a, b", n)
-    contrib = contributions(model, lv, a, record_tf(con, len(fls)))
+    sim: dict = {}
+    a, b, lv = pair_levels(con, fls, f"SELECT a, b FROM {pairs_table} ORDER BY a, b", n, sim)
+    contrib = contributions(model, lv, a, record_tf(con, len(fls)), sim)
     return PairScores(a, b, lv, contrib, model.prior_bits + contrib.sum(axis=1), model.prior_bits)
 
 

@@ -48,9 +48,9 @@ from pdbq.coref.pair_model import PairModel, PairScores
 from pdbq.files import atomic_path
 from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
-from pdbq.linkage.pairs import estimate_and_score
+from pdbq.linkage.pairs import bound_prior, estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
-from pdbq.linkage.sources import cross_source, cross_source_prior, source_groups
+from pdbq.linkage.sources import cross_source, cross_source_prior, duplicate_free, exclusive_prior, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
@@ -158,7 +158,7 @@ def dedupe(
     train=None,
     probabilities: bool | CorefConfig = False,
     link_only: str | None = None,
-    one_to_one: bool = False,
+    one_to_one: bool | None = None,
 ) -> DedupeResult:
     """Cluster the records of `source` (module docstring).
 
@@ -187,7 +187,9 @@ def dedupe(
     probabilities: True (or the sampler's `CorefConfig`, default `POSTERIOR_CONFIG`): also sample
         the clustering posterior for `pairs` and `cluster_confidence` (`pdbq.linkage.posterior`).
     link_only: a column naming each record's source: only pairs across sources are compared;
-        `one_to_one`: and no cluster holds two records of one source (`pdbq.link` sets both).
+        `one_to_one`: and no cluster holds two records of one source (`pdbq.link` sets both);
+        None (default): decided from the data with the estimated model
+        (`pdbq.linkage.sources.duplicate_free`; `diagnostics["one_to_one"]` says what was found).
     """
     _check_options(nulls, probabilities, one_to_one, link_only)
     con = connection_of(con)
@@ -227,12 +229,15 @@ def dedupe(
                 if holdout is not None:
                     extra["holdout"] = holdout
             stage = estimate_and_score(con, records, list(fields), specs=specs, blocking=blocks, max_pairs=max_pairs,
-                                       settings=em, model=model, labels=labels, refine=stored.get("used_model") is None)
+                                       settings=em, model=model, labels=labels, refine=stored.get("used_model") is None,
+                                       link_only=link_only is not None)
             warnings.extend(stage.warnings)
             pair_model, scores, choice, n_pairs = stage.model, stage.scores, stage.blocking, stage.candidate_pairs
+            if link_only is not None and one_to_one is None:
+                one_to_one = _detect_one_to_one(con, link_only, pair_model, stored, extra)
             if link_only is not None:
                 pair_model, scores, n_pairs = _cross_pairs(con, link_only, pair_model, scores, choice,
-                                                           stored.get("used_model") is None, warnings)
+                                                           stored.get("used_model") is None, warnings, one_to_one)
             lin = feats = None
             graph = scores.graph(records.n)
         else:
@@ -303,7 +308,18 @@ def _check_fields(fields, comparisons) -> None:
         raise CorefInputError(f"field {twice!r} is listed twice in fields={list(fields)}")
 
 
-def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings):
+def _detect_one_to_one(con, column, pair_model, stored, extra) -> bool:
+    """Whether a link_only run whose caller did not say is one-to-one: each source detected free
+    of duplicates (`duplicate_free`), on the records as estimated (not with a stored model:
+    it links as it did when stored, without the constraint unless asked)."""
+    if stored.get("used_model") is not None:
+        return False
+    verdict, evidence = duplicate_free(con, column, pair_model)
+    extra["one_to_one"] = {"detected": verdict, "evidence": evidence}
+    return verdict
+
+
+def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings, one_to_one: bool = False):
     """link_only: (model, the cross-source candidate pairs' scores, their count), the prior
     re-estimated over the cross-source pairs when the model's prior is refined at all (not a
     stored model re-used as stored: `pdbq.linkage.sources.cross_source_prior`)."""
@@ -312,7 +328,30 @@ def _cross_pairs(con, column, pair_model, scores, choice, refine: bool, warnings
         pair_model, scores, w = cross_source_prior(con, column, pair_model, scores,
                                                    choice.recall if choice is not None else None)
         warnings.extend(w)
+        if pair_model.source == "em":
+            sizes = np.bincount(source_groups(con, column))
+            pair_model, scores, w = bound_prior(pair_model, scores, int(sizes.sum()), int(sizes[0]) * int(sizes[-1]),
+                                                "a record of one source and one of the other")
+            warnings.extend(w)
+        if one_to_one:
+            pair_model, scores = _exclusive(con, column, pair_model, scores)
     return pair_model, scores, int(scores.a.size)
+
+
+def _exclusive(con, column, pair_model, scores):
+    """A one-to-one link's prior (`pdbq.linkage.sources.exclusive_prior`): the model and the
+    scores moved to it; the cross-source prior stays in `diagnostics["prior_cross_pairs"]`."""
+    group = source_groups(con, column)
+    sizes = np.bincount(group, minlength=2)
+    bits, k = exclusive_prior(scores, group.size, int(sizes[0]), int(sizes[1]))
+    lam = 1.0 / (1.0 + 2.0 ** -bits)
+    if not 0.0 < lam < 1.0 or bits <= scores.prior_bits:
+        return pair_model, scores
+    diag = dict(pair_model.diagnostics, prior_cross_pairs=pair_model.prior, mutual_best_matches=k)
+    model = replace(pair_model, prior=lam, diagnostics=diag)
+    shift = model.prior_bits - scores.prior_bits
+    return model, PairScores(scores.a, scores.b, scores.levels, scores.contributions, scores.match_weight + shift,
+                             model.prior_bits)
 
 
 def _resolve(con, graph, config, source, ids, warnings):
@@ -343,7 +382,7 @@ def _stored_model_args(con, model, model_name, fields, comparisons, compare):
                                   "leave out comparisons= and compare=")
         model, name, version = stored_model(con, model, fields)
         out["used_model"] = {"name": name, "version": version}
-        fields = list(fields) if fields else [f.field for f in model.fields]
+        fields = list(fields) if fields else [f.field for f in model.fields if not f.levels.derived]
     return out, model, fields
 
 

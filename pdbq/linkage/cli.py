@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --link: compare only across sources (default) or also within each")
     p.add_argument("--one-to-one", action="store_true",
                    help="with --link (link_only): each source is free of duplicates; no cluster may hold two "
-                        "records of one source")
+                        "records of one source (default: decided from the data)")
+    p.add_argument("--no-one-to-one", action="store_true",
+                   help="with --link: do not constrain the clusters even when the sources look free of duplicates")
     p.add_argument("--link-id", metavar="COL", help="with --link: the second source's id column (default: --id)")
     p.add_argument("--pairs", metavar="FILE",
                    help="write every candidate pair's posterior match probability (.csv or .parquet)")
@@ -117,6 +119,11 @@ def _print_model(res, show_levels: bool) -> None:
           f"about {b.expected_missed:.1f} of {b.expected_matches:.0f} matching pairs missed):\n")
         for r in b.describe(pm):
             w(f"  {r}\n")
+    one = res.diagnostics.get("one_to_one")
+    if one is not None:
+        ev = [f"{e['field']} {e['ratio']:.2g}" for e in one["evidence"].values() if e["field"] is not None]
+        w(f"one-to-one: {'each source detected free of duplicates' if one['detected'] else 'not detected'} "
+          f"(within/cross exact agreement: {', '.join(ev) if ev else 'no identifying field'})\n")
 
 
 def _fail(message: str) -> int:
@@ -204,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         config = CorefConfig(**{**_FS_CONFIG.__dict__, "sweeps": args.sweeps, "seed": args.seed})
         if args.calibration and not (args.gold and args.pairs):
             raise CorefInputError("--calibration needs --gold (the true entities) and --pairs (the probabilities)")
+        if args.one_to_one and args.no_one_to_one:
+            raise CorefInputError("give --one-to-one or --no-one-to-one, not both")
         if args.one_to_one and not args.link:
             raise CorefInputError("--one-to-one needs --link: it constrains the records of two sources")
         if args.link and args.train:
@@ -219,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             from pdbq.linkage.link import link  # noqa: PLC0415
 
             res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
-                       one_to_one=args.one_to_one, model=args.use_model, model_name=args.model, **kw)
+                       one_to_one=True if args.one_to_one else False if args.no_one_to_one else None,
+                       model=args.use_model, model_name=args.model, **kw)
         else:
             res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
         _write_extras(res, args)

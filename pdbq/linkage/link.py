@@ -60,7 +60,20 @@ def _relation(con, source, side: str):
     return source_relation(con, source, suffix=f" ({side} source)")
 
 
-def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[str]) -> exp.Select:
+ALL_VALUES = "all_values"
+
+
+def _all_values(rel, id_col: str) -> exp.Expression:
+    """A record's non-empty values of every column but the id, space-joined (schema-agnostic)."""
+    parts = [exp.func("nullif", exp.func("trim", exp.cast(exp.column(_q(c)), "VARCHAR")), exp.Literal.string(""))
+             for c in rel.columns if c != id_col]
+    # DuckDB's concat_ws skips NULLs; sqlglot's generic one would turn any NULL into NULL
+    joined = exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(" "), *parts])
+    return exp.func("nullif", joined, exp.Literal.string("")) if parts else exp.Null()
+
+
+def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[str],
+          all_values: str | None = None) -> exp.Select:
     from pdbq.errors import suggest
 
     for c in [id_col, *columns]:
@@ -73,19 +86,43 @@ def _side(con, rel, side: str, k: int, id_col: str, out_id: str, columns: list[s
     if dup:
         raise CorefInputError(f"id column {id_col!r} of the {side} source is not unique: {dup[0][0]!r} appears "
                               f"{dup[0][1]} times")
+    extra = [exp.alias_(_all_values(rel, id_col), all_values, quoted=True)] if all_values else []
     return exp.select(exp.alias_(exp.Literal.number(k), _SOURCE), exp.alias_(exp.column(_q(id_col)), out_id),
-                      *[exp.column(_q(c)) for c in columns if c != out_id]).from_(name)
+                      *[exp.column(_q(c)) for c in columns if c != out_id], *extra).from_(name)
+
+
+def _schema_agnostic(lrel, rrel, left_id: str, right_id: str) -> tuple[list[str], str | None]:
+    """Fields when none were given: the columns both sources have (but the ids), plus, when a
+    source has columns the other lacks, `ALL_VALUES`: each record's non-empty values of all its
+    columns as one text (compared as text, whatever the columns are called). Returns (fields,
+    the all-values field or None)."""
+    lcols = [c for c in lrel.columns if c != left_id]
+    rcols = [c for c in rrel.columns if c != right_id]
+    common = [c for c in lcols if c in rcols]
+    if set(lcols) == set(rcols):
+        if not common:
+            raise CorefInputError("the sources have no column to compare but their ids: give fields=[...]")
+        return common, None
+    name = ALL_VALUES
+    while name in lcols or name in rcols:
+        name = "_" + name
+    return [*common, name], name
 
 
 def link(left, right, *, id: str, right_id: str | None = None, fields: list[str] | None = None, comparisons=None,
          mode: str = "link_only", sources: tuple[str, str] = ("left", "right"), output: str | Path | None = None,
-         con: duckdb.DuckDBPyConnection | None = None, one_to_one: bool = False, **options):
+         con: duckdb.DuckDBPyConnection | None = None, one_to_one: bool | None = None, **options):
     """Link the records of `left` to those of `right` (module docstring). `options`: the other
     arguments of `pdbq.dedupe` (blocking, bias, max_pairs, nulls, config, probabilities, and
     `model=` / `model_name=` to score with / store a pair model in the database `con`; with a
     stored `model` the fields may be left out).
     `one_to_one=True` (link_only only): each source is free of duplicates, so no cluster holds two
-    records of one source (a hard constraint of MAP and the posterior sampler, module docstring).
+    records of one source (a hard constraint of MAP and the posterior sampler, module docstring);
+    None (the default): under link_only with an estimated model, True when the data show both
+    sources free of duplicates (`pdbq.linkage.sources.duplicate_free`), else False.
+    With no `fields` (and no stored model or comparisons), the sources' shared columns are the
+    fields, and where their columns differ, one more: every record's non-empty values joined as
+    one text (`ALL_VALUES`, "all_values"), so sources with different columns still compare.
     Returns a `DedupeResult` whose tables carry the source of each record."""
     if mode not in MODES:
         raise CorefInputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -94,22 +131,24 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
                               "which the constraint would forbid joining")
     if len(sources) != 2 or sources[0] == sources[1]:
         raise CorefInputError(f"sources must be two different names, got {sources!r}")
-    if comparisons is None and not fields and not isinstance(options.get("model"), str):
-        raise CorefInputError("give the fields to compare (fields=[...]), a stored model (model=...) or explicit "
-                              "comparisons")
     con = connection_of(con)
     model = options.get("model")
     if con is None and (options.get("model_name") is not None or isinstance(model, str)):
         what = f"model_name={options['model_name']!r}" if options.get("model_name") is not None else f"model={model!r}"
         raise CorefInputError(f"{what} names a stored pair model: give the database that stores it (con=...)")
     if comparisons is None and not fields and isinstance(model, str):
-        fields = [f.field for f in stored_model(con, model, None)[0].fields]  # the stored model's
-    wanted = list(dict.fromkeys([c.field for c in comparisons] if comparisons else list(fields)))
+        fields = [f.field for f in stored_model(con, model, None)[0].fields if not f.levels.derived]  # the stored model's
     own = con is None
     con = duckdb.connect() if own else con
     try:
-        lq = _side(con, _relation(con, left, "left"), "left", 0, id, id, wanted)
-        rq = _side(con, _relation(con, right, "right"), "right", 1, right_id or id, id, wanted)
+        lrel, rrel = _relation(con, left, "left"), _relation(con, right, "right")
+        extra = None
+        if comparisons is None and not fields:
+            fields, extra = _schema_agnostic(lrel, rrel, id, right_id or id)
+        wanted = list(dict.fromkeys([c.field for c in comparisons] if comparisons else
+                                    [f for f in fields if f != extra]))
+        lq = _side(con, lrel, "left", 0, id, id, wanted, extra)
+        rq = _side(con, rrel, "right", 1, right_id or id, id, wanted, extra)
         stacked = exp.union(lq, rq, distinct=False, by_name=True)
         keyed = exp.select(
             exp.alias_(exp.Sub(this=exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
@@ -121,7 +160,8 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
                                properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
                                expression=keyed).sql(dialect="duckdb"))
         res = dedupe("__pdbq_link_records", id=_KEY, fields=fields, comparisons=comparisons, con=con,
-                     link_only=_SOURCE if mode == "link_only" else None, one_to_one=one_to_one, **options)
+                     link_only=_SOURCE if mode == "link_only" else None,
+                     one_to_one=one_to_one if mode == "link_only" else bool(one_to_one), **options)
         got = con.execute(exp.select(_SOURCE, exp.column(_q(id))).from_("__pdbq_link_records")
                           .order_by(_KEY).sql(dialect="duckdb")).fetchnumpy()
         src = np.asarray(sources, dtype=object)[np.asarray(got[_SOURCE], dtype=np.int64)]

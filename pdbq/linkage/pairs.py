@@ -13,12 +13,46 @@ from dataclasses import dataclass, replace
 
 from pdbq.coref.autoblock import BlockingChoice, build_candidates, choose_blocking
 from pdbq.coref.dependence import exact_interactions
-from pdbq.coref.estimate import EmSettings, fit_from_labels, fit_pair_model, refine_prior
+from pdbq.coref.estimate import EmSettings, fit_from_labels, fit_pair_model, prior_floor, refine_prior
 from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
 from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
 from pdbq.coref.pair_model import PairModel, PairScores, score_pairs
 
-__all__ = ["PairStage", "estimate_and_score"]
+__all__ = ["PairStage", "estimate_and_score", "bound_prior"]
+
+# fewer pairs above p = 0.5 than one per this many records (and than one) is "almost no matches"
+_FEW_MATCHES_PER = 1_000
+
+
+def _rescored(scores: PairScores, model: PairModel) -> PairScores:
+    return PairScores(scores.a, scores.b, scores.levels, scores.contributions,
+                      scores.match_weight - scores.prior_bits + model.prior_bits, model.prior_bits)
+
+
+def bound_prior(model: PairModel, scores: PairScores, n: int, total_pairs: int,
+                what: str = "two records") -> tuple[PairModel, PairScores, list[str]]:
+    """The estimated prior checked against the data (`pdbq.coref.estimate.prior_floor`): below the
+    bound the mutual best matches set, it is raised to it with a warning (EM collapsed toward no
+    match); then a warning when the model still finds almost no match or the prior is degenerate
+    (at the limits EM clamps to). Returns (model, scores moved to its prior, warnings)."""
+    warnings: list[str] = []
+    low, k = prior_floor(scores.a, scores.b, scores.match_weight - scores.prior_bits, n, total_pairs)
+    if low > model.prior:
+        warnings.append(f"the fitted match prior {model.prior:.3g} is below what the data show: {k} pair(s) are mutual "
+                        f"best matches with evidence enough to match at prior {low:.3g}, so the prior is raised to that "
+                        "bound; EM collapsed toward no match: check the model (pair_model.table()) or give labels")
+        diag = dict(model.diagnostics, prior_fitted=model.prior, prior_floor_pairs=k)
+        model = replace(model, prior=low, diagnostics=diag)
+        scores = _rescored(scores, model)
+    confident = int((scores.match_weight > 0).sum())
+    if confident < max(1.0, n / _FEW_MATCHES_PER):
+        warnings.append(f"the fitted model finds almost no match: {confident} candidate pair(s) above match probability "
+                        f"0.5 among {n:,} records (prior P({what} match) = {model.prior:.3g}); the records may hold no "
+                        "duplicates, or the estimate failed: check pair_model.table() or give labels")
+    if model.prior <= 1e-11 or model.prior >= 0.5:
+        warnings.append(f"the match prior is degenerate ({model.prior:.3g}, at the limit of the estimate): it says "
+                        "nothing about how many matches there are; check the model or give labels")
+    return model, scores, warnings
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,16 +67,17 @@ class PairStage:
 def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[str, FieldSpec] | None = None,
                        blocking: tuple[Blocking, ...] | None = None, max_pairs: int = 20_000_000,
                        settings: EmSettings = EmSettings(), model: PairModel | None = None,
-                       labels=None, refine: bool = True) -> PairStage:
+                       labels=None, refine: bool = True, link_only: bool = False) -> PairStage:
     """Fit (unless `model` is given; from `labels`, a `pdbq.linkage.labels.Labels`, when given)
     and score (module docstring). `refine=False` keeps the model's prior as it is (a stored
-    model re-used: scored exactly as stored)."""
+    model re-used: scored exactly as stored). `link_only`: the caller re-estimates the prior over
+    the cross-source pairs and checks it there (`bound_prior`), not over all pairs."""
     warnings: list[str] = []
     if model is None:
         fls = sniff_fields(con, RECORDS, records.columns, fields, specs)
     else:
         fls = tuple(f.levels for f in model.fields)
-        missing = [f.field for f in fls if f.field not in records.columns]
+        missing = [c for f in fls for c in (f.sources or (f.field,)) if c not in records.columns]
         if missing:
             from pdbq.coref.layout import CorefInputError
 
@@ -79,6 +114,9 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
             model = replace(model, prior=lam, diagnostics=diag)
             scores = PairScores(scores.a, scores.b, scores.levels, scores.contributions,
                                 scores.match_weight - scores.prior_bits + model.prior_bits, model.prior_bits)
+        if model.source == "em" and not link_only:
+            model, scores, w = bound_prior(model, scores, records.n, total)
+            warnings.extend(w)
         if choice is not None:
             choice = BlockingChoice(choice.rules, choice.pairs_bound, choice.recall, model.prior * total)
     return PairStage(model, scores, choice, n_pairs, tuple(warnings))

@@ -36,7 +36,7 @@ def stored_model(con, ref: str, fields: list[str] | None) -> tuple[PairModel, st
     model = PairModel.from_dict(data)
     if data.get("prior_training_rules") is not None:
         model = replace(model, diagnostics={"prior_training_rules": float(data["prior_training_rules"])})
-    have = [f.field for f in model.fields]
+    have = [f.field for f in model.fields if not f.levels.derived]
     if fields is not None and sorted(dict.fromkeys(fields)) != sorted(have):
         raise CorefInputError(f"pair model {name!r} version {version} compares fields {have}, "
                               f"but fields={list(fields)} were given: give the model's fields or fit a new model")
