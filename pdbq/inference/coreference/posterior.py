@@ -197,7 +197,8 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
     after `config.burn_in` are cut into `batches` consecutive batches, and a value's standard
     error is the standard deviation of its batch means over all chains' batches / √(their
     number), which includes the autocorrelation within a chain as long as a batch is longer than
-    it. Chains start at `start` (e.g. the MAP clustering; a cluster of it that candidate pairs
+    it; it is never below 1 / (the number of samples), their resolution (a pair joined in no
+    sample is not known to be impossible). Chains start at `start` (e.g. the MAP clustering; a cluster of it that candidate pairs
     do not connect is cut into its connected pieces, the sampler's support) or, without it, with
     every mention alone."""
     from pdbq.inference.coreference.partition_mh import mh_sweeps, partition_state
@@ -242,6 +243,8 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
     var_c = np.maximum(sums[3] / nb - mean_c ** 2, 0.0) * nb / (nb - 1)
     passes = (nb // batches) * config.burn_in + nb * per
     # a step scans its mention's row: a pass reads every stored pair score once
-    return ClusteringPosterior(mean_p, np.sqrt(var_p / nb), mean_c, np.sqrt(var_c / nb), done,
+    floor = 1.0 / max(done, 1)
+    return ClusteringPosterior(mean_p, np.maximum(np.sqrt(var_p / nb), floor), mean_c,
+                               np.maximum(np.sqrt(var_c / nb), floor), done,
                                int(g.nbr.shape[0]) * passes, n * passes, accepted, time.perf_counter() - t0,
                                tuple(warnings))
