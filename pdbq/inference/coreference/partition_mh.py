@@ -17,7 +17,8 @@ connected), so π restricted to it is the chain's one stationary distribution.
 State layout (`PartitionState`, arrays of length n): `label[m]` the cluster id of mention m (ids
 in [0, n)), `size[c]` the size of cluster id c, `free[:n_free[0]]` a stack of unused
 ids; the scratch arrays `acc`/`cnt` (per cluster id: m's summed links into it and their number)
-are zero between steps, `mark`/`queue`/`stamp` serve the connectivity search.
+hold the current step's values where `seen` holds its stamp (`stamp[1]`), so no step clears
+them; `mark`/`queue`/`stamp[0]` serve the connectivity search.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ class PartitionState(NamedTuple):
     n_free: np.ndarray  # int64[1]
     acc: np.ndarray     # float64[n] scratch
     cnt: np.ndarray     # int64[n] scratch
+    seen: np.ndarray    # int64[n] scratch: the step that last reset acc/cnt of a cluster id
     mark: np.ndarray    # int64[n] scratch: search stamp per mention
     queue: np.ndarray   # int64[n] scratch
-    stamp: np.ndarray   # int64[1]
+    stamp: np.ndarray   # int64[2]: the last search's and the last step's stamps
 
 
 def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray) -> PartitionState:
@@ -58,7 +60,7 @@ def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray) -> 
     free = np.concatenate([free, np.zeros(n - free.size, np.int64)])
     return PartitionState(label, size, free, np.array([int((size == 0).sum())], np.int64),
                           np.zeros(n, np.float64), np.zeros(n, np.int64), np.zeros(n, np.int64),
-                          np.zeros(n, np.int64), np.zeros(1, np.int64))
+                          np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(2, np.int64))
 
 
 def connected_clusters(labels: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
@@ -155,15 +157,25 @@ def _stays_connected(m, a, st, indptr, nbr):
 
 @njit(cache=True)
 def _step(m, st, indptr, nbr, score, rng):
-    label, size, free, n_free, acc, cnt = st.label, st.size, st.free, st.n_free, st.acc, st.cnt
+    label, size, free, n_free, acc, cnt, seen = st.label, st.size, st.free, st.n_free, st.acc, st.cnt, st.seen
     a = label[m]
     lo = indptr[m]
     hi = indptr[m + 1]
     deg = hi - lo
+    st.stamp[1] += 1
+    t = st.stamp[1]
     for p in range(lo, hi):
         c = label[nbr[p]]
+        if seen[c] != t:
+            seen[c] = t
+            acc[c] = 0.0
+            cnt[c] = 0
         acc[c] += score[p]
         cnt[c] += 1
+    if seen[a] != t:  # no link into m's own cluster
+        seen[a] = t
+        acc[a] = 0.0
+        cnt[a] = 0
     rng = next_state(rng)
     b = -1  # -1: a cluster of its own
     if uniform(rng) >= P_NEW and deg > 0:
@@ -191,12 +203,6 @@ def _step(m, st, indptr, nbr, score, rng):
             if size[a] == 0:
                 free[n_free[0]] = a
                 n_free[0] += 1
-    for p in range(lo, hi):
-        c = label[nbr[p]]
-        acc[c] = 0.0
-        cnt[c] = 0
-    acc[a] = 0.0
-    cnt[a] = 0
     return rng, moved
 
 
