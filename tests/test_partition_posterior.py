@@ -96,3 +96,26 @@ def test_batch_means_need_two_batches():
     with pytest.raises(InferenceError, match="batch means"):
         sample_mention_moves(g, np.array([0]), np.array([1]), clusters_csr(np.array([0, 1])),
                              CorefConfig(sweeps=5, chains=2), batches=10)
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(2, 40), seed=st.integers(0, 2**31 - 1))
+def test_kept_sums_equal_a_recount_after_sampling(n, seed):
+    """The per-mention sums the O(1) rejections rely on are those of the state they describe."""
+    from pdbq.inference.coreference.partition_mh import mh_sweeps, partition_state
+
+    rng = np.random.default_rng(seed)
+    a, b = np.triu_indices(n, 1)
+    keep = rng.random(a.size) < 0.3
+    a, b = a[keep], b[keep]
+    g = pair_graph(n, a, b, rng.normal(0.0, 2.0, a.size))
+    st = partition_state(rng.integers(0, 3, n), g.indptr, g.nbr, g.score)
+    e = np.zeros(0, np.int64)
+    mh_sweeps(st, g.indptr, g.nbr, g.score, np.array([seed + 1], np.uint64), 30, e, e, np.zeros(1, np.int64), e, e, e)
+    fresh = partition_state(st.label, g.indptr, g.nbr, g.score)
+    np.testing.assert_array_equal(np.sort(np.unique(st.label, return_counts=True)[1]),
+                                  np.sort(np.unique(fresh.label, return_counts=True)[1]))  # still connected pieces
+    np.testing.assert_allclose(st.in_sum, fresh.in_sum, atol=1e-9)
+    np.testing.assert_array_equal(st.in_cnt, fresh.in_cnt)
+    np.testing.assert_allclose(st.pos_out, fresh.pos_out, atol=1e-9)
+    assert np.array_equal(np.bincount(st.label, minlength=n), st.size)

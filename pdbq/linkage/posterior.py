@@ -13,7 +13,7 @@ which its members share one entity and no other record joins them. A singleton's
 is that of staying alone. Rows are sorted least certain first (for review).
 
 Both come from one run of `pdbq.inference.coreference.posterior.sample_mention_moves` started at
-the MAP clustering (`POSTERIOR_CONFIG`: 4 chains, 10 burn-in and 50 sampling passes; standard
+the MAP clustering (`POSTERIOR_CONFIG`: 4 chains, 20 burn-in and 100 sampling passes; standard
 errors by batch means); with cannot-link groups (one-to-one linking), from
 `sample_posterior`, whose moves respect them. The posterior is the clustering model's own, over
 the clusterings whose clusters candidate pairs connect: where it is sure, a pair's probability is
@@ -32,12 +32,13 @@ from pdbq.inference.coreference.resolve import CorefConfig
 
 __all__ = ["POSTERIOR_CONFIG", "match_probabilities"]
 
-# chains start at the MAP clustering, near the posterior's mode, so a short burn-in suffices; 4 × 50
-# samples give a pair probability to ±0.035 at worst (binomial), far less where it is near 0 or 1,
-# at about 0.9× the CPU of the MAP run on Cora (a pass scans every stored pair score once)
+# chains start at the MAP clustering, near the posterior's mode, so a short burn-in suffices; 4 × 100
+# samples give a pair probability to ±0.025 at worst (binomial), far less where it is near 0 or 1.
+# On Cora most proposals are rejected by a bound without reading the mention's pairs: the passes
+# cost ~0.4 ms each, counting the 422,568 asked pairs after each ~0.6 ms
 # p_split_merge is used only with cannot-link groups (`sample_posterior`): on Cora split/merge moves
 # cost ~99% of the time and were accepted about 20 times in 26,000 proposals
-POSTERIOR_CONFIG = CorefConfig(sweeps=50, burn_in=10, chains=4, temperature=1.0, p_split_merge=0.1)
+POSTERIOR_CONFIG = CorefConfig(sweeps=100, burn_in=20, chains=4, temperature=1.0, p_split_merge=0.1)
 
 
 def match_probabilities(graph: PairGraph, a: np.ndarray, b: np.ndarray, ids: np.ndarray, labels: np.ndarray,

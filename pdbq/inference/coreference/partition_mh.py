@@ -16,9 +16,12 @@ connected), so π restricted to it is the chain's one stationary distribution.
 
 State layout (`PartitionState`, arrays of length n): `label[m]` the cluster id of mention m (ids
 in [0, n)), `size[c]` the size of cluster id c, `free[:n_free[0]]` a stack of unused
-ids; the scratch arrays `acc`/`cnt` (per cluster id: m's summed links into it and their number)
-hold the current step's values where `seen` holds its stamp (`stamp[1]`), so no step clears
-them; `mark`/`queue`/`stamp[0]` serve the connectivity search.
+ids; per mention, `in_sum`/`in_cnt` its summed links into its own cluster and their number and
+`pos_out` its summed positive links to other clusters, kept up to date by every move (a scan of
+the moving mention's row). They let most proposals be rejected in O(1): the links into the
+proposed cluster sum to at most `pos_out`, so where even that bound is rejected no row is
+scanned (exactly the same decisions: the uniform is drawn first). `mark`/`queue`/`stamp` serve
+the connectivity search.
 """
 
 from __future__ import annotations
@@ -40,15 +43,16 @@ class PartitionState(NamedTuple):
     size: np.ndarray    # int64[n]
     free: np.ndarray    # int64[n]
     n_free: np.ndarray  # int64[1]
-    acc: np.ndarray     # float64[n] scratch
-    cnt: np.ndarray     # int64[n] scratch
-    seen: np.ndarray    # int64[n] scratch: the step that last reset acc/cnt of a cluster id
-    mark: np.ndarray    # int64[n] scratch: search stamp per mention
-    queue: np.ndarray   # int64[n] scratch
-    stamp: np.ndarray   # int64[2]: the last search's and the last step's stamps
+    in_sum: np.ndarray   # float64[n]: per mention, its summed links into its own cluster
+    in_cnt: np.ndarray   # int64[n]: and their number
+    pos_out: np.ndarray  # float64[n]: its summed positive links to mentions outside its cluster
+    pos_in_old: np.ndarray  # float64[1] scratch
+    mark: np.ndarray     # int64[n] scratch: search stamp per mention
+    queue: np.ndarray    # int64[n] scratch
+    stamp: np.ndarray    # int64[1]: the last search's stamp
 
 
-def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray) -> PartitionState:
+def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray, score: np.ndarray) -> PartitionState:
     """The state of a clustering `labels` (any int labels; mentions with equal labels share a
     cluster), each cluster cut into its pieces connected by candidate pairs (the chain's support,
     module docstring)."""
@@ -58,9 +62,14 @@ def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray) -> 
     size = np.bincount(label, minlength=n).astype(np.int64)
     free = np.flatnonzero(size == 0)[::-1].astype(np.int64)
     free = np.concatenate([free, np.zeros(n - free.size, np.int64)])
-    return PartitionState(label, size, free, np.array([int((size == 0).sum())], np.int64),
-                          np.zeros(n, np.float64), np.zeros(n, np.int64), np.zeros(n, np.int64),
-                          np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(2, np.int64))
+    src = np.repeat(np.arange(n), np.diff(indptr))
+    inside = label[src] == label[nbr]
+    in_sum = np.bincount(src[inside], weights=score[inside], minlength=n).astype(np.float64)
+    in_cnt = np.bincount(src[inside], minlength=n).astype(np.int64)
+    out = ~inside & (score > 0)
+    pos_out = np.bincount(src[out], weights=score[out], minlength=n).astype(np.float64)
+    return PartitionState(label, size, free, np.array([int((size == 0).sum())], np.int64), in_sum, in_cnt, pos_out,
+                          np.zeros(1, np.float64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(1, np.int64))
 
 
 def connected_clusters(labels: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
@@ -156,54 +165,97 @@ def _stays_connected(m, a, st, indptr, nbr):
 
 
 @njit(cache=True)
+def _move(m, a, b, st, indptr, nbr, score):
+    """Move m from cluster a to cluster id b and update its neighbours' sums (`in_sum`,
+    `in_cnt`, `pos_out`) and its own."""
+    label, in_sum, in_cnt, pos_out = st.label, st.in_sum, st.in_cnt, st.pos_out
+    s = 0.0
+    k = 0
+    pos_in = 0.0
+    for p in range(indptr[m], indptr[m + 1]):
+        x = nbr[p]
+        w = score[p]
+        if label[x] == a:
+            in_sum[x] -= w
+            in_cnt[x] -= 1
+            if w > 0.0:
+                pos_out[x] += w
+        elif label[x] == b:
+            in_sum[x] += w
+            in_cnt[x] += 1
+            if w > 0.0:
+                pos_out[x] -= w
+            s += w
+            k += 1
+            if w > 0.0:
+                pos_in += w
+    pos_out[m] += st.pos_in_old[0] - pos_in
+    in_sum[m] = s
+    in_cnt[m] = k
+    st.size[a] -= 1
+    st.size[b] += 1
+    label[m] = b
+    if st.size[a] == 0:
+        st.free[st.n_free[0]] = a
+        st.n_free[0] += 1
+
+
+@njit(cache=True)
+def _links_into(m, b, st, indptr, nbr, score):
+    """(summed links, their number, summed positive links) of m into cluster b: a row scan."""
+    s = 0.0
+    k = 0
+    pos = 0.0
+    for p in range(indptr[m], indptr[m + 1]):
+        if st.label[nbr[p]] == b:
+            w = score[p]
+            s += w
+            k += 1
+            if w > 0.0:
+                pos += w
+    return s, k, pos
+
+
+@njit(cache=True)
 def _step(m, st, indptr, nbr, score, rng):
-    label, size, free, n_free, acc, cnt, seen = st.label, st.size, st.free, st.n_free, st.acc, st.cnt, st.seen
+    label, size = st.label, st.size
     a = label[m]
     lo = indptr[m]
-    hi = indptr[m + 1]
-    deg = hi - lo
-    st.stamp[1] += 1
-    t = st.stamp[1]
-    for p in range(lo, hi):
-        c = label[nbr[p]]
-        if seen[c] != t:
-            seen[c] = t
-            acc[c] = 0.0
-            cnt[c] = 0
-        acc[c] += score[p]
-        cnt[c] += 1
-    if seen[a] != t:  # no link into m's own cluster
-        seen[a] = t
-        acc[a] = 0.0
-        cnt[a] = 0
+    deg = indptr[m + 1] - lo
     rng = next_state(rng)
     b = -1  # -1: a cluster of its own
     if uniform(rng) >= P_NEW and deg > 0:
         rng = next_state(rng)
         b = label[nbr[lo + bounded(rng, deg)]]
-    moved = False
     # no move when b is m's cluster, or m is alone and asks for a cluster of its own; a move
     # m could not be proposed back from (no link into a \ m) has reverse probability 0
-    if b != a and not (b < 0 and size[a] == 1) and (size[a] == 1 or cnt[a] > 0):
-        xa = acc[a]
-        q_f = P_NEW if b < 0 else (1.0 - P_NEW) * cnt[b] / deg
-        q_r = P_NEW if size[a] == 1 else (1.0 - P_NEW) * cnt[a] / deg
-        d = -xa + (acc[b] if b >= 0 else 0.0)
-        log_ratio = d + np.log(q_r) - np.log(q_f)
-        rng = next_state(rng)
-        accept = log_ratio >= 0.0 or uniform(rng) < np.exp(log_ratio)
-        if accept and (size[a] == 1 or _stays_connected(m, a, st, indptr, nbr)):
-            moved = True
-            size[a] -= 1
-            if b < 0:
-                n_free[0] -= 1
-                b = free[n_free[0]]
-            size[b] += 1
-            label[m] = b
-            if size[a] == 0:
-                free[n_free[0]] = a
-                n_free[0] += 1
-    return rng, moved
+    if b == a or (b < 0 and size[a] == 1) or (size[a] > 1 and st.in_cnt[m] == 0):
+        return rng, False
+    xa = st.in_sum[m]
+    q_r = P_NEW if size[a] == 1 else (1.0 - P_NEW) * st.in_cnt[m] / deg
+    rng = next_state(rng)
+    log_u = np.log(uniform(rng))
+    if b < 0:
+        if -xa + np.log(q_r) - np.log(P_NEW) < log_u:
+            return rng, False
+    else:
+        # an upper bound first, in O(1): m's links into b sum to at most its positive links
+        # outside its cluster, and b holds at least one of its neighbours
+        # (1e-9: the sums are kept by additions and may drift by rounding; the bound must hold)
+        if st.pos_out[m] + 1e-9 - xa + np.log(q_r) - np.log((1.0 - P_NEW) / deg) < log_u:
+            return rng, False
+        xb, kb, _ = _links_into(m, b, st, indptr, nbr, score)
+        if xb - xa + np.log(q_r) - np.log((1.0 - P_NEW) * kb / deg) < log_u:
+            return rng, False
+    if size[a] > 1 and not _stays_connected(m, a, st, indptr, nbr):
+        return rng, False
+    if b < 0:
+        st.n_free[0] -= 1
+        b = st.free[st.n_free[0]]
+    # m's positive links into a, which become links out of its cluster
+    _, _, st.pos_in_old[0] = _links_into(m, a, st, indptr, nbr, score)
+    _move(m, a, b, st, indptr, nbr, score)
+    return rng, True
 
 
 @njit(cache=True)

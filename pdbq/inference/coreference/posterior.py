@@ -225,7 +225,7 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
         if c and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
             warnings.append(f"time_limit {config.time_limit} s reached: {c} of {config.chains} chains ran")
             break
-        st = partition_state(start, g.indptr, g.nbr)
+        st = partition_state(start, g.indptr, g.nbr, g.score)
         rng = rngs[c : c + 1].copy()
         empty = np.zeros(0, np.int64)
         accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, config.burn_in, qa, qb, cl_ptr, cl_mem, empty, empty)
