@@ -4,7 +4,7 @@ blanks, new addresses and phones.
 `movers(n, seed)` returns (table, entity) for about `n` records with columns
 `rid, first_name, last_name, dob, email, phone, address, city, zip`:
 
-* people live alone (60%) or in households of 2–4 (a household shares last name, address, city, zip and,
+* people live alone (80%, `HOUSEHOLDS`) or in households of 2–4 (a household shares last name, address, city, zip and,
   in 60% of households, a landline phone; members have their own first name, date of birth
   and, in 85% of cases, their own email; the rest share the household's email);
 * twins (same date of birth in one household) occur in 3% of households;
@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+# household sizes 1-4: their probabilities
+HOUSEHOLDS = (0.8, 0.12, 0.05, 0.03)
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
 
 
@@ -82,7 +84,7 @@ def movers(n: int, seed: int = 0, dup: float = 0.2) -> tuple[pa.Table, np.ndarra
         address, city, zipc = _place(rng, cities)
         landline = _phone(rng) if rng.random() < 0.6 else None
         family_email = f"{last}{rng.integers(1, 999)}@{rng.choice(domains)}"
-        size = int(rng.choice([1, 2, 3, 4], p=[0.8, 0.12, 0.05, 0.03]))
+        size = int(rng.choice([1, 2, 3, 4], p=HOUSEHOLDS))
         twins_dob = None
         if size >= 2 and rng.random() < 0.03:
             twins_dob = f"{rng.integers(1940, 2010)}-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}"
