@@ -12,8 +12,13 @@ P(this set of records is exactly one entity), i.e. the posterior mass of the clu
 which its members share one entity and no other record joins them. A singleton's probability
 is that of staying alone. Rows are sorted least certain first (for review).
 
-Both come from one run of `pdbq.inference.coreference.posterior.sample_posterior` started at the
-MAP clustering (`POSTERIOR_CONFIG`: 4 chains, 20 burn-in and 100 sampling passes).
+Both come from one run of `pdbq.inference.coreference.posterior.sample_mention_moves` started at
+the MAP clustering (`POSTERIOR_CONFIG`: 4 chains, 20 burn-in and 100 sampling passes; standard
+errors by batch means); with cannot-link groups (one-to-one linking), from
+`sample_posterior`, whose moves respect them. The posterior is the clustering model's own, over
+the clusterings whose clusters candidate pairs connect: where it is sure, a pair's probability is
+0 or 1 because the model is — on Cora the pair scores between two clusters of the MAP clustering
+sum to hundreds of nats, so no chain crosses them at temperature 1.
 """
 
 from __future__ import annotations
@@ -22,15 +27,17 @@ import numpy as np
 import pyarrow as pa
 
 from pdbq.coref.layout import PairGraph
-from pdbq.inference.coreference.posterior import ClusteringPosterior, clusters_csr, sample_posterior
+from pdbq.inference.coreference.posterior import ClusteringPosterior, clusters_csr, sample_mention_moves, sample_posterior
 from pdbq.inference.coreference.resolve import CorefConfig
 
 __all__ = ["POSTERIOR_CONFIG", "match_probabilities"]
 
 # chains start at the MAP clustering, near the posterior's mode, so a short burn-in suffices; 4 × 100
 # samples give a pair probability to ±0.025 at worst (binomial), far less where it is near 0 or 1.
-# Split/merge moves as often as SQL's PROB sampling: on Cora they cost ~99% of the time at 0.2 and
-# were accepted about 20 times in 26,000 proposals (mention moves: ~200 in 105,000)
+# On Cora most proposals are rejected by a bound without reading the mention's pairs: the passes
+# cost ~0.4 ms each, counting the 422,568 asked pairs after each ~0.6 ms
+# p_split_merge is used only with cannot-link groups (`sample_posterior`): on Cora split/merge moves
+# cost ~99% of the time and were accepted about 20 times in 26,000 proposals
 POSTERIOR_CONFIG = CorefConfig(sweeps=100, burn_in=20, chains=4, temperature=1.0, p_split_merge=0.1)
 
 
@@ -41,7 +48,10 @@ def match_probabilities(graph: PairGraph, a: np.ndarray, b: np.ndarray, ids: np.
     record ids `ids` and the MAP labels `labels` (`labels[m]`: smallest mention index of m's
     cluster; `cannot_link`: groups never joined, as in `resolve_map`). Module docstring for the tables."""
     ptr, mem = clusters_csr(labels)
-    post = sample_posterior(graph, a, b, (ptr, mem), config, start=labels, cannot_link=cannot_link)
+    if cannot_link is None and config.subsample.is_exact and config.sweeps >= 2:
+        post = sample_mention_moves(graph, a, b, (ptr, mem), config, start=labels, batches=min(10, config.sweeps))
+    else:
+        post = sample_posterior(graph, a, b, (ptr, mem), config, start=labels, cannot_link=cannot_link)
     ids = np.asarray(ids)
     pairs = pa.table({
         "id_l": pa.array(ids[a]), "id_r": pa.array(ids[b]),

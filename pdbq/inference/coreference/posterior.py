@@ -40,7 +40,7 @@ from pdbq.inference.coreference.resolve import CorefConfig, _graph_for, _initial
 from pdbq.inference.coreference.subsample import subsample_seeds, subsample_state
 from pdbq.inference.mcmc.rng import chain_states
 
-__all__ = ["ClusteringPosterior", "sample_posterior", "clusters_csr"]
+__all__ = ["ClusteringPosterior", "sample_posterior", "sample_mention_moves", "clusters_csr"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,4 +186,65 @@ def sample_posterior(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tup
     return ClusteringPosterior(pairs.mean(axis=0), pse, clusters_p.mean(axis=0), cse, total,
                                int(counters[C_EVALS]), int(counters[C_PROPOSALS]), int(counters[C_ACCEPTED]),
                                time.perf_counter() - t0,
+                               tuple(warnings))
+
+
+def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tuple[np.ndarray, np.ndarray],
+                         config: CorefConfig, start: np.ndarray | None = None, batches: int = 10) -> ClusteringPosterior:
+    """The same summaries as `sample_posterior`, from the Metropolis–Hastings mention moves of
+    `pdbq.inference.coreference.partition_mh` alone (no split/merge moves, no subsampling, no
+    cannot-link groups). Standard errors by batch means: each chain's `config.sweeps` passes
+    after `config.burn_in` are cut into `batches` consecutive batches, and a value's standard
+    error is the standard deviation of its batch means over all chains' batches / √(their
+    number), which includes the autocorrelation within a chain as long as a batch is longer than
+    it; it is never below 1 / (the number of samples), their resolution (a pair joined in no
+    sample is not known to be impossible). Chains start at `start` (e.g. the MAP clustering; a cluster of it that candidate pairs
+    do not connect is cut into its connected pieces, the sampler's support) or, without it, with
+    every mention alone."""
+    from pdbq.inference.coreference.partition_mh import mh_sweeps, partition_state
+
+    _graph_for(g, config)
+    n = g.indptr.shape[0] - 1
+    qa, qb, cl_ptr, cl_mem, start = _check(n, qa, qb, clusters, start)
+    if batches < 2 or config.sweeps < batches:
+        raise InferenceError(f"batch means need at least 2 batches of at least one pass, got {batches} batches "
+                             f"of {config.sweeps} passes")
+    t0 = time.perf_counter()
+    k_clusters = cl_ptr.size - 1
+    if n == 0:
+        z = np.zeros(0)
+        return ClusteringPosterior(z, z, z, z, 0, 0, 0, 0, 0.0)
+    rngs = chain_states(config.seed, config.chains)
+    start = np.arange(n) if start is None else start
+    per = config.sweeps // batches
+    sums = [np.zeros(qa.size), np.zeros(qa.size), np.zeros(k_clusters), np.zeros(k_clusters)]
+    warnings: list[str] = []
+    done = accepted = 0
+    nb = 0
+    for c in range(config.chains):
+        if c and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
+            warnings.append(f"time_limit {config.time_limit} s reached: {c} of {config.chains} chains ran")
+            break
+        st = partition_state(start, g.indptr, g.nbr, g.score)
+        rng = rngs[c : c + 1].copy()
+        empty = np.zeros(0, np.int64)
+        accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, config.burn_in, qa, qb, cl_ptr, cl_mem, empty, empty)
+        for _ in range(batches):
+            ph = np.zeros(qa.size, np.int64)
+            ch = np.zeros(k_clusters, np.int64)
+            accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, per, qa, qb, cl_ptr, cl_mem, ph, ch)
+            for k, x in enumerate((ph / per, ch / per)):
+                sums[2 * k] += x
+                sums[2 * k + 1] += x * x
+            done += per
+            nb += 1
+    mean_p, mean_c = sums[0] / nb, sums[2] / nb
+    var_p = np.maximum(sums[1] / nb - mean_p ** 2, 0.0) * nb / (nb - 1)
+    var_c = np.maximum(sums[3] / nb - mean_c ** 2, 0.0) * nb / (nb - 1)
+    passes = (nb // batches) * config.burn_in + nb * per
+    # a step scans its mention's row: a pass reads every stored pair score once
+    floor = 1.0 / max(done, 1)
+    return ClusteringPosterior(mean_p, np.maximum(np.sqrt(var_p / nb), floor), mean_c,
+                               np.maximum(np.sqrt(var_c / nb), floor), done,
+                               int(g.nbr.shape[0]) * passes, n * passes, accepted, time.perf_counter() - t0,
                                tuple(warnings))
