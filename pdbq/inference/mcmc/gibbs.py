@@ -420,9 +420,10 @@ class _Chains:
                                                     until=until)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
-        # the per-chain estimate sums and the batch store (at least 4 batch pairs per chain)
+        # the per-chain estimate sums and the batch store (`BatchStore`: at least 4 batch pairs)
         per_target = chains * max(n_live, 1) * (kmax + 1) * 8
-        check_bytes(per_target + max(STORE_BYTES * chains // config.all_chains, 8 * per_target),
+        slots = max(4, min(32, STORE_BYTES * chains // config.all_chains // max(2 * per_target, 1)))
+        check_bytes(per_target + 2 * slots * per_target,
                     f"the estimates of {chains:,} chains for {n_live:,} variables of up to {kmax:,} values",
                     option="chains")
         self.rsums = np.zeros((chains, n_live, kmax))
