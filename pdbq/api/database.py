@@ -246,7 +246,7 @@ class Database:
         if isinstance(stmt, ImportUai):
             from pdbq.api.save import run_import  # noqa: PLC0415
 
-            run_import(self, stmt)
+            run_import(self, stmt, cancel)
             return None
         if isinstance(stmt, ExportUai):
             from pdbq.api.save import run_export  # noqa: PLC0415

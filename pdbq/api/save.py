@@ -88,14 +88,15 @@ def _file_error(kind: str, exc: OSError, path: str) -> PdbqError:
                      f"{exc.strerror or exc}")
 
 
-def run_import(db: Any, stmt: ImportUai) -> Any:
+def run_import(db: Any, stmt: ImportUai, cancel: Any = None) -> Any:
     from pdbq.io import read_uai  # noqa: PLC0415 - numpy-heavy reader only when importing
 
     checked_path(stmt.path, "IMPORT UAI file")
     if stmt.evidence is not None:
         checked_path(stmt.evidence, "IMPORT UAI evidence file")
     try:
-        return read_uai(db, stmt.path, stmt.name, evidence=stmt.evidence)
+        return read_uai(db, stmt.path, stmt.name, evidence=stmt.evidence,
+                        poll=cancel.check if cancel is not None else None)
     except OSError as exc:
         raise _file_error("IMPORT", exc, stmt.path) from None
 

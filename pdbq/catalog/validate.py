@@ -37,6 +37,7 @@ from pdbq.language.nodes import (
     Domain,
     DomainKind,
     HeadKind,
+    MAX_CATEGORIES,
     Semantics,
     TermKind,
     WeightKind,
@@ -161,6 +162,9 @@ def _check_domain(domain: Domain, what: str) -> None:
         pass  # the values are the entities the keys form; nothing to list
     elif domain.size < 1:
         raise CatalogError(f"{what}: CATEGORICAL({domain.size}) needs at least one value")
+    elif domain.size > MAX_CATEGORIES:
+        raise CatalogError(f"{what}: CATEGORICAL(k) takes at most k = {MAX_CATEGORIES:,} values (a value is a "
+                           f"32-bit integer), got {domain.size:,}")
 
 
 def check_variable(scope: Scope, node: CreateVariable) -> tuple[Column, ...]:
@@ -478,15 +482,14 @@ def _check_head_value(node: CreateRule, domain: Domain, con: duckdb.DuckDBPyConn
                 f"({', '.join(repr(v) for v in domain.values)}).{suggest(str(shown), domain.values)}"
             )
         return
-    allowed: set[str]
-    if domain.kind is DomainKind.BOOLEAN:
-        allowed = {"true", "false", "0", "1"}
-    else:
-        allowed = {str(i) for i in range(domain.size)}
     literal = tree.sql(dialect="duckdb").lower() if isinstance(tree, (exp.Literal, exp.Boolean)) else None
     if isinstance(tree, exp.Literal) and tree.is_string:
         literal = None
-    if literal not in allowed:
+    if domain.kind is DomainKind.BOOLEAN:
+        inside = literal in ("true", "false", "0", "1")
+    else:  # 0 .. k-1 by value: a domain may have billions of values, never listed
+        inside = literal is not None and literal.isdigit() and str(int(literal)) == literal and int(literal) < domain.size
+    if not inside:
         kind = "BOOLEAN" if domain.kind is DomainKind.BOOLEAN else f"CATEGORICAL({domain.size})"
         raise CatalogError(f"{what}: head {atom} = {text} compares with a value outside its {kind} domain")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import socket
+import struct
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -19,7 +21,7 @@ from pdbq.errors import InferenceError, OptionError, PdbqError
 
 __all__ = ["dask_module", "open_client", "lost", "run_round", "RoundRun", "RoundCut", "scheduler_address",
            "local_workers", "check_local_partitions", "LOCAL_PARTITIONS_PER_CORE", "wait_futures",
-           "stop_flag", "stop_poll", "raise_stop", "pinned", "await_round", "round_or_cut"]
+           "stop_flag", "stop_poll", "raise_stop", "pinned", "await_round", "round_or_cut", "check_scheduler"]
 
 
 def dask_module() -> Any:
@@ -32,6 +34,46 @@ def dask_module() -> Any:
 
 
 _CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler when the run has no time_limit
+# A Dask server speaks first: the 8-byte length of its handshake, a small dict of versions and
+# options (hundreds of bytes). Anything claiming far more is not a Dask scheduler: distributed
+# itself would try to allocate that many bytes (exabytes for the first bytes of an HTTP reply).
+_HANDSHAKE_BYTES = 1 << 20
+
+
+def check_scheduler(address: str, wait: float) -> None:
+    """`InferenceError` naming ``address`` unless a TCP endpoint there answers as a Dask server
+    within ``wait`` seconds (reads only its first 8 bytes). Other schemes (``tls://``, ``ws://``,
+    ``inproc://``) are left to distributed's own checks."""
+    scheme, sep, rest = address.rpartition("://")
+    if sep and scheme.lower() != "tcp":
+        return
+    try:
+        from distributed.comm.addressing import parse_host_port  # noqa: PLC0415 - optional dependency
+
+        host, port = parse_host_port(rest if sep else address)
+    except (ValueError, TypeError) as exc:
+        raise InferenceError(f"option 'scheduler': {address!r} is not a scheduler address such as "
+                             f"'tcp://host:8786' ({exc})") from None
+    try:
+        with socket.create_connection((host, port), timeout=wait) as s:
+            s.settimeout(wait)
+            head = b""
+            while len(head) < 8:
+                got = s.recv(8 - len(head))
+                if not got:
+                    raise InferenceError(f"option 'scheduler': {address!r} closed the connection without the Dask "
+                                         "handshake: it is not a Dask scheduler")
+                head += got
+    except socket.timeout:
+        raise InferenceError(f"option 'scheduler': {address!r} did not answer as a Dask scheduler within {wait:g} s "
+                             "(a Dask scheduler greets every connection at once)") from None
+    except OSError as exc:
+        raise InferenceError(f"could not reach the Dask scheduler at {address!r} within {wait:g} s: "
+                             f"{exc.strerror or exc}") from None
+    (size,) = struct.unpack("Q", head)  # distributed's own frame header
+    if size > _HANDSHAKE_BYTES:
+        raise InferenceError(f"option 'scheduler': {address!r} is not a Dask scheduler (its first bytes are not a "
+                             "Dask handshake)")
 
 
 def local_workers(partitions: int) -> int:
@@ -77,8 +119,12 @@ def open_client(client: Any, scheduler: str | None, processes: bool, workers: in
     dask = dask_module()
     if scheduler is not None:
         wait = _CONNECT_TIMEOUT if timeout is None else max(0.5, timeout)
+        check_scheduler(scheduler, wait)
         try:
             own = dask.Client(scheduler, timeout=wait)
+        except MemoryError:  # a non-Dask endpoint's bytes read as an enormous message length
+            raise InferenceError(f"option 'scheduler': {scheduler!r} is not a Dask scheduler (its handshake "
+                                 "claimed more memory than there is)") from None
         except (OSError, TimeoutError) as exc:
             raise InferenceError(f"could not reach the Dask scheduler at {scheduler!r} within {wait:g} s: {exc}") from None
         except (ValueError, TypeError) as exc:

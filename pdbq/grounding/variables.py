@@ -361,6 +361,12 @@ def keys_to_vids(con: duckdb.DuckDBPyConnection, relation: str, keys: Sequence[S
     )
     try:
         return np.asarray(con.execute(sql_text(q)).fetchnumpy()["vid"], dtype=np.int32)
+    except duckdb.ConversionException as exc:
+        # a key of another type that DuckDB cannot cast to the key column (text for a BIGINT)
+        types = con.execute(f"SELECT * FROM {sql_text(table_ref(var_table(relation)))} LIMIT 0").description[1:]
+        shown = ", ".join(f"{d[0]} {d[1]}" for d in types if d[0] != "cardinality")
+        raise EvidenceError(f"variable relation '{relation}': a key does not convert to its key columns ({shown}): "
+                            f"{str(exc).splitlines()[0]}") from None
     finally:
         if registered is not None:
             con.unregister(registered)

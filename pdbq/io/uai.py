@@ -22,9 +22,10 @@ followed by that; ``0`` means no evidence. Answer files: ``.MAR`` (marginals), `
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+import stat
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -45,6 +46,7 @@ from pdbq.grounding.store import schema_known
 from pdbq.grounding.variables import relation_info
 from pdbq.inference.exact.potentials import hyperedges
 from pdbq.language.nodes import Column, CreateVariable, Domain, DomainKind, FactorFunction
+from pdbq.memory import check_bytes, gib
 
 __all__ = [
     "UaiFormatError",
@@ -84,10 +86,58 @@ class UaiModel:
         return self.graph.n_vars
 
 
+# Peak memory of parsing a file, per byte of it: the bytes, their text, the text after the network
+# type, the float64 token stream (a token takes at least 2 bytes: 4 bytes of floats per byte), and
+# the tables cut from it and their logarithms.
+_MEMORY_PER_BYTE = 16
+_CHUNK = 1 << 24  # bytes read between two cancel checks
+_SHOWN = 16  # the longest token an error message quotes
+
+
+def _shown(token: str) -> str:
+    """A token for a message: quoted when short and printable, else only its length (an error
+    never echoes the content of a file that may not be a UAI file at all)."""
+    if len(token) <= _SHOWN and token.isprintable():
+        return repr(token)
+    return f"a {len(token):,}-character token"
+
+
+def _read_text(path: PathLike, what: str = "UAI file", poll: Callable[[], None] | None = None) -> str:
+    """The text of a regular file, read in chunks with ``poll`` (a cancel check) between them.
+
+    A device, pipe or socket (``/dev/urandom``, a FIFO) never ends: refused. The size is the
+    file's size when opened (a file that grows meanwhile is read that far), and the memory that
+    parsing it takes is checked first. Text that is not UTF-8 is not a UAI file."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # before opening: opening a FIFO waits for a writer
+        raise UaiFormatError(f"{path}: not a {what}: not a regular file (a device, pipe or folder)")
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UaiFormatError(f"{path}: not a {what}: not a regular file (a device, pipe or folder)")
+        size = int(info.st_size)
+        check_bytes(size * _MEMORY_PER_BYTE, f"reading the {what} '{path}' ({gib(size)})")
+        chunks: list[bytes] = []
+        left = size
+        while left > 0:
+            if poll is not None:
+                poll()
+            chunk = f.read(min(_CHUNK, left))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    data = b"".join(chunks)
+    del chunks
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UaiFormatError(f"{path}: not a {what}: it is not text") from None
+
+
 def _line_of(path: PathLike, k: int | None) -> int:
     """1-based line of the file's token ``k`` (0 = the network type; None = the last line).
     Only error paths call this: it re-reads the file with line breaks kept."""
-    lines = Path(path).read_text().splitlines() or [""]
+    lines = _read_text(path).splitlines() or [""]
     counts = np.cumsum([len(line.split()) for line in lines])
     if k is None or k >= int(counts[-1]):
         nonblank = [i for i, line in enumerate(lines) if line.strip()]
@@ -101,27 +151,42 @@ def _err(path: PathLike, k: int | None, message: str) -> UaiFormatError:
     return UaiFormatError(f"{path}, line {_line_of(path, None if k is None else k + 1)}: {message}")
 
 
-def _tokens(path: PathLike) -> tuple[str, np.ndarray]:
-    text = Path(path).read_text()
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True  # what str.split() splits ASCII text at
+
+
+def _count_tokens(text: str) -> int:
+    """Whitespace-separated tokens of ``text``, counted over its bytes (no string per token)."""
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    if raw.size == 0:
+        return 0
+    word = ~_SPACE[raw]
+    return int(word[0]) + int(np.count_nonzero(word[1:] & ~word[:-1]))
+
+
+def _tokens(path: PathLike, poll: Callable[[], None] | None = None) -> tuple[str, np.ndarray]:
+    text = _read_text(path, poll=poll)
     parts = text.split(None, 1)
     if not parts:
         raise UaiFormatError(f"{path}: empty file")
     head = parts[0]
     body = parts[1] if len(parts) > 1 else ""
+    del text
     if head.upper() not in ("MARKOV", "BAYES"):
-        raise _err(path, -1, f"expected MARKOV or BAYES as the first token, found {head!r}")
+        raise UaiFormatError(f"{path}: not a UAI file: a UAI file starts with MARKOV or BAYES")
     try:
         nums = np.fromstring(body, dtype=np.float64, sep=" ") if body.strip() else np.zeros(0)
     except ValueError:
         nums = None
-    # fromstring may stop at the first token it cannot read: compare with the token count.
-    tokens = body.split()
-    if nums is None or nums.shape[0] != len(tokens):
-        for k, tok in enumerate(tokens):
+    # fromstring may stop at the first token it cannot read: compare with the token count,
+    # counted without a Python string per token.
+    if nums is None or nums.shape[0] != _count_tokens(body):
+        for k, m in enumerate(re.finditer(r"\S+", body)):
+            tok = m.group()
             try:
                 float(tok)
             except ValueError:
-                raise _err(path, k, f"token {k + 2} ({tok!r}) is not a number") from None
+                raise _err(path, k, f"token {k + 2} ({_shown(tok)}) is not a number") from None
         raise UaiFormatError(f"{path}: could not read the numbers")
     return head.upper(), nums
 
@@ -159,13 +224,14 @@ def _check_cpts(path: PathLike, card: np.ndarray, scope_vars: np.ndarray, offset
         start += size
 
 
-def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiModel:
+def read_uai_graph(path: PathLike, evid_path: PathLike | None = None, *,
+                   poll: Callable[[], None] | None = None) -> UaiModel:
     """Read a UAI network (and optionally its ``.evid`` file) as a graph of TABLE factors.
 
     Variables keep their file ids; factors keep the file's order and scope order (a variable
     repeated within one scope stays repeated: the table is indexed by every slot).
     """
-    kind, a = _tokens(path)
+    kind, a = _tokens(path, poll)
     n = _int(a, 0, path, "the number of variables")
     if a.shape[0] < 1 + n:
         raise _err(path, None, "file ends inside the domain sizes")
@@ -180,7 +246,11 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
     i += 1
     starts = np.empty(m, dtype=np.int64)
     arity = np.empty(m, dtype=np.int64)
+    if m > a.shape[0]:
+        raise _err(path, i - 1, f"{m:,} factors declared, but the file holds only {a.shape[0]:,} numbers")
     for f in range(m):  # scopes vary in length: one cheap step per factor
+        if poll is not None and not f & 0xFFFF:
+            poll()
         k = _int(a, i, path, f"the arity of factor {f}")
         starts[f], arity[f] = i + 1, k
         i += 1 + k
@@ -198,6 +268,8 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
     sizes = _scope_sizes(card, scope_vars, offsets)
     table_start = np.empty(m, dtype=np.int64)
     for f in range(m):
+        if poll is not None and not f & 0xFFFF:
+            poll()
         s = _int(a, i, path, f"the table size of factor {f}")
         if s != sizes[f]:
             raise _err(path, i, f"factor {f} has a table of {s} entries; its scope needs {int(sizes[f])}")
@@ -230,7 +302,7 @@ def read_uai_graph(path: PathLike, evid_path: PathLike | None = None) -> UaiMode
     graph = _table_graph(card, scope_vars, offsets, tables)
     evidence: dict[int, int] = {}
     if evid_path is not None:
-        evidence = read_evid(evid_path, card)
+        evidence = read_evid(evid_path, card, poll=poll)
         ev = graph.evidence.copy()
         for v, x in evidence.items():
             ev[v] = x
@@ -301,13 +373,19 @@ def _table_graph(card: np.ndarray, scope_vars: np.ndarray, offsets: np.ndarray, 
     return validate(g)
 
 
-def read_evid(path: PathLike, cardinality: np.ndarray | None = None) -> dict[int, int]:
+def read_evid(path: PathLike, cardinality: np.ndarray | None = None, *,
+              poll: Callable[[], None] | None = None) -> dict[int, int]:
     """Evidence ``{variable: value}`` from a ``.evid`` file (both the 2014 and the older form)."""
-    a = np.array(Path(path).read_text().split(), dtype=object)
+    text = _read_text(path, "UAI evidence file", poll)
     try:
-        nums = [int(x) for x in a]
-    except ValueError as e:
-        raise UaiFormatError(f"{path}: evidence files hold integers only ({e})") from None
+        got = np.fromstring(text, dtype=np.float64, sep=" ") if text.strip() else np.zeros(0)
+    except ValueError:
+        got = None
+    if got is None or got.shape[0] != _count_tokens(text) or not np.all(np.isfinite(got) & (got == np.floor(got))):
+        raise UaiFormatError(f"{path}: not a UAI evidence file: evidence files hold integers only")
+    if got.size and np.abs(got).max() >= 2**62:
+        raise UaiFormatError(f"{path}: an integer of the evidence file is out of range")
+    nums = got.astype(np.int64).tolist()
     if not nums:
         return {}
     if len(nums) == 1 + 2 * nums[0]:
@@ -330,7 +408,7 @@ def read_evid(path: PathLike, cardinality: np.ndarray | None = None) -> dict[int
 
 
 def _answer_tokens(path: PathLike, tag: str) -> list[str]:
-    toks = Path(path).read_text().split()
+    toks = _read_text(path, f"{tag} answer file").split()
     if not toks or toks[0].upper() != tag:
         raise UaiFormatError(f"{path}: expected a {tag} answer file")
     return toks[1:]
@@ -468,7 +546,8 @@ def _contiguous_tables(graph: FactorGraph) -> tuple[np.ndarray, np.ndarray]:
     return offsets, graph.tables[idx]
 
 
-def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = None) -> UaiModel:
+def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = None,
+             poll: Callable[[], None] | None = None) -> UaiModel:
     """Load a UAI network into a pdbq database as variable relation ``name(id INTEGER)``.
 
     Variables keep their file ids as keys, each with its own domain size (per-row cardinality;
@@ -477,7 +556,8 @@ def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = 
     and full graphs include. ``evidence`` (an ``.evid`` path; only when given) becomes the
     relation's stored evidence. ``DROP VARIABLE name`` removes the import. One transaction: a bad
     file (`UaiFormatError` naming the file and line) or a taken name (`CatalogError`) leaves the
-    database as it was. Returns the network as read (`read_uai_graph`).
+    database as it was. ``poll`` is called while the file is read (a cancel check that raises).
+    Returns the network as read (`read_uai_graph`).
 
     >>> # db = pdbq.connect(); read_uai(db, "Grids_12.uai", "grid")
     >>> # db.execute("SELECT v.id, PROB(v = 1) FROM grid v WHERE v.id < 5 USING EXACT")
@@ -490,7 +570,7 @@ def read_uai(db: Any, path: PathLike, name: str, *, evidence: PathLike | None = 
         raise CatalogError(f"cannot import '{path}' as '{rel}': a variable relation of that name exists; drop it first")
     if catalog.is_read_only():
         raise PdbqError(f"cannot import '{path}': the database is open read-only")
-    model = read_uai_graph(path, evidence)
+    model = read_uai_graph(path, evidence, poll=poll)
     g = model.graph
     table_offsets, tables = _contiguous_tables(g)
     ev_ids = np.array(sorted(model.evidence), dtype=np.int64)
@@ -550,8 +630,13 @@ def export_uai(db: Any, name: str, path: PathLike, *, evid_path: PathLike | None
     variables = catalog.variables()
     if rel not in variables:
         catalog.variable(rel)  # CatalogError with suggestions
+    if variables[rel].domain.kind is DomainKind.CLUSTER:
+        raise PdbqError(f"cannot write '{rel}' as a UAI file: it is a cluster relation (DOMAIN CLUSTER), whose "
+                        "values are entities, not a fixed list of values a UAI file can hold")
     g, _, _ = full_graph(db.duckdb, variables, catalog.rules())
-    info = relation_info(db.duckdb)[rel]
+    info = relation_info(db.duckdb).get(rel)
+    if info is None:
+        raise PdbqError(f"cannot write '{rel}' as a UAI file: it has no variables in the factor store")
     inside = np.zeros(g.n_vars, dtype=bool)
     inside[info.base : info.base + info.n] = True
     edge_factor = np.repeat(np.arange(g.n_factors), np.diff(g.factor_offsets))

@@ -30,6 +30,7 @@ from sqlglot.dialects.duckdb import DuckDB  # noqa: E402
 from sqlglot.tokens import Token, TokenType  # noqa: E402
 
 from pdbq.language.weight_parsing import NAME_TOKENS as _NAME_TOKENS, WeightParsing  # noqa: E402
+from pdbq.language.nodes import MAX_CATEGORIES  # noqa: E402
 from pdbq.language.expressions import (  # noqa: E402
     FUNCTIONS,
     LEARN_METHODS,
@@ -489,6 +490,9 @@ class PdbqDialect(DuckDB):
                     self.raise_error("CATEGORICAL(k) needs a whole number k >= 2")
                 if int(size_tok.text) < 2:
                     self.raise_error(f"CATEGORICAL(k) needs k >= 2, got {size_tok.text}", size_tok)
+                if int(size_tok.text) > MAX_CATEGORIES:
+                    self.raise_error(f"CATEGORICAL(k) takes at most k = {MAX_CATEGORIES:,} values (a value is a "
+                                     f"32-bit integer), got a {len(size_tok.text)}-digit k", size_tok)
                 self._advance()
                 self._pdbq_expect(TokenType.R_PAREN, "expected ')' after the CATEGORICAL size")
                 return self.expression(

@@ -47,6 +47,11 @@ class DomainKind(enum.Enum):
     CLUSTER = "cluster"  # DOMAIN CLUSTER: the value is the entity (cluster of keys) a key belongs to; size 0
 
 
+# The most values a CATEGORICAL(k) domain may have: the catalog stores k, and the chains hold a
+# value, as a 32-bit integer.
+MAX_CATEGORIES = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class Domain:
     kind: DomainKind
@@ -333,6 +338,7 @@ __all__ = [
     "FactorFunction",
     "DomainKind",
     "Domain",
+    "MAX_CATEGORIES",
     "Column",
     "TermKind",
     "Term",

@@ -232,6 +232,7 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
             raise ParseError("EXPLAIN MATCH takes no parameters", line=line, col=col, text=text)
         query: ProbQuery | ExplainMatch = match
     else:
+        _check_numbers(text, inner)
         tree = _run_parser(text, inner)
         if not isinstance(tree, px.PdbqQuery) or tree.args.get("explain"):
             raise ParseError("expected a probabilistic SELECT here", line=line, col=col, text=text)

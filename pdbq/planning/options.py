@@ -21,9 +21,14 @@ from pdbq.inference.exact.auto import DEFAULT_EXACT_BUDGET
 from pdbq.inference.mcmc.config import MAX_CHAIN_COPIES, check_maximum
 from pdbq.option_values import MAX_COUNT, number, shown, whole
 
-__all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS"]
+__all__ = ["QueryOptions", "OPTION_HELP", "SELECTIONS", "EXTERNAL_OPTIONS"]
 
 SELECTIONS = ("trail", "uniform", "query_only", "distance", "tv", "mi")
+
+# Options whose value reaches outside this process, and how. SQL functions refuse to set them
+# unless the Python caller allowed it (docs/udf.md): SQL stored in a database file (a view) runs
+# for whoever queries it, and must not make them connect to an address the file's author chose.
+EXTERNAL_OPTIONS = {"scheduler": "it connects to the Dask scheduler at that address"}
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
     p.add_argument("--bail", action="store_true", help="stop at the first failing statement")
     p.add_argument("--readonly", action="store_true", help="open the database read-only")
+    p.add_argument("--allow-external", action="store_true",
+                   help="let SQL (pdbq_set, also from the file's views) set options that connect outside "
+                        "this process (the Dask scheduler)")
     p.add_argument("--version", action="version", version=version_text())
     return p
 
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     actions: list[tuple[str, str]] = args.actions or []
     interactive = not actions and isatty(sys.stdin) and isatty(sys.stdout)
     try:
-        db = open_database(args.database, read_only=args.readonly, seed=args.seed)
+        db = open_database(args.database, read_only=args.readonly, seed=args.seed, allow_external=args.allow_external)
     except Exception as exc:  # noqa: BLE001
         sys.stderr.write(f"{error_text(exc)}\n")
         return 2
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             read_only=args.readonly,
             interactive=interactive,
+            allow_external=args.allow_external,
         )
     except PdbqError as exc:
         sys.stderr.write(f"{error_text(exc)}\n")

@@ -363,7 +363,8 @@ class DotCommands:
         if not arg:
             self._fail(".open takes a file name (or :memory:)")
             return
-        new = open_database(unquote(arg), read_only=self.read_only, seed=self.seed)
+        new = open_database(unquote(arg), read_only=self.read_only, seed=self.seed,
+                            allow_external=getattr(self, "allow_external", False))
         old, self.db = self.db, new
         try:
             old.close()

@@ -67,6 +67,7 @@ class Shell(DotCommands):
         seed: int | None = None,
         read_only: bool = False,
         interactive: bool = False,
+        allow_external: bool = False,
     ) -> None:
         self.db = db
         self.out = out if out is not None else sys.stdout
@@ -75,6 +76,7 @@ class Shell(DotCommands):
         self.bail = bail
         self.seed = seed
         self.read_only = read_only
+        self.allow_external = allow_external
         self.interactive = interactive
         self.mode = "table"
         self.timer = False

@@ -32,7 +32,7 @@ def apply_seed(db: Any, seed: int) -> None:
     options["seed"] = int(seed)
 
 
-def open_database(path: str, *, read_only: bool = False, seed: int | None = None) -> Any:
+def open_database(path: str, *, read_only: bool = False, seed: int | None = None, allow_external: bool = False) -> Any:
     """``path`` opened as `pdbq.connect` does (SQL functions registered for a file), with ``seed`` as
     the default seed of its queries and of those functions."""
     from pdbq.api import connect
@@ -42,7 +42,7 @@ def open_database(path: str, *, read_only: bool = False, seed: int | None = None
     try:
         if seed is not None:
             apply_seed(db, seed)
-        attach_functions(db)
+        attach_functions(db, allow_external=allow_external)
     except BaseException:
         db.close()
         raise

@@ -53,7 +53,7 @@ import pyarrow as pa
 import sqlglot.expressions as exp
 
 from pdbq.api.database import Database
-from pdbq.planning.options import QueryOptions
+from pdbq.planning.options import EXTERNAL_OPTIONS, QueryOptions
 from pdbq.errors import CatalogError, InferenceError, OptionError, suggest
 from pdbq.grounding.store import ident, sql_text
 from pdbq.language.nodes import DomainKind, Method
@@ -96,6 +96,7 @@ class _Session:
     db: Database  # on a cursor: never the connection the UDF runs on
     method: Method = Method.AUTO
     options: dict[str, Any] = field(default_factory=dict)
+    allow_external: bool = False  # pdbq_set may set EXTERNAL_OPTIONS (the Python caller said so)
     lock: threading.Lock = field(default_factory=threading.Lock)  # one batch at a time per cursor
 
     def close(self) -> None:
@@ -146,7 +147,7 @@ def _create_macro(name: str, overloads: list[exp.Expression]) -> str:
 # ---------------------------------------------------------------------------------------- register
 
 
-def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None) -> None:
+def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None, allow_external: bool = False) -> None:
     """Add ``pdbq_prob``, ``pdbq_stderr``, ``pdbq_dist``, ``pdbq_map`` and ``pdbq_set`` to ``con``.
 
     ``con`` is any DuckDB connection: a pdbq `Database`'s (``db.duckdb``) or one opened with plain
@@ -155,11 +156,18 @@ def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None
     either way through a separate cursor. Registering again replaces the functions and resets the
     options.
 
+    ``pdbq_set`` never sets an option that reaches outside this process (`EXTERNAL_OPTIONS`:
+    ``scheduler``) unless ``allow_external=True``: any SQL can call it, including a view stored in
+    the database file by someone else. Options set from Python (``database.default_options``)
+    are the caller's own and always apply.
+
     >>> # con = duckdb.connect("model.duckdb"); pdbq.register(con)
     >>> # con.sql("SELECT title, pdbq_prob('is_popular', title) FROM movies")
     """
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise TypeError(f"register() takes a duckdb connection, not {type(con).__name__}")
+    if not isinstance(allow_external, bool):
+        raise TypeError(f"allow_external= takes True or False, not {type(allow_external).__name__}")
     if database is not None and not isinstance(database, Database):
         raise TypeError(f"database= takes a pdbq Database, not {type(database).__name__}")
     unregister(con)
@@ -173,7 +181,7 @@ def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None
         raise
     if database is not None:
         work.graph_cache = database.graph_cache  # keyed by content: one cache serves both cursors
-    session = _Session(con, work)
+    session = _Session(con, work, allow_external=allow_external)
     if database is not None and database.default_options:
         opts = dict(database.default_options)
         QueryOptions.from_pairs(tuple(opts.items()))  # validated now, not at the first call
@@ -292,6 +300,11 @@ def _setter_function(session: _Session) -> Callable[[str | None, str | None], st
                         raise OptionError(f"pdbq_set: unknown method {value!r}; valid: {valid}") from None
                 return f"method = {session.method.value}"
             parsed = _parse_value(value)
+            if key in EXTERNAL_OPTIONS and parsed is not None and not session.allow_external:
+                raise OptionError(
+                    f"pdbq_set: option '{key}' reaches outside this process ({EXTERNAL_OPTIONS[key]}) and is not "
+                    "settable from SQL, which a database file can store in a view; allow it from Python: "
+                    "pdbq.connect(path, allow_external=True) or pdbq.register(con, allow_external=True)")
             trial = {k: v for k, v in session.options.items() if k != key}
             if parsed is not None:
                 trial[key] = parsed

@@ -16,7 +16,8 @@ _IN_MEMORY = ("", ":memory:")
 
 
 def connect(
-    path: str | os.PathLike[str] = ":memory:", *, read_only: bool = False, cache_bytes: int = DEFAULT_CACHE_BYTES
+    path: str | os.PathLike[str] = ":memory:", *, read_only: bool = False, cache_bytes: int = DEFAULT_CACHE_BYTES,
+    allow_external: bool = False,
 ) -> Database:
     """Open (or create) a DuckDB database and its pdbq catalog (`pdbq.api.connect`).
 
@@ -26,21 +27,27 @@ def connect(
     no views across sessions and is opened without them (call ``pdbq.register(db.duckdb,
     database=db)`` to use them there).
 
+    ``allow_external``: let ``pdbq_set`` set options that reach outside this process (the Dask
+    ``scheduler``). Off by default: a view stored in the file runs for whoever opens it, and must
+    not make them connect to an address the file's author chose (docs/udf.md).
+
     >>> db = connect()
     >>> db.execute("SELECT 42 AS answer").fetchall()
     [(42,)]
     >>> db.close()
     """
+    if not isinstance(allow_external, bool):
+        raise TypeError(f"allow_external= takes True or False, not {type(allow_external).__name__}")
     db = _open(path, read_only=read_only, cache_bytes=cache_bytes)
     try:
-        attach_functions(db)
+        attach_functions(db, allow_external=allow_external)
     except BaseException:
         db.close()
         raise
     return db
 
 
-def attach_functions(db: Database) -> None:
+def attach_functions(db: Database, *, allow_external: bool = False) -> None:
     """Register pdbq's SQL functions on ``db`` when it is a file, answering from ``db`` (its
     ``default_options`` at this moment are their starting options), until ``db`` is closed.
 
@@ -55,5 +62,5 @@ def attach_functions(db: Database) -> None:
         # that connection's database; this one only needs its own (per-connection) SQL names
         add_macros(con)
         return
-    register(con, database=db)
+    register(con, database=db, allow_external=allow_external)
     db.on_close(lambda: unregister(con))

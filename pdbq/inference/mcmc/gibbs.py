@@ -56,6 +56,7 @@ from pdbq.inference.mcmc.kernels import (
     value_dtype,
 )
 from pdbq.inference.mcmc.rng import chain_generators, chain_states
+from pdbq.memory import check_bytes
 from pdbq.inference.mcmc.run_book import (  # noqa: F401 - BURN_IN_SHARE, MIN_ESS: re-exported, as before
     BURN_IN_SHARE,
     MIN_ESS,
@@ -321,6 +322,11 @@ def _check_hard(graph: FactorGraph, states) -> None:
             )
 
 
+def state_bytes(graph: FactorGraph, dtype: np.dtype) -> int:
+    """Bytes of one chain state: a value per variable and a sum per factor group."""
+    return int(graph.n_vars) * np.dtype(dtype).itemsize + int(graph.n_groups) * 8
+
+
 def initial_states(
     graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool, first: int = 0,
     feasible: bool = False, until: float | None = None,
@@ -336,6 +342,8 @@ def initial_states(
     """
     card = graph.cardinality
     dtype = value_dtype(kg.max_card)
+    check_bytes(chains * state_bytes(graph, dtype),
+                f"the states of {chains:,} chains over {graph.n_vars:,} variables", option="chains")
     values = np.empty((chains, graph.n_vars), dtype=dtype)
     gens = chain_generators(seed, first + chains)[first:]
     for c in range(chains):
@@ -412,6 +420,12 @@ class _Chains:
                                                     until=until)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
+        # the per-chain estimate sums and the batch store (`BatchStore`: at least 4 batch pairs)
+        per_target = chains * max(n_live, 1) * (kmax + 1) * 8
+        slots = max(4, min(32, STORE_BYTES * chains // config.all_chains // max(2 * per_target, 1)))
+        check_bytes(per_target + 2 * slots * per_target,
+                    f"the estimates of {chains:,} chains for {n_live:,} variables of up to {kmax:,} values",
+                    option="chains")
         self.rsums = np.zeros((chains, n_live, kmax))
         self.rcounts = np.zeros((chains, n_live), dtype=np.int64)
         self.accs = [Accum(tix, self.rsums[c], self.rcounts[c]) for c in range(chains)]

@@ -32,6 +32,7 @@ from numba import njit
 from pdbq.graph.layout import FactorGraph
 from pdbq.inference.mcmc.double_double import dd_above, dd_add
 from pdbq.inference.mcmc.rng import bounded, next_state, uniform
+from pdbq.memory import check_bytes
 
 __all__ = [
     "NARROW_VALUES",
@@ -474,6 +475,10 @@ def hard_tables(g: FactorGraph) -> np.ndarray:
 def prepare_kernel_graph(g: FactorGraph) -> KernelGraph:
     """Derive the kernel's arrays from a validated graph (O(edges); the graph is not modified)."""
     nv, nf = g.n_vars, g.n_factors
+    values = int(g.cardinality.astype(np.int64).sum())
+    # a bias per value (float64) and the per-value estimate sums and their standard errors after it
+    check_bytes(values * 8 * 4, f"the {values:,} values of {nv:,} variables (up to {int(g.cardinality.max()) if nv else 0:,} "
+                "per variable; a smaller domain needs less)")
     tables = hard_tables(g)
     # (variable, factor) pairs, one per factor even when a variable fills several slots,
     # sorted by (variable, group, factor): the general path needs groups consecutive. The

@@ -73,7 +73,7 @@ from pdbq.inference.moves.adaptation import Adaptation, Adapted, BurnStats, Move
 from pdbq.inference.moves.jumps import JumpSet, empty_jumps, jump_moves, jump_set, quench
 from pdbq.inference.mcmc.rng import group_generators, group_states
 from pdbq.inference.moves.tempering import initial_ladder, swap_probability
-from pdbq.memory import check_fits
+from pdbq.memory import check_bytes, check_fits
 
 __all__ = ["run_mixing", "MixingResult", "block_set", "describe_moves", "mixing_moves", "MixingSetup", "mixing_report",
            "MovesReport", "MovesFacts", "moves_report", "pooled_moves_report", "with_moves_report"]
@@ -139,6 +139,12 @@ class _Cycle:
         self.deferred = False
         self.pending: BurnStats | None = None
         dtype = states[0].values.dtype
+        # per chain: K - 1 more states, the best state of each copy, and with K > 1 the swap scratch
+        vb = np.dtype(dtype).itemsize
+        per_chain = ((K - 1) * (g.n_vars * vb + g.n_groups * 8) + K * g.n_vars * vb
+                     + (g.n_vars * (vb + 8) + g.n_groups * 8 if K > 1 else 0))
+        check_bytes(chains * per_chain, f"{chains:,} chains × {K:,} tempered copies of {g.n_vars:,} variables",
+                    option="chains or tempering")
         # copy k > 0 of chain c starts from chain c's state with its own random stream
         extra_vals = np.empty((chains, max(K - 1, 0), g.n_vars), dtype=dtype)
         extra_gs = np.zeros((chains, max(K - 1, 0), g.n_groups))
