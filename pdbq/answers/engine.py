@@ -37,6 +37,7 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact_hint
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.exact.hard import HARD_WEIGHT, HardSplit, split_hard
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
@@ -475,6 +476,9 @@ def answer(
     t0 = time.perf_counter()
     begun = t0 if started is None else started  # the query's clock: its time limit counts from here
     refuse_inert(method, explicit)
+    # hard constraints apart from soft weights: every method below reads the rescaled weights
+    hard: HardSplit = _memoised(memo, ("hard",), lambda: split_hard(graph))
+    graph = hard.graph
     on_dask = options.workers is not None or options.scheduler is not None
     if on_dask:
         dask_plan(options, method, explicit)
@@ -496,6 +500,8 @@ def answer(
         res = Marginals(query, card, marg, se, mapv)
         out = EngineAnswer(result=res, seed=seed if kw.get("method") in ("QAM", "GIBBS", "ANNEAL") else None, **kw)
         out.seconds = time.perf_counter() - t0
+        if kw.get("method") != "EVIDENCE":
+            out.warnings.extend(hard_warnings(hard, kw.get("method")))
         return out
 
     if free_q.size == 0:
@@ -588,6 +594,20 @@ def answer(
         out.warnings.append(exact_hint(decision, options.exact_budget))
     for notice in reversed([n for n in map(compile_notice, warmed) if n]):
         out.warnings.insert(0, notice)
+    return out
+
+
+def hard_warnings(hard: HardSplit, method: str | None) -> list[str]:
+    """What a method cannot vouch for under hard constraints: precision (every method), and for
+    the samplers and annealing, hard factors over two or more free variables, which single-variable
+    moves cannot cross (a chain, or an annealing run, stays among the worlds it started near)."""
+    out = list(hard.warnings)
+    if hard.coupled and method in ("GIBBS", "QAM", "ANNEAL"):
+        what = ("its MAP is not certified: it may be a world that is not the most probable"
+                if method == "ANNEAL" else "chains cannot move between the worlds they allow, so the estimates "
+                "may miss some of them and be wrong beyond their standard errors")
+        out.append(f"hard constraints (weights of magnitude ≥ {HARD_WEIGHT:g}) tie {hard.coupled} free variables "
+                   f"together: {what}; USING EXACT answers exactly where the model is small enough")
     return out
 
 
