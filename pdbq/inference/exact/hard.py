@@ -169,6 +169,9 @@ def split_hard(graph: FactorGraph) -> HardSplit:
     if w.size == 0 or not np.any(np.abs(w) >= HARD_WEIGHT):
         return HardSplit(graph)
     hard_wid = np.abs(w) >= HARD_WEIGHT
+    # costs are formed in units of a power of two within a factor 2 of the largest hard weight
+    # (exact, and 1e308 · 2 does not overflow); soft weights and the margin stay in plain units
+    unit = math.ldexp(1.0, math.frexp(float(np.abs(w[hard_wid]).max()))[1] - 1)
     # terms: (weight id, its cost values ≥ 0, variables); soft terms only add to the soft span
     terms: list[tuple[int, np.ndarray, np.ndarray]] = []
     soft_span = 0.0
@@ -182,7 +185,7 @@ def split_hard(graph: FactorGraph) -> HardSplit:
         if not hard_wid[wid]:
             soft_span += abs(wf) * _spread_bound(graph, f)
             continue
-        e = wf * _phi_values(graph, f)
+        e = (wf / unit) * _phi_values(graph, f)
         terms.append((wid, e.max() - e if e.size else e, np.unique(graph.factor_args(f))))
     if graph.n_groups:
         order = np.argsort(graph.group, kind="stable")
@@ -205,7 +208,7 @@ def split_hard(graph: FactorGraph) -> HardSplit:
             if vals is None:
                 unsure.append(f"head group {g} ({members.size} factors)")
                 continue
-            e = wg * vals
+            e = (wg / unit) * vals
             var_sets = [graph.factor_args(int(f)) for f in members]
             terms.append((wid, e.max() - e, np.unique(np.concatenate(var_sets))))
     if not terms and not unsure:
@@ -229,33 +232,36 @@ def split_hard(graph: FactorGraph) -> HardSplit:
     for k, (wid, _, _) in enumerate(terms):
         by_mag.setdefault(abs(float(w[wid])), []).append(k)
     tiers: list[list[int]] = []
-    below = soft_span
+    below = soft_span / unit  # in units of `unit`, like the costs
     for mag in sorted(by_mag):
         ks = by_mag[mag]
         gap = _min_gap(np.concatenate([terms[k][1] for k in ks]))
-        if tiers and not gap > 2.0 * below + MARGIN:
+        if tiers and not gap > 2.0 * below + MARGIN / unit:
             tiers[-1].extend(ks)
         else:
             tiers.append(list(ks))
         below += sum(float(terms[k][1].max(initial=0.0)) for k in ks)
 
-    scales: dict[int, float] = {}
-    scaled_below = soft_span
+    factors: dict[int, float] = {}  # weight id → new weight / (old weight / unit)
+    scaled_below = soft_span  # plain units from here on
     hard_total = 0.0
     kept_big = False
     for tier in tiers:
         gap = _min_gap(np.concatenate([terms[k][1] for k in tier]))
         need = MARGIN + scaled_below
-        s = need / gap if gap > need else 1.0
-        kept_big = kept_big or s == 1.0
+        spread = sum(float(terms[k][1].max(initial=0.0)) for k in tier)
+        if gap > need / unit:
+            factor = need / gap
+        else:
+            factor, kept_big = unit, True
         for k in tier:
-            scales[terms[k][0]] = s
-        spread = sum(float(terms[k][1].max(initial=0.0)) for k in tier) * s
-        scaled_below += spread
-        hard_total += spread
+            factors[terms[k][0]] = factor
+        scaled_below += spread * factor
+        hard_total += spread * factor
     new_w = w.copy()
-    for wid, s in scales.items():
-        new_w[wid] = w[wid] * s
+    for wid, factor in factors.items():
+        new_w[wid] = (w[wid] / unit) * factor
+    scales = {wid: factor / unit for wid, factor in factors.items()}
     if hard_total > _PRECISION_SPAN:
         why = ("hard costs lie closer together than the soft weights can move a world"
                if kept_big else "hard weights of very different sizes")
