@@ -501,9 +501,10 @@ def answer(
         out = EngineAnswer(result=res, seed=seed if kw.get("method") in ("QAM", "GIBBS", "ANNEAL") else None, **kw)
         out.seconds = time.perf_counter() - t0
         if kw.get("method") != "EVIDENCE":
-            out.warnings.extend(hard_warnings(hard, kw.get("method")))
+            out.warnings.extend(hard_warnings(hard, "EXACT" if certified else kw.get("method")))
         return out
 
+    certified = False  # an ANNEAL world checked against the exact MAP
     if free_q.size == 0:
         marg = np.zeros((query.size, kmax))
         marg[np.arange(query.size), graph.evidence[query]] = 1.0
@@ -535,6 +536,17 @@ def answer(
     if chosen is Method.ANNEAL:
         r = _anneal(graph, query, options, seed, sites, on_round)
         values = np.asarray(r.values, dtype=np.int64)
+        if hard.coupled:
+            until = None if options.time_limit is None else begun + options.time_limit
+            exact_best = _certify_map(graph, values, options, memo, poll, until)
+            if exact_best is not None:
+                certified = True
+                if exact_best is not values:
+                    values = exact_best
+                    reason += ("; hard constraints tie free variables and the annealed world scored below the "
+                               "exact MAP, which is the answer")
+                else:
+                    reason += "; the annealed world scores as high as the exact MAP"
         marg = np.zeros((query.size, kmax))
         warnings = list(getattr(r, "warnings", ()) or ())
         return done(marg, np.zeros_like(marg), values[query], method="ANNEAL", reason=reason, decision=decision,
@@ -595,6 +607,29 @@ def answer(
     for notice in reversed([n for n in map(compile_notice, warmed) if n]):
         out.warnings.insert(0, notice)
     return out
+
+
+def _certify_map(graph: FactorGraph, values: np.ndarray, options, memo: Memo | None,
+                 poll: Callable[[], None] | None, deadline: float | None) -> np.ndarray | None:
+    """Under hard constraints that tie free variables annealing cannot vouch for its world; where
+    exact elimination is cheap (AUTO's cost model, at most a second) the exact MAP decides:
+    ``values`` itself when it scores as high, else the exact MAP's values; None when elimination
+    does not fit or the query's ``deadline`` passes first (the answer then carries
+    `hard_warnings`)."""
+    from pdbq.inference.mcmc.anneal import score_difference  # noqa: PLC0415 - ANNEAL's own module
+
+    budget = min(1.0, float(options.exact_budget))
+    decision = _memoised(memo, ("auto", options.max_table, budget),
+                         lambda: auto_decision(graph, options.max_table, max_seconds=budget))
+    if decision.method != "EXACT":
+        return None
+    try:
+        best = _memoised(memo, ("exact_map", options.max_table),
+                         lambda: exact_map(graph, max_table=options.max_table, deadline=deadline, poll=poll))
+    except (InferenceError, TimeLimitError):
+        return None
+    exact_values = np.asarray(best.values, dtype=np.int64)
+    return values if score_difference(graph, values, exact_values) >= 0.0 else exact_values
 
 
 def hard_warnings(hard: HardSplit, method: str | None) -> list[str]:

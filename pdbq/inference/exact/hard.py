@@ -142,19 +142,55 @@ def _group_values(graph: FactorGraph, members: np.ndarray, semantics: int) -> np
     return s
 
 
-def _spread_bound(graph: FactorGraph, f: int) -> float:
-    """An upper bound of max φ_f − min φ_f without listing the values of big tables twice."""
-    v = _phi_values(graph, f)
-    return float(v.max() - v.min()) if v.size else 0.0
+def _spread_bounds(graph: FactorGraph, arity: np.ndarray) -> np.ndarray:
+    """An upper bound of max φ_f − min φ_f for every factor, from its function and arity (a
+    TABLE's from its finite entries). Raw arguments over categorical variables occur only in
+    EQUAL and TABLE (docs/factors.md), so every other function's truths are 0 or 1."""
+    code = graph.function.astype(np.int64)
+    n = np.maximum(arity - 1, 1).astype(np.float64)
+    out = np.full(code.shape[0], 2.0)
+    out[code == _F.IMPLY_MLN] = 1.0
+    out[code == _F.LOGICAL] = 1.0
+    out[code == _F.LINEAR] = n[code == _F.LINEAR]
+    out[code == _F.RATIO] = np.log2(1.0 + n[code == _F.RATIO])
+    for f in np.flatnonzero(code == _F.TABLE).tolist():
+        v = _phi_values(graph, f)
+        out[f] = float(v.max() - v.min()) if v.size else 0.0
+    return out
 
 
-def _group_span(graph: FactorGraph, members: np.ndarray, semantics: int) -> float:
-    total = sum(_spread_bound(graph, int(f)) for f in members)
-    if semantics == Semantics.LOGICAL:
-        return 2.0
-    if semantics == Semantics.RATIO:
-        return 2.0 * math.log1p(total)
-    return total
+def _signature(graph: FactorGraph, f: int, arity: int) -> tuple:
+    """What φ_f's value set depends on (`_phi_values`): its function, arity and head kind; a
+    TABLE factor is its own kind."""
+    code = int(graph.function[f])
+    if code == _F.TABLE:
+        return (code, f)
+    if arity == 0:
+        return (code, 0, 0, 0)
+    last = int(graph.factor_offsets[f + 1]) - 1
+    head = int(graph.factor_vars[last])
+    raw = int(graph.factor_literals[last]) < 0
+    return (code, arity, int(graph.cardinality[head]), raw)
+
+
+def _mark_coupled(graph: FactorGraph, factors: np.ndarray, free: np.ndarray, out: np.ndarray,
+                  together: bool = False) -> None:
+    """Mark in ``out`` the free variables of every factor in ``factors`` (of all of them at once,
+    a head group, when ``together``) that has two or more distinct free variables."""
+    lo, hi = graph.factor_offsets[factors], graph.factor_offsets[factors + 1]
+    if together:
+        vs = np.unique(np.concatenate([graph.factor_vars[a:b] for a, b in zip(lo.tolist(), hi.tolist())]))
+        vs = vs[free[vs]]
+        if vs.size >= 2:
+            out[vs] = True
+        return
+    cum = np.concatenate([[0], np.cumsum(free[graph.factor_vars], dtype=np.int64)])
+    n_free = cum[hi] - cum[lo]
+    for f in factors[n_free >= 2].tolist():
+        vs = graph.factor_vars[graph.factor_offsets[f] : graph.factor_offsets[f + 1]]
+        vs = np.unique(vs[free[vs]])
+        if vs.size >= 2:
+            out[vs] = True
 
 
 def _min_gap(costs: np.ndarray) -> float:
@@ -172,54 +208,60 @@ def split_hard(graph: FactorGraph) -> HardSplit:
     # costs are formed in units of a power of two within a factor 2 of the largest hard weight
     # (exact, and 1e308 · 2 does not overflow); soft weights and the margin stay in plain units
     unit = math.ldexp(1.0, math.frexp(float(np.abs(w[hard_wid]).max()))[1] - 1)
-    # terms: (weight id, its cost values ≥ 0, variables); soft terms only add to the soft span
-    terms: list[tuple[int, np.ndarray, np.ndarray]] = []
-    soft_span = 0.0
+    # terms: (weight id, its cost values ≥ 0 in units of `unit`, how many factors or groups
+    # share them); soft terms only add to the soft span
+    terms: list[tuple[int, np.ndarray, int]] = []
     unsure: list[str] = []
-    ungrouped = np.flatnonzero(graph.group < 0)
-    for f in ungrouped.tolist():
-        wid = int(graph.weight[f])
-        wf = float(w[wid])
-        if wf == 0.0:
-            continue
-        if not hard_wid[wid]:
-            soft_span += abs(wf) * _spread_bound(graph, f)
-            continue
-        e = (wf / unit) * _phi_values(graph, f)
-        terms.append((wid, e.max() - e if e.size else e, np.unique(graph.factor_args(f))))
+    free = graph.evidence < 0
+    coupled = np.zeros(graph.n_vars, dtype=bool)
+    arity = np.diff(graph.factor_offsets)
+    fw = w[graph.weight]
+    bounds = _spread_bounds(graph, arity)
+    alone = graph.group < 0
+    soft_span = float(np.sum(np.abs(fw[alone & ~hard_wid[graph.weight]]) * bounds[alone & ~hard_wid[graph.weight]]))
+    hard_alone = np.flatnonzero(alone & hard_wid[graph.weight] & (fw != 0.0))
+    values_of: dict[tuple, np.ndarray] = {}  # one value set per kind of factor, not per factor
+    counts: dict[tuple[int, tuple], int] = {}
+    for f in hard_alone.tolist():
+        key = _signature(graph, f, int(arity[f]))
+        if key not in values_of:
+            values_of[key] = _phi_values(graph, f)
+        k = (int(graph.weight[f]), key)
+        counts[k] = counts.get(k, 0) + 1
+    for (wid, key), n in counts.items():
+        e = (float(w[wid]) / unit) * values_of[key]
+        terms.append((wid, e.max() - e if e.size else e, n))
+    if hard_alone.size:
+        _mark_coupled(graph, hard_alone, free, coupled)
     if graph.n_groups:
         order = np.argsort(graph.group, kind="stable")
         grp = graph.group[order]
         starts = np.searchsorted(grp, np.arange(graph.n_groups))
         ends = np.searchsorted(grp, np.arange(graph.n_groups), side="right")
+        member_bound = np.bincount(graph.group[~alone], weights=bounds[~alone], minlength=graph.n_groups)
+        gw = w[graph.group_weight]
         for g in range(graph.n_groups):
-            members = order[starts[g] : ends[g]]
-            if members.size == 0:
+            wg = float(gw[g])
+            if wg == 0.0 or starts[g] == ends[g]:
                 continue
-            wid = int(graph.group_weight[g])
-            wg = float(w[wid])
             sem = int(graph.semantics[g])
-            if wg == 0.0:
+            if not hard_wid[graph.group_weight[g]]:
+                total = float(member_bound[g])
+                span = 2.0 if sem == Semantics.LOGICAL else (2.0 * math.log1p(total) if sem == Semantics.RATIO else total)
+                soft_span += abs(wg) * span
                 continue
-            if not hard_wid[wid]:
-                soft_span += abs(wg) * _group_span(graph, members, sem)
-                continue
+            members = order[starts[g] : ends[g]]
             vals = _group_values(graph, members, sem)
             if vals is None:
                 unsure.append(f"head group {g} ({members.size} factors)")
                 continue
             e = (wg / unit) * vals
-            var_sets = [graph.factor_args(int(f)) for f in members]
-            terms.append((wid, e.max() - e, np.unique(np.concatenate(var_sets))))
+            terms.append((int(graph.group_weight[g]), e.max() - e, 1))
+            _mark_coupled(graph, members, free, coupled, together=True)
     if not terms and not unsure:
         return HardSplit(graph)
-    free = graph.evidence < 0
-    coupled = set()
-    for _, _, vs in terms:
-        fv = vs[free[vs]]
-        if fv.size >= 2:
-            coupled.update(fv.tolist())
-    n_hard = len(terms) + len(unsure)
+    coupled = set(np.flatnonzero(coupled).tolist())
+    n_hard = sum(n for _, _, n in terms) + len(unsure)
     warnings: list[str] = []
     if unsure:
         warnings.append(f"{unsure[0]} has a weight of magnitude ≥ {HARD_WEIGHT:g} and more sums than pdbq lists: "
@@ -240,7 +282,7 @@ def split_hard(graph: FactorGraph) -> HardSplit:
             tiers[-1].extend(ks)
         else:
             tiers.append(list(ks))
-        below += sum(float(terms[k][1].max(initial=0.0)) for k in ks)
+        below += sum(float(terms[k][1].max(initial=0.0)) * terms[k][2] for k in ks)
 
     factors: dict[int, float] = {}  # weight id → new weight / (old weight / unit)
     scaled_below = soft_span  # plain units from here on
@@ -249,7 +291,7 @@ def split_hard(graph: FactorGraph) -> HardSplit:
     for tier in tiers:
         gap = _min_gap(np.concatenate([terms[k][1] for k in tier]))
         need = MARGIN + scaled_below
-        spread = sum(float(terms[k][1].max(initial=0.0)) for k in tier)
+        spread = sum(float(terms[k][1].max(initial=0.0)) * terms[k][2] for k in tier)
         if gap > need / unit:
             factor = need / gap
         else:
