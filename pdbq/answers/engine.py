@@ -42,6 +42,7 @@ from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact.elimination import exact_map, exact_marginals
 from pdbq.inference.exact.loopy_bp import loopy_marginals
+from pdbq.inference.exact.hard import HARD_WEIGHT, HardSplit, split_hard
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
@@ -555,6 +556,9 @@ def answer(
     t0 = time.perf_counter()
     begun = t0 if started is None else started  # the query's clock: its time limit counts from here
     refuse_inert(method, explicit)
+    # hard constraints apart from soft weights: every method below reads the rescaled weights
+    hard: HardSplit = _memoised(memo, ("hard",), lambda: split_hard(graph))
+    graph = hard.graph
     on_dask = options.workers is not None or options.scheduler is not None
     if on_dask:
         dask_plan(options, method, explicit)
@@ -579,8 +583,11 @@ def answer(
         out = EngineAnswer(result=res, seed=seed if kw.get("method") in ("QAM", "GIBBS", "ANNEAL") else None, **kw)
         out.seconds = time.perf_counter() - t0
         out.cpu_seconds = time.process_time() - cpu0
+        if kw.get("method") != "EVIDENCE":
+            out.warnings.extend(hard_warnings(hard, "EXACT" if certified else kw.get("method")))
         return out
 
+    certified = False  # an ANNEAL world checked against the exact MAP
     if free_q.size == 0:
         marg = np.zeros((query.size, kmax))
         marg[np.arange(query.size), graph.evidence[query]] = 1.0
@@ -644,6 +651,17 @@ def answer(
     if chosen is Method.ANNEAL:
         r = _anneal(graph, query, options, seed, sites, on_round, begun)
         values = np.asarray(r.values, dtype=np.int64)
+        if hard.coupled:
+            until = None if options.time_limit is None else begun + options.time_limit
+            exact_best = _certify_map(graph, values, options, memo, poll, until)
+            if exact_best is not None:
+                certified = True
+                if exact_best is not values:
+                    values = exact_best
+                    reason += ("; hard constraints tie free variables and the annealed world scored below the "
+                               "exact MAP, which is the answer")
+                else:
+                    reason += "; the annealed world scores as high as the exact MAP"
         marg = np.zeros((query.size, kmax))
         warnings = list(getattr(r, "warnings", ()) or ())
         return done(marg, np.zeros_like(marg), values[query], method="ANNEAL", reason=reason, decision=decision,
@@ -742,6 +760,43 @@ def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np
     if memo is not None:
         memo.put(("loopy_bp",), r)
     return r.marginals if r.converged else None
+
+
+def _certify_map(graph: FactorGraph, values: np.ndarray, options, memo: Memo | None,
+                 poll: Callable[[], None] | None, deadline: float | None) -> np.ndarray | None:
+    """Under hard constraints that tie free variables annealing cannot vouch for its world; where
+    exact elimination is cheap (AUTO's cost model, at most a second) the exact MAP decides:
+    ``values`` itself when it scores as high, else the exact MAP's values; None when elimination
+    does not fit or the query's ``deadline`` passes first (the answer then carries
+    `hard_warnings`)."""
+    from pdbq.inference.mcmc.anneal import score_difference  # noqa: PLC0415 - ANNEAL's own module
+
+    budget = min(1.0, float(options.exact_budget))
+    decision = _memoised(memo, ("auto", options.max_table, budget),
+                         lambda: auto_decision(graph, options.max_table, max_seconds=budget))
+    if decision.method != "EXACT":
+        return None
+    try:
+        best = _memoised(memo, ("exact_map", options.max_table),
+                         lambda: exact_map(graph, max_table=options.max_table, deadline=deadline, poll=poll))
+    except (InferenceError, TimeLimitError):
+        return None
+    exact_values = np.asarray(best.values, dtype=np.int64)
+    return values if score_difference(graph, values, exact_values) >= 0.0 else exact_values
+
+
+def hard_warnings(hard: HardSplit, method: str | None) -> list[str]:
+    """What a method cannot vouch for under hard constraints: precision (every method), and for
+    the samplers and annealing, hard factors over two or more free variables, which single-variable
+    moves cannot cross (a chain, or an annealing run, stays among the worlds it started near)."""
+    out = list(hard.warnings)
+    if hard.coupled and method in ("GIBBS", "QAM", "ANNEAL"):
+        what = ("its MAP is not certified: it may be a world that is not the most probable"
+                if method == "ANNEAL" else "chains cannot move between the worlds they allow, so the estimates "
+                "may miss some of them and be wrong beyond their standard errors")
+        out.append(f"hard constraints (weights of magnitude ≥ {HARD_WEIGHT:g}) tie {hard.coupled} free variables "
+                   f"together: {what}; USING EXACT answers exactly where the model is small enough")
+    return out
 
 
 def _uses_moves(method: Method, options) -> bool:

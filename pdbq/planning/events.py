@@ -24,6 +24,7 @@ Events are written like conditions on variables: ``rel(key, ...)`` (a boolean va
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -282,5 +283,9 @@ def joint(
     cols: dict[str, Any] = {n: [r[0][j] for r in rows] for j, n in enumerate(names)}
     cols["p"] = pa.array([r[1] for r in rows], type=pa.float64())
     cols["stderr"] = pa.array([r[2] for r in rows], type=pa.float64())
-    return pa.table(cols)
+    table = pa.table(cols)
+    warned = list(dict.fromkeys(runner.warnings))
+    if warned:  # the runs' warnings travel with the table: a joint is never a plain number
+        table = table.replace_schema_metadata({b"warnings": json.dumps(warned).encode()})
+    return table
 
