@@ -290,3 +290,15 @@ def test_autos_search_for_a_small_cutset_reads_its_stop():
     cut = choose_moves(g, block_table=4, should_stop=lambda: True)
     assert cut.cut and cut.cutset is None and "stopped the search for a small cutset" in cut.reason
     assert not choose_moves(g, block_table=4, should_stop=lambda: False).cut
+
+
+@pytest.mark.parametrize("stopped_by, warned", [("time", True), ("steps", False), ("tolerance", False)])
+def test_a_run_of_asked_steps_cut_by_the_clock_says_so(stopped_by, warned):
+    # found by the time-limit matrix: within its tolerance, such a run answered without a word
+    from pdbq.inference.mcmc.config import GibbsConfig
+    from pdbq.inference.mcmc.run_book import diagnose
+
+    out = diagnose(np.array([0]), np.array([[0.5, 0.5]]), np.array([[0.001, 0.001]]), np.array([1.0]),
+                   np.array([1e6]), np.array([False]), 5000, GibbsConfig(steps=10**9, tolerance=0.01, chains=2),
+                   stopped_by, 100, 100, np.array([2]))
+    assert any("ended the run before the 1,000,000,000 updates per chain asked" in w for w in out) is warned, out
