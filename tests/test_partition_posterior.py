@@ -119,3 +119,19 @@ def test_kept_sums_equal_a_recount_after_sampling(n, seed):
     np.testing.assert_array_equal(st.in_cnt, fresh.in_cnt)
     np.testing.assert_allclose(st.pos_out, fresh.pos_out, atol=1e-9)
     assert np.array_equal(np.bincount(st.label, minlength=n), st.size)
+
+
+def test_time_limit_keeps_whole_batches_and_says_so():
+    n = 200
+    rng = np.random.default_rng(0)
+    a, b = np.triu_indices(n, 1)
+    keep = rng.random(a.size) < 0.2
+    a, b = a[keep], b[keep]
+    g = pair_graph(n, a, b, rng.normal(0.0, 1.0, a.size))
+    post = sample_mention_moves(g, a, b, clusters_csr(np.arange(n)),
+                                CorefConfig(sweeps=2000, burn_in=0, chains=3, time_limit=1e-9))
+    assert post.samples == 200  # one batch of one chain: the limit is checked between batches
+    assert any("time_limit" in w for w in post.warnings) and any("one batch" in w for w in post.warnings)
+    assert np.isnan(post.pair_stderr).all()
+    full = sample_mention_moves(g, a, b, clusters_csr(np.arange(n)), CorefConfig(sweeps=40, burn_in=2, chains=2))
+    assert full.samples == 80 and not full.warnings and 0 < full.factor_evaluations
