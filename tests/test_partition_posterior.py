@@ -69,12 +69,19 @@ def test_pair_and_cluster_probabilities_match_enumeration(n, seed, scale, dense)
     parts, pr, exact = _exact(n, a, b, w)
     map_part = parts[np.argmax(pr)]
     ptr, mem = clusters_csr(map_part)
-    cfg = CorefConfig(sweeps=3000, burn_in=50, chains=4, seed=int(rng.integers(2**31)))
-    post = sample_mention_moves(pair_graph(n, a, b, w), a, b, (ptr, mem), cfg, start=map_part)
-    ok, z = _agrees(post.pair_prob, post.pair_stderr, exact, post.samples)
-    assert ok, (seed, np.round(z, 2))
-    ok, z = _agrees(post.cluster_prob, post.cluster_stderr, _cluster_exact(parts, pr, ptr, mem), post.samples)
-    assert ok, (seed, np.round(z, 2))
+    cluster_exact = _cluster_exact(parts, pr, ptr, mem)
+    # a failure at 3 standard errors happens by chance in about 1 of 150 examples here (the
+    # pairs of one example err together, and the errors are themselves estimated): it is
+    # confirmed by a second, independent run 4x as long, where a biased sampler fails again
+    for sweeps in (3000, 12000):
+        cfg = CorefConfig(sweeps=sweeps, burn_in=50, chains=4, seed=int(rng.integers(2**31)))
+        post = sample_mention_moves(pair_graph(n, a, b, w), a, b, (ptr, mem), cfg, start=map_part)
+        ok_p, z_p = _agrees(post.pair_prob, post.pair_stderr, exact, post.samples)
+        ok_c, z_c = _agrees(post.cluster_prob, post.cluster_stderr, cluster_exact, post.samples)
+        if ok_p and ok_c:
+            break
+    assert ok_p, (seed, np.round(z_p, 2))
+    assert ok_c, (seed, np.round(z_c, 2))
     # the MAP clustering as the posterior (0/1, standard error 0) fails wherever the model is unsure
     if np.any((exact > 0.05) & (exact < 0.95)):
         map01 = (map_part[a] == map_part[b]).astype(float)
