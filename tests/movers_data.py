@@ -52,21 +52,19 @@ def _phone(rng):
     return f"{rng.integers(200, 999)}-{rng.integers(100, 999)}-{rng.integers(1000, 9999)}"
 
 
-def _place(rng, cities):
+def _place(rng, cities, streets):
     c = int(rng.integers(len(cities)))
     city, zips = cities[c]
-    return f"{rng.integers(1, 9999)} {rng.choice(_STREETS)} {rng.choice(_KINDS)}", city, str(rng.choice(zips))
+    return f"{rng.integers(1, 9999)} {rng.choice(streets)} {rng.choice(_KINDS)}", city, str(rng.choice(zips))
 
 
-_STREETS = None
 _KINDS = np.array(["st", "ave", "rd", "ln", "dr", "ct", "way", "pl", "blvd"])
 
 
 def movers(n: int, seed: int = 0, dup: float = 0.2) -> tuple[pa.Table, np.ndarray]:
     """About `n` person records (module docstring) and their entity (person) per record."""
-    global _STREETS
     rng = np.random.default_rng(seed)
-    _STREETS = np.array([_word(rng, 4, 10) for _ in range(max(50, n // 20))])
+    streets = np.array([_word(rng, 4, 10) for _ in range(max(50, n // 20))])
     firsts = np.array([_word(rng, 3, 9) for _ in range(max(200, n // 30))])
     lasts = np.array([_word(rng, 4, 11) for _ in range(max(500, n // 8))])
     domains = np.array(["mail.com", "post.net", "inbox.org", "web.de", "fast.io", "corp.com"])
@@ -81,7 +79,7 @@ def movers(n: int, seed: int = 0, dup: float = 0.2) -> tuple[pa.Table, np.ndarra
     person = 0
     while len(ent) < n:
         last = str(rng.choice(lasts, p=pl))
-        address, city, zipc = _place(rng, cities)
+        address, city, zipc = _place(rng, cities, streets)
         landline = _phone(rng) if rng.random() < 0.6 else None
         family_email = f"{last}{rng.integers(1, 999)}@{rng.choice(domains)}"
         size = int(rng.choice([1, 2, 3, 4], p=HOUSEHOLDS))
@@ -101,7 +99,7 @@ def movers(n: int, seed: int = 0, dup: float = 0.2) -> tuple[pa.Table, np.ndarra
                 r = dict(base)
                 if d:
                     if rng.random() < 0.45:  # moved: a new place, often a new phone
-                        r["address"], r["city"], r["zip"] = _place(rng, cities)
+                        r["address"], r["city"], r["zip"] = _place(rng, cities, streets)
                         if rng.random() < 0.7:
                             r["phone"] = _phone(rng)
                     if rng.random() < 0.10:

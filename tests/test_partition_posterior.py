@@ -69,12 +69,19 @@ def test_pair_and_cluster_probabilities_match_enumeration(n, seed, scale, dense)
     parts, pr, exact = _exact(n, a, b, w)
     map_part = parts[np.argmax(pr)]
     ptr, mem = clusters_csr(map_part)
-    cfg = CorefConfig(sweeps=3000, burn_in=50, chains=4, seed=int(rng.integers(2**31)))
-    post = sample_mention_moves(pair_graph(n, a, b, w), a, b, (ptr, mem), cfg, start=map_part)
-    ok, z = _agrees(post.pair_prob, post.pair_stderr, exact, post.samples)
-    assert ok, (seed, np.round(z, 2))
-    ok, z = _agrees(post.cluster_prob, post.cluster_stderr, _cluster_exact(parts, pr, ptr, mem), post.samples)
-    assert ok, (seed, np.round(z, 2))
+    cluster_exact = _cluster_exact(parts, pr, ptr, mem)
+    # a failure at 3 standard errors happens by chance in about 1 of 150 examples here (the
+    # pairs of one example err together, and the errors are themselves estimated): it is
+    # confirmed by a second, independent run 4x as long, where a biased sampler fails again
+    for sweeps in (3000, 12000):
+        cfg = CorefConfig(sweeps=sweeps, burn_in=50, chains=4, seed=int(rng.integers(2**31)))
+        post = sample_mention_moves(pair_graph(n, a, b, w), a, b, (ptr, mem), cfg, start=map_part)
+        ok_p, z_p = _agrees(post.pair_prob, post.pair_stderr, exact, post.samples)
+        ok_c, z_c = _agrees(post.cluster_prob, post.cluster_stderr, cluster_exact, post.samples)
+        if ok_p and ok_c:
+            break
+    assert ok_p, (seed, np.round(z_p, 2))
+    assert ok_c, (seed, np.round(z_c, 2))
     # the MAP clustering as the posterior (0/1, standard error 0) fails wherever the model is unsure
     if np.any((exact > 0.05) & (exact < 0.95)):
         map01 = (map_part[a] == map_part[b]).astype(float)
@@ -119,3 +126,19 @@ def test_kept_sums_equal_a_recount_after_sampling(n, seed):
     np.testing.assert_array_equal(st.in_cnt, fresh.in_cnt)
     np.testing.assert_allclose(st.pos_out, fresh.pos_out, atol=1e-9)
     assert np.array_equal(np.bincount(st.label, minlength=n), st.size)
+
+
+def test_time_limit_keeps_whole_batches_and_says_so():
+    n = 200
+    rng = np.random.default_rng(0)
+    a, b = np.triu_indices(n, 1)
+    keep = rng.random(a.size) < 0.2
+    a, b = a[keep], b[keep]
+    g = pair_graph(n, a, b, rng.normal(0.0, 1.0, a.size))
+    post = sample_mention_moves(g, a, b, clusters_csr(np.arange(n)),
+                                CorefConfig(sweeps=2000, burn_in=0, chains=3, time_limit=1e-9))
+    assert post.samples == 200  # one batch of one chain: the limit is checked between batches
+    assert any("time_limit" in w for w in post.warnings) and any("one batch" in w for w in post.warnings)
+    assert np.isnan(post.pair_stderr).all()
+    full = sample_mention_moves(g, a, b, clusters_csr(np.arange(n)), CorefConfig(sweeps=40, burn_in=2, chains=2))
+    assert full.samples == 80 and not full.warnings and 0 < full.factor_evaluations

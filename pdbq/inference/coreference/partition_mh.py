@@ -50,6 +50,7 @@ class PartitionState(NamedTuple):
     mark: np.ndarray     # int64[n] scratch: search stamp per mention
     queue: np.ndarray    # int64[n] scratch
     stamp: np.ndarray    # int64[1]: the last search's stamp
+    reads: np.ndarray    # int64[1]: pair scores read so far (the work done)
 
 
 def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray, score: np.ndarray) -> PartitionState:
@@ -69,7 +70,8 @@ def partition_state(labels: np.ndarray, indptr: np.ndarray, nbr: np.ndarray, sco
     out = ~inside & (score > 0)
     pos_out = np.bincount(src[out], weights=score[out], minlength=n).astype(np.float64)
     return PartitionState(label, size, free, np.array([int((size == 0).sum())], np.int64), in_sum, in_cnt, pos_out,
-                          np.zeros(1, np.float64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(1, np.int64))
+                          np.zeros(1, np.float64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(1, np.int64),
+                          np.zeros(1, np.int64))
 
 
 def connected_clusters(labels: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
@@ -150,6 +152,7 @@ def _stays_connected(m, a, st, indptr, nbr):
     while head < tail:
         x = queue[head]
         head += 1
+        st.reads[0] += indptr[x + 1] - indptr[x]
         for p in range(indptr[x], indptr[x + 1]):
             y = nbr[p]
             if label[y] != a or mark[y] == -t:
@@ -169,6 +172,7 @@ def _move(m, a, b, st, indptr, nbr, score):
     """Move m from cluster a to cluster id b and update its neighbours' sums (`in_sum`,
     `in_cnt`, `pos_out`) and its own."""
     label, in_sum, in_cnt, pos_out = st.label, st.in_sum, st.in_cnt, st.pos_out
+    st.reads[0] += indptr[m + 1] - indptr[m]
     s = 0.0
     k = 0
     pos_in = 0.0
@@ -206,6 +210,7 @@ def _links_into(m, b, st, indptr, nbr, score):
     s = 0.0
     k = 0
     pos = 0.0
+    st.reads[0] += indptr[m + 1] - indptr[m]
     for p in range(indptr[m], indptr[m + 1]):
         if st.label[nbr[p]] == b:
             w = score[p]

@@ -36,6 +36,7 @@ from numba import njit
 from pdbq.coref.layout import PairGraph
 from pdbq.errors import InferenceError
 from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, check_groups, new_scratch, state_from_labels
+from pdbq.inference.coreference.partition_mh import mh_sweeps, partition_state
 from pdbq.inference.coreference.resolve import CorefConfig, _graph_for, _initial, _Mover, _scorer, group_clash
 from pdbq.inference.coreference.subsample import subsample_seeds, subsample_state
 from pdbq.inference.mcmc.rng import chain_states
@@ -198,10 +199,11 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
     error is the standard deviation of its batch means over all chains' batches / √(their
     number), which includes the autocorrelation within a chain as long as a batch is longer than
     it; it is never below 1 / (the number of samples), their resolution (a pair joined in no
-    sample is not known to be impossible). Chains start at `start` (e.g. the MAP clustering; a cluster of it that candidate pairs
-    do not connect is cut into its connected pieces, the sampler's support) or, without it, with
-    every mention alone."""
-    from pdbq.inference.coreference.partition_mh import mh_sweeps, partition_state
+    sample is not known to be impossible). Chains start at `start` (e.g. the MAP clustering; a
+    cluster of it that candidate pairs do not connect is cut into its connected pieces, the
+    sampler's support) or, without it, with every mention alone. `config.time_limit` is checked
+    between batches: a run stopped by it keeps its whole batches and warns. `factor_evaluations`
+    counts the pair scores read (most proposals are rejected without reading any)."""
 
     _graph_for(g, config)
     n = g.indptr.shape[0] - 1
@@ -219,8 +221,10 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
     per = config.sweeps // batches
     sums = [np.zeros(qa.size), np.zeros(qa.size), np.zeros(k_clusters), np.zeros(k_clusters)]
     warnings: list[str] = []
-    done = accepted = 0
+    done = accepted = reads = 0
     nb = 0
+    over = False
+    ran = 0
     for c in range(config.chains):
         if c and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
             warnings.append(f"time_limit {config.time_limit} s reached: {c} of {config.chains} chains ran")
@@ -229,7 +233,12 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
         rng = rngs[c : c + 1].copy()
         empty = np.zeros(0, np.int64)
         accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, config.burn_in, qa, qb, cl_ptr, cl_mem, empty, empty)
-        for _ in range(batches):
+        for k_batch in range(batches):
+            if k_batch and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
+                warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {k_batch} of {batches} "
+                                "batches")
+                over = True
+                break
             ph = np.zeros(qa.size, np.int64)
             ch = np.zeros(k_clusters, np.int64)
             accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, per, qa, qb, cl_ptr, cl_mem, ph, ch)
@@ -238,13 +247,18 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
                 sums[2 * k + 1] += x * x
             done += per
             nb += 1
+        reads += int(st.reads[0])
+        ran += 1
+        if over:
+            break
     mean_p, mean_c = sums[0] / nb, sums[2] / nb
-    var_p = np.maximum(sums[1] / nb - mean_p ** 2, 0.0) * nb / (nb - 1)
-    var_c = np.maximum(sums[3] / nb - mean_c ** 2, 0.0) * nb / (nb - 1)
-    passes = (nb // batches) * config.burn_in + nb * per
-    # a step scans its mention's row: a pass reads every stored pair score once
-    floor = 1.0 / max(done, 1)
-    return ClusteringPosterior(mean_p, np.maximum(np.sqrt(var_p / nb), floor), mean_c,
-                               np.maximum(np.sqrt(var_c / nb), floor), done,
-                               int(g.nbr.shape[0]) * passes, n * passes, accepted, time.perf_counter() - t0,
+    if nb > 1:
+        floor = 1.0 / done  # the samples' resolution: a value seen in no batch is not known to be 0
+        se_p = np.maximum(np.sqrt(np.maximum(sums[1] / nb - mean_p ** 2, 0.0) / (nb - 1)), floor)
+        se_c = np.maximum(np.sqrt(np.maximum(sums[3] / nb - mean_c ** 2, 0.0) / (nb - 1)), floor)
+    else:
+        se_p, se_c = np.full(qa.size, np.nan), np.full(k_clusters, np.nan)
+        warnings.append("one batch: no standard error (give more time or passes)")
+    passes = ran * config.burn_in + nb * per
+    return ClusteringPosterior(mean_p, se_p, mean_c, se_c, done, reads, n * passes, accepted, time.perf_counter() - t0,
                                tuple(warnings))
