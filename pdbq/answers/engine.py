@@ -30,7 +30,7 @@ import numpy as np
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.option_scope import refuse_inert
-from pdbq.answers.warmup import compile_notice, tiers_for, warm_up
+from pdbq.answers.warmup import tiers_for, warm_up
 from pdbq.errors import InferenceError, OptionError, TimeLimitError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
@@ -586,8 +586,6 @@ def answer(
                             f"{before:.2f} s of it): raise time_limit")
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
         out.warnings.append(exact_hint(decision, options.exact_budget))
-    for notice in reversed([n for n in map(compile_notice, warmed) if n]):
-        out.warnings.insert(0, notice)
     return out
 
 

@@ -5,8 +5,10 @@ pdbq's numba kernels are compiled for the machine on first use and cached on dis
 next to the modules, or under ``NUMBA_CACHE_DIR``); later processes load them in well under a
 second. On a fresh install the first compilation takes tens of seconds, which is not the user's
 query: `warm_up` runs every kernel of a tier once on a tiny built-in model, once per process,
-before the caller takes the query's start time (or moves its deadline by the time spent), and
-says how many kernel signatures it had to compile, so the caller can say so once.
+before the caller takes the query's start time (or moves its deadline by the time spent). A
+compilation is announced when it starts, through the caller's `pdbq.progress.watch_compiles`
+(what is being prepared and about how long), reported while it runs and summed up once it ends
+(the query's ``notices``, kept apart from its ``warnings``).
 
 Tiers: ``"core"`` is what any PROB/MAP query runs (graph arrays and reachability, the Gibbs
 kernels and their estimates, query-aware selection, exact elimination); ``"moves"`` adds the moves
@@ -32,10 +34,21 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbq.inference.mcmc.kernels import NARROW_VALUES
+from pdbq.progress import current_watch, expect_compiles
 
-__all__ = ["WarmUp", "warm_up", "compile_notice", "tiers_for", "TIERS", "NARROW_VALUES"]
+__all__ = ["WarmUp", "warm_up", "tiers_for", "TIERS", "TIER_TEXT", "TIER_SECONDS", "NARROW_VALUES"]
 
 TIERS = ("core", "moves", "wide", "wide-moves")
+# What each tier prepares, for the notice said when its compilation starts, and about how long
+# that takes on a fresh install (measured on a quiet 2-core machine: docs/benchmarks.md, "Cold
+# start"; a slower or busier machine takes longer, the progress report shows the time spent).
+TIER_TEXT = {
+    "core": "pdbq's kernels (graph, Gibbs sampling, query-aware selection, exact inference)",
+    "moves": "the kernels of AUTO's mixing moves",
+    "wide": f"pdbq's kernels for variables of over {NARROW_VALUES} values",
+    "wide-moves": f"the mixing moves' kernels for variables of over {NARROW_VALUES} values",
+}
+TIER_SECONDS = {"core": 25.0, "moves": 30.0, "wide": 15.0, "wide-moves": 25.0}
 _lock = threading.Lock()
 _done: dict[str, bool] = {}
 
@@ -182,7 +195,8 @@ def _moves(graph, targets) -> None:
 
 def warm_up(tier: str = "core") -> WarmUp | None:
     """Run ``tier``'s kernels once in this process (compiling those not in numba's cache);
-    None when this process already did (then it costs nothing). Thread-safe."""
+    None when this process already did (then it costs nothing). Thread-safe. A compilation is
+    announced when it starts through this thread's `pdbq.progress.watch_compiles` (if any)."""
     if tier not in TIERS:
         raise ValueError(f"warm_up: tier must be one of {TIERS}, got {tier!r}")
     if _done.get(tier):
@@ -192,21 +206,14 @@ def warm_up(tier: str = "core") -> WarmUp | None:
             return None
         t0 = time.perf_counter()
         before = _misses()
+        expect_compiles(TIER_TEXT[tier], TIER_SECONDS[tier])
         graph, targets = _wide_graph() if tier.startswith("wide") else _tiny_graph()
         if tier in ("core", "wide"):
             _core(graph, targets)
         else:
             _moves(graph, targets)
         _done[tier] = True
+        watch = current_watch()
+        if watch is not None:
+            watch.settle()
         return WarmUp(tier, time.perf_counter() - t0, _misses() - before)
-
-
-def compile_notice(w: WarmUp | None) -> str | None:
-    """The one-time sentence for a warm-up that compiled kernels (None otherwise)."""
-    if w is None or w.compiled == 0:
-        return None
-    what = {"core": "pdbq's kernels", "moves": "the kernels of AUTO's mixing moves",
-            "wide": f"pdbq's kernels for variables of over {NARROW_VALUES} values"}.get(
-        w.tier, f"the kernels of AUTO's mixing moves for variables of over {NARROW_VALUES} values")
-    return (f"first use on this machine: compiled {what} ({w.compiled} signatures, {w.seconds:.1f} s; cached for "
-            "later runs); that time is not counted against time_limit")

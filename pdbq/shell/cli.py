@@ -16,8 +16,7 @@ import sys
 from typing import Any
 
 from pdbq.errors import PdbqError
-from pdbq.shell.repl import Shell
-from pdbq.shell.session import open_database, version_text
+from pdbq.shell.session import version_text
 from pdbq.shell.streams import error_text, isatty
 
 __all__ = ["build_arg_parser", "main"]
@@ -72,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return dedupe_main(argv[1:])
     args = build_arg_parser().parse_args(argv)
+    # the engine is imported once the arguments are read: --help and usage errors start fast
+    from pdbq.shell.repl import Shell  # noqa: PLC0415
+    from pdbq.shell.session import open_database  # noqa: PLC0415
+
     actions: list[tuple[str, str]] = args.actions or []
     interactive = not actions and isatty(sys.stdin) and isatty(sys.stdout)
     try:
