@@ -283,6 +283,7 @@ class CompileWatch:
         self.notices: list[str] = []
         self.seconds: dict[str, float] = {}  # family -> seconds compiling, this compilation
         self.signatures = 0
+        self.kernels: dict[str, float] = {}  # "module.function" -> seconds compiling, over the watch's life
         self._clock = clock
         self._started: float | None = None
         self._current = ""
@@ -324,11 +325,13 @@ class CompileWatch:
                 self._ticker = threading.Thread(target=self._tick, name="pdbq-compile-progress", daemon=True)
                 self._ticker.start()
 
-    def _end(self, family: str) -> None:
+    def _end(self, family: str, kernel: str = "") -> None:
         now = self._clock()
         with self._lock:
             if self._since is not None:
                 self.seconds[family] = self.seconds.get(family, 0.0) + now - self._since
+                if kernel:
+                    self.kernels[kernel] = self.kernels.get(kernel, 0.0) + now - self._since
             self._since = None
             self.signatures += 1
             self._compiling.clear()
@@ -376,16 +379,17 @@ def _install() -> None:
                 _local.depth = depth + 1
                 watch = getattr(_local, "watch", None)
                 if depth == 0 and watch is not None:
-                    disp = (ev.data or {}).get("dispatcher")
-                    module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+                    func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+                    module = getattr(func, "__module__", "") or ""
                     _local.family = kernel_family(module)
+                    _local.kernel = f"{module}.{getattr(func, '__name__', '?')}"
                     watch._begin(_local.family)
 
             def on_end(self, ev) -> None:
                 _local.depth = max(0, getattr(_local, "depth", 1) - 1)
                 watch = getattr(_local, "watch", None)
                 if _local.depth == 0 and watch is not None:
-                    watch._end(getattr(_local, "family", "other"))
+                    watch._end(getattr(_local, "family", "other"), getattr(_local, "kernel", ""))
 
         event.register("numba:compile", _Listener())
         _installed = True

@@ -527,6 +527,7 @@ def answer(
         return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision)
 
     if chosen is Method.ANNEAL:
+        warm_up("anneal")  # its kernels, compiled on a machine's first use, before its own clock starts
         r = _anneal(graph, query, options, seed, sites, on_round)
         values = np.asarray(r.values, dtype=np.int64)
         marg = np.zeros((query.size, kmax))

@@ -10,7 +10,8 @@ compilation is announced when it starts, through the caller's `pdbq.progress.wat
 (what is being prepared and about how long), reported while it runs and summed up once it ends
 (the query's ``notices``, kept apart from its ``warnings``).
 
-Tiers: ``"core"`` is what any PROB/MAP query runs (graph arrays and reachability, the Gibbs
+Tiers: ``"anneal"`` is annealed MAP (``USING ANNEAL``), warmed when a query is about to run it;
+``"core"`` is what any PROB/MAP query runs (graph arrays and reachability, the Gibbs
 kernels and their estimates, query-aware selection, exact elimination); ``"moves"`` adds the moves
 AUTO and the mixing options use (exact blocks, cutset conditioning with a joint group, exact
 blocks over slow domains, Swendsen–Wang clusters, replica exchange, mode jumps), warmed only when
@@ -38,7 +39,7 @@ from pdbq.progress import current_watch, expect_compiles
 
 __all__ = ["WarmUp", "warm_up", "tiers_for", "TIERS", "TIER_TEXT", "TIER_SECONDS", "NARROW_VALUES"]
 
-TIERS = ("core", "moves", "wide", "wide-moves")
+TIERS = ("core", "moves", "wide", "wide-moves", "anneal")
 # What each tier prepares, for the notice said when its compilation starts, and about how long
 # that takes on a fresh install (measured on a quiet 2-core machine: docs/benchmarks.md, "Cold
 # start"; a slower or busier machine takes longer, the progress report shows the time spent).
@@ -47,8 +48,9 @@ TIER_TEXT = {
     "moves": "the kernels of AUTO's mixing moves",
     "wide": f"pdbq's kernels for variables of over {NARROW_VALUES} values",
     "wide-moves": f"the mixing moves' kernels for variables of over {NARROW_VALUES} values",
+    "anneal": "the kernels of annealed MAP (USING ANNEAL)",
 }
-TIER_SECONDS = {"core": 25.0, "moves": 30.0, "wide": 15.0, "wide-moves": 25.0}
+TIER_SECONDS = {"core": 25.0, "moves": 30.0, "wide": 15.0, "wide-moves": 25.0, "anneal": 10.0}
 _lock = threading.Lock()
 _done: dict[str, bool] = {}
 
@@ -193,6 +195,15 @@ def _moves(graph, targets) -> None:
         run_gibbs(graph, targets, cfg, moves=static_moves(graph, sb, sites))
 
 
+def _anneal(graph) -> None:
+    from pdbq.inference.mcmc.anneal import anneal_map  # noqa: PLC0415
+    from pdbq.inference.mcmc.config import AnnealConfig  # noqa: PLC0415
+
+    sites = np.flatnonzero(graph.evidence < 0)
+    anneal_map(graph, AnnealConfig(steps=400, chains=2, threads=1, seed=0), sites=sites)
+    anneal_map(graph, AnnealConfig(steps=400, chains=2, threads=1, seed=0, time_limit=5.0), sites=sites)
+
+
 def warm_up(tier: str = "core") -> WarmUp | None:
     """Run ``tier``'s kernels once in this process (compiling those not in numba's cache);
     None when this process already did (then it costs nothing). Thread-safe. A compilation is
@@ -210,6 +221,8 @@ def warm_up(tier: str = "core") -> WarmUp | None:
         graph, targets = _wide_graph() if tier.startswith("wide") else _tiny_graph()
         if tier in ("core", "wide"):
             _core(graph, targets)
+        elif tier == "anneal":
+            _anneal(graph)
         else:
             _moves(graph, targets)
         _done[tier] = True

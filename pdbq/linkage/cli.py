@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from pdbq.coref.kinds import KINDS
 from pdbq.errors import CorefInputError, PdbqError
+from pdbq.progress import ProgressBar, watch_compiles
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -224,13 +225,15 @@ def main(argv: list[str] | None = None) -> int:
                   probabilities=bool(args.pairs or args.cluster_confidence))
         if args.gold and not args.link:  # a bad label file costs no clustering and stores no model
             _gold_labels(con, args, _record_ids(con, args))
-        if args.link:
-            from pdbq.linkage.link import link  # noqa: PLC0415
+        # the kernels' compilation on a machine's first run is said on stderr before the wait
+        with watch_compiles(ProgressBar(sys.stderr)):
+            if args.link:
+                from pdbq.linkage.link import link  # noqa: PLC0415
 
-            res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
-                       one_to_one=args.one_to_one, model=args.use_model, model_name=args.model, **kw)
-        else:
-            res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
+                res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
+                           one_to_one=args.one_to_one, model=args.use_model, model_name=args.model, **kw)
+            else:
+                res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
         _write_extras(res, args)
         for w in res.warnings:
             sys.stderr.write(f"warning: {w}\n")
