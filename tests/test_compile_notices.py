@@ -106,3 +106,40 @@ def test_a_query_that_compiles_says_so_in_notices_not_warnings(db, monkeypatch):
     assert [p.notice is not None for p in seen if p.phase == "compiling"][0], "no notice before compiling"
     again = db.execute("SELECT s.name, PROB(s) FROM smokes AS s USING EXACT")
     assert again.diagnostics["notices"] == [] and again.diagnostics["warnings"] == []
+
+
+LOADED = """
+import json, sys
+import pdbq
+from numba.core.registry import CPUDispatcher
+db = pdbq.connect()
+db.execute('''CREATE TABLE t(i INT); INSERT INTO t VALUES (1), (2), (3), (4);
+CREATE VARIABLE x(i INT) DOMAIN BOOLEAN FROM (SELECT i FROM t);
+CREATE RULE r WEIGHT 0.5 FUNCTION EQUAL AS x(a) = x(b) :- t(a), t(b), a < b;''')
+db.execute(sys.argv[1])
+loaded = sorted(f"{m}.{k}" for m, mod in list(sys.modules.items()) if m.startswith("pdbq.")
+                for k, v in vars(mod).items() if isinstance(v, CPUDispatcher) and v.overloads)
+print(json.dumps(loaded))
+"""
+
+
+def _kernels_loaded(query: str) -> list[str]:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    p = subprocess.run([sys.executable, "-c", LOADED, query], env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+@pytest.mark.timeout(1800)
+def test_a_query_loads_only_the_kernels_of_the_method_it_runs():
+    exact = _kernels_loaded("SELECT v.i, PROB(v) FROM x AS v USING EXACT")
+    assert exact and not [k for k in exact if k.startswith(("pdbq.inference.mcmc.", "pdbq.inference.query_aware."))], exact
+    gibbs = _kernels_loaded("SELECT v.i, PROB(v) FROM x AS v USING GIBBS WITH (steps = 2000, seed = 1)")
+    assert any(k.startswith("pdbq.inference.mcmc.kernels.") for k in gibbs), gibbs
+    assert not [k for k in gibbs if k.startswith("pdbq.inference.exact.upward_kernel.")], gibbs

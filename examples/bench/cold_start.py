@@ -133,6 +133,8 @@ def line(label: str, r: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="import,families,warmup,demo,dedupe,grid,anneal,prewarmed")
+    ap.add_argument("--warmed-cache", metavar="DIR",
+                    help="prewarmed: use this cache, which 'pdbq warm-up' already filled, instead of warming a new one")
     args = ap.parse_args()
     only = set(args.only.split(","))
     out("machine", f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start")
@@ -179,8 +181,10 @@ def main() -> None:
                     if name in ("grid", "anneal"):
                         out(f"{name}: answer", first["out"].splitlines()[-1][:100])
         if "prewarmed" in only:
-            with tempfile.TemporaryDirectory() as cache:
-                line("pdbq warm-up (for the runs below)", run([PY, "-m", "pdbq", "warm-up"], cache))
+            with tempfile.TemporaryDirectory() as new:
+                cache = args.warmed_cache or new
+                if not args.warmed_cache:
+                    line("pdbq warm-up (for the runs below)", run([PY, "-m", "pdbq", "warm-up"], cache))
                 for name, cmd in (("demo", demo), ("dedupe", dedupe), ("grid", grid), ("anneal", anneal)):
                     with tempfile.TemporaryDirectory() as cwd:
                         line(f"{name}: first run after pdbq warm-up", run(cmd, cache, cwd))

@@ -518,6 +518,10 @@ def answer(
         if limit_exact is None and method is Method.AUTO:
             limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
         until = None if limit_exact is None else begun + limit_exact
+        # the elimination's kernels, compiled on a machine's first use: not the query's time
+        w = warm_up("exact")
+        if w is not None and until is not None:
+            until += w.seconds
         try:
             marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
                                            until, poll)
@@ -536,6 +540,11 @@ def answer(
                     steps=int(getattr(r, "steps", 0) or 0), chains=options.chains, warnings=warnings)
 
     steps, burn_in, tol, limit, fixed = _run_lengths(options, sites.size)
+    # the sampling kernels, AUTO's and the options' mixing moves, and values past uint8, have
+    # kernels (signatures) of their own: compiled (first use on a machine) or loaded now, before
+    # the selection and the chains use them, and that time is added to the deadline
+    warmed = [w for w in (warm_up(t) for t in ("sampling",) + tiers_for(graph, _uses_moves(method, options)))
+              if w is not None]
     sel = None
     share = None
     selection_name = "uniform"
@@ -550,9 +559,6 @@ def answer(
         threads=options.threads, seed=seed, time_limit=None, tolerance=tol, scan="sweep",
     )
     total = steps if fixed else None
-    # AUTO's and the options' mixing moves, and values past uint8, have kernels (signatures) of
-    # their own: compiled (first use on a machine) or loaded now, and that time is added to the deadline
-    warmed = [w for w in (warm_up(t) for t in tiers_for(graph, _uses_moves(method, options))) if w is not None]
     deadline = None if limit is None else begun + limit
     if deadline is not None:
         deadline += sum(w.seconds for w in warmed)

@@ -192,7 +192,7 @@ def _execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None,
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query
-    warm_up("core")
+    warm_up("plan")
     started = time.perf_counter()
     plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions,
                       started=started)

@@ -166,7 +166,7 @@ def _infer(
 
 def _infer_watched(db, targets, given, method, options, map, missing, progress, cancel) -> Inference:
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query
-    warm_up("core")
+    warm_up("plan")
     started = time.perf_counter()
     if isinstance(method, str):
         try:
