@@ -46,8 +46,8 @@ TIERS = ("core", "plan", "exact", "sampling", "moves", "wide", "wide-moves", "an
 # a tier made of others: warming it warms (and marks) each of them
 _PARTS = {"core": ("plan", "sampling", "exact")}
 # What each tier prepares, for the notice said when its compilation starts, and about how long
-# that takes on a fresh install (measured on a quiet 2-core machine: docs/benchmarks.md, "Cold
-# start"; a slower or busier machine takes longer, the progress report shows the time spent).
+# that takes on a fresh install (the CPU seconds measured on a 2-core machine: docs/benchmarks.md,
+# "Cold start"; a slower or busier machine takes longer, the progress report shows the time spent).
 TIER_TEXT = {
     "core": "pdbq's kernels (graph, Gibbs sampling, query-aware selection, exact inference)",
     "plan": "pdbq's graph kernels and AUTO's exact-or-sample decision",
@@ -58,7 +58,8 @@ TIER_TEXT = {
     "wide-moves": f"the mixing moves' kernels for variables of over {NARROW_VALUES} values",
     "anneal": "the kernels of annealed MAP (USING ANNEAL)",
 }
-TIER_SECONDS = {"core": 25.0, "plan": 4.0, "exact": 4.0, "sampling": 17.0, "moves": 30.0, "wide": 15.0, "wide-moves": 25.0, "anneal": 10.0}
+TIER_SECONDS = {"core": 30.0, "plan": 5.0, "exact": 5.0, "sampling": 20.0, "moves": 45.0, "wide": 15.0,
+                "wide-moves": 35.0, "anneal": 20.0}
 _lock = threading.RLock()
 _done: dict[str, bool] = {}
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from pdbq.coref.kinds import KINDS
 from pdbq.errors import CorefInputError, PdbqError
-from pdbq.progress import ProgressBar, watch_compiles
+from pdbq.progress import ProgressBar, expect_compiles, watch_compiles
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -227,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             _gold_labels(con, args, _record_ids(con, args))
         # the kernels' compilation on a machine's first run is said on stderr before the wait
         with watch_compiles(ProgressBar(sys.stderr)):
+            # about 12 CPU s on a 2-core machine (docs/benchmarks.md, "Cold start")
+            expect_compiles("pdbq's entity resolution kernels", 12.0)
             if args.link:
                 from pdbq.linkage.link import link  # noqa: PLC0415
 
