@@ -256,6 +256,9 @@ _FAMILIES = (
     ("pdbq.learning.", "learning"),
 )
 _TICK = 0.25  # seconds between progress reports while compiling
+# A compilation is announced once it has run this long: shorter ones are not worth a line, and a
+# long one is still said within a second of its start.
+ANNOUNCE_AFTER = 0.5
 _local = threading.local()
 _installed = False
 _install_lock = threading.Lock()
@@ -275,8 +278,10 @@ def kernel_family(module: str) -> str:
 
 class CompileWatch:
     """What numba compiled in one thread while this watch was active: announced through
-    ``progress`` when it starts, reported every quarter second while it runs, and summed up in
-    `notices` (one sentence per compilation) when it ends."""
+    ``progress`` once a compilation has run `ANNOUNCE_AFTER` seconds (a kernel that compiles in
+    a blink is not worth a line; a wait of seconds is said before most of it), reported every
+    quarter second while it runs, and summed up in `notices` (one sentence per compilation that
+    was announced) when it ends."""
 
     def __init__(self, progress: ProgressCallback | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
         self.progress = progress
@@ -286,9 +291,9 @@ class CompileWatch:
         self.kernels: dict[str, float] = {}  # "module.function" -> seconds compiling, over the watch's life
         self._clock = clock
         self._started: float | None = None
+        self._announced = False
         self._current = ""
         self._expected: tuple[str, float] | None = None
-        self._compiling = threading.Event()
         self._ticker: threading.Thread | None = None
         self._lock = threading.Lock()
         self._since: float | None = None
@@ -305,25 +310,30 @@ class CompileWatch:
         self.progress(Progress("compiling", self.signatures, None, elapsed=elapsed,
                                detail=f"{self._current} kernels" if self._current else "", notice=notice))
 
+    def _announce(self) -> None:
+        """The notice said when a compilation has gone on long enough (under the lock)."""
+        self._announced = True
+        if self._expected is not None:
+            what, secs = self._expected
+        else:
+            what, secs = f"pdbq's {self._current} kernels", None
+        about = f"about {secs:.0f} s, " if secs else ""
+        self._say(f"pdbq: compiling {what} for this machine (first use; {about}once: cached for later runs) ...")
+
     def _begin(self, family: str) -> None:
         now = self._clock()
         with self._lock:
             first = self._started is None
             if first:
                 self._started = now
+                self._announced = False
             self._current = family
             self._since = now
-            self._compiling.set()
-        if first:
-            if self._expected is not None:
-                what, secs = self._expected
-            else:
-                what, secs = f"pdbq's {family} kernels", None
-            about = f"about {secs:.0f} s, " if secs else ""
-            self._say(f"pdbq: compiling {what} for this machine (first use; {about}once: cached for later runs) ...")
-            if self.progress is not None and (self._ticker is None or not self._ticker.is_alive()):
-                self._ticker = threading.Thread(target=self._tick, name="pdbq-compile-progress", daemon=True)
-                self._ticker.start()
+            if first and ANNOUNCE_AFTER <= 0:
+                self._announce()
+        if first and self.progress is not None and (self._ticker is None or not self._ticker.is_alive()):
+            self._ticker = threading.Thread(target=self._tick, name="pdbq-compile-progress", daemon=True)
+            self._ticker.start()
 
     def _end(self, family: str, kernel: str = "") -> None:
         now = self._clock()
@@ -334,34 +344,45 @@ class CompileWatch:
                     self.kernels[kernel] = self.kernels.get(kernel, 0.0) + now - self._since
             self._since = None
             self.signatures += 1
-            self._compiling.clear()
 
     def _tick(self) -> None:
-        while self._started is not None:
-            time.sleep(_TICK)
+        while True:
+            with self._lock:
+                announced = self._announced
+            time.sleep(_TICK if announced else min(_TICK, max(ANNOUNCE_AFTER / 5, 0.01)))
             with self._lock:
                 if self._started is None:
                     return
-                self._say()
+                if not self._announced:
+                    if self._clock() - self._started >= ANNOUNCE_AFTER:
+                        self._announce()
+                else:
+                    self._say()
 
     def settle(self, counted: bool = False) -> str | None:
-        """End the compilation in progress (if any): its one sentence, also kept in `notices`.
-        ``counted``: whether its time counted against the query's time limit."""
+        """End the compilation in progress (if any): its one sentence (None when it was too
+        short to announce), also kept in `notices`. ``counted``: whether its time counted
+        against the query's time limit."""
         with self._lock:
             if self._started is None:
                 return None
             total = self._clock() - self._started
             self._started = None
+            said = self._announced or total >= ANNOUNCE_AFTER
+            self._announced = False
         parts = ", ".join(f"{f} {s:.1f} s" for f, s in sorted(self.seconds.items(), key=lambda kv: -kv[1]))
-        limit = "" if counted else "; not counted against time_limit"
-        notice = (f"first use on this machine: compiled pdbq's kernels in {total:.1f} s ({parts}; "
-                  f"{self.signatures} signatures; cached for later runs{limit})")
-        self.notices.append(notice)
-        self._say(notice, total)
+        n = self.signatures
         self.seconds = {}
         self.signatures = 0
         self._expected = None
         self._current = ""
+        if not said:
+            return None
+        limit = "" if counted else "; not counted against time_limit"
+        notice = (f"first use on this machine: compiled pdbq's kernels in {total:.1f} s ({parts}; "
+                  f"{n} signatures; cached for later runs{limit})")
+        self.notices.append(notice)
+        self._say(notice, total)
         return notice
 
 

@@ -14,8 +14,15 @@ import numpy as np
 import pytest
 
 import pdbq
+from pdbq import progress as progress_module
 from pdbq.planning import execute as execute_module
-from pdbq.progress import Progress, ProgressBar, format_progress, kernel_family, watch_compiles
+from pdbq.progress import CompileWatch, Progress, ProgressBar, format_progress, kernel_family, watch_compiles
+
+
+@pytest.fixture
+def at_once(monkeypatch):
+    """Announce every compilation as it starts (these tests' kernels compile in a blink)."""
+    monkeypatch.setattr(progress_module, "ANNOUNCE_AFTER", 0.0)
 
 
 def _fresh_kernel():
@@ -32,7 +39,7 @@ def _fresh_kernel():
     return kernel
 
 
-def test_compilation_is_announced_before_it_ends_and_summed_up_after():
+def test_compilation_is_announced_before_it_ends_and_summed_up_after(at_once):
     kernel = _fresh_kernel()
     seen: list[tuple[Progress, int]] = []
     with watch_compiles(lambda p: seen.append((p, len(kernel.overloads)))) as watch:
@@ -49,13 +56,43 @@ def test_compilation_is_announced_before_it_ends_and_summed_up_after():
     assert again.notices == []
 
 
-def test_nested_watches_make_one_summary():
+def test_nested_watches_make_one_summary(at_once):
     kernel = _fresh_kernel()
     with watch_compiles() as outer:
         with watch_compiles() as inner:
             kernel(np.ones(2))
         assert inner is outer
     assert len(outer.notices) == 1
+
+
+def test_a_compilation_shorter_than_the_threshold_is_not_worth_a_line(monkeypatch):
+    monkeypatch.setattr(progress_module, "ANNOUNCE_AFTER", 600.0)
+    kernel = _fresh_kernel()
+    seen: list[Progress] = []
+    with watch_compiles(seen.append) as watch:
+        kernel(np.ones(3))
+    assert [p for p in seen if p.notice] == [] and watch.notices == []
+
+
+def test_a_long_compilation_is_announced_while_it_runs(monkeypatch):
+    # the ticker says it once the threshold has passed, before the compilation ends (polled: a
+    # loaded machine may run the ticker late, but never after the end it has not seen yet)
+    import time
+
+    monkeypatch.setattr(progress_module, "ANNOUNCE_AFTER", 0.05)
+    seen: list[Progress] = []
+    w = CompileWatch(seen.append)
+    w.expect("the test's kernels", 3.0)
+    w._begin("graph")
+    give_up = time.monotonic() + 120
+    while not any(p.notice for p in seen) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    notices = [p.notice for p in seen if p.notice]
+    assert notices and notices[0].startswith("pdbq: compiling the test's kernels") and "about 3 s" in notices[0]
+    w._end("graph", "m.k")
+    summary = w.settle()
+    assert summary is not None and "graph" in summary and w.notices == [summary]
+    assert w.kernels and list(w.kernels) == ["m.k"]
 
 
 def test_notice_lines_reach_a_stream_that_is_not_a_terminal():
@@ -90,7 +127,7 @@ def db():
     d.close()
 
 
-def test_a_query_that_compiles_says_so_in_notices_not_warnings(db, monkeypatch):
+def test_a_query_that_compiles_says_so_in_notices_not_warnings(db, monkeypatch, at_once):
     kernel = _fresh_kernel()
     real = execute_module.warm_up
 
