@@ -109,3 +109,7 @@ class OptionError(PdbqError):
 
 class SchemaVersionError(PdbqError):
     """A database file written by a newer pdbq (its catalog schema is newer than this library)."""
+
+
+class CorefInputError(PdbqError):
+    """Bad input to a coreference model: ids, fields, blocking, gold table or pair arrays."""

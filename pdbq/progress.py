@@ -27,9 +27,10 @@ from typing import TextIO
 
 from pdbq.errors import PdbqError
 
-__all__ = ["Progress", "ProgressCallback", "ProgressBar", "CancelToken", "Cancelled", "format_progress"]
+__all__ = ["Progress", "ProgressCallback", "ProgressBar", "CancelToken", "Cancelled", "format_progress",
+           "CompileWatch", "watch_compiles", "expect_compiles"]
 
-PHASES = ("grounding", "sampling")
+PHASES = ("grounding", "sampling", "compiling")
 
 
 class Cancelled(PdbqError):
@@ -46,6 +47,11 @@ class Progress:
     query's estimates so far and ``tolerance`` the target (both ``None`` when not known/asked).
     ``elapsed`` is seconds since the phase began; ``time_limit`` the phase's time budget in
     seconds (``None``: none), which bounds both the fraction and the ETA.
+
+    ``"compiling"`` reports a first use on a machine, while numba compiles pdbq's kernels:
+    ``done`` counts kernel signatures compiled, ``detail`` names the kernels being prepared and
+    ``notice`` (on the first report of a compilation, before the wait, and on its last) is a
+    sentence to show once.
     """
 
     phase: str
@@ -55,6 +61,8 @@ class Progress:
     tolerance: float | None = None
     elapsed: float = 0.0
     time_limit: float | None = None
+    detail: str = ""
+    notice: str | None = None
 
     @property
     def fraction(self) -> float | None:
@@ -136,7 +144,7 @@ def format_progress(info: Progress, width: int = 80, bar_width: int = 20) -> str
     'sampling   [##########..........]  50%  500/1,000  stderr 0.0200/0.0100  2s  ETA 2s'
     """
     frac = info.fraction
-    parts = [f"{info.phase:<9}"]
+    parts = [f"{info.phase:<9}"] + ([info.detail] if info.detail else [])
     if frac is not None:
         filled = int(frac * bar_width)
         parts.append(f"[{'#' * filled}{'.' * (bar_width - filled)}] {int(frac * 100):3d}%")
@@ -159,7 +167,8 @@ class ProgressBar:
 
     Draws only when the stream is a terminal (or ``force=True``), only after ``delay`` seconds
     from construction, and at most every ``interval`` seconds; `close()` erases the line. Safe
-    to call from a worker thread.
+    to call from a worker thread. A report's ``notice`` (the kernels' one-time compilation) is
+    written as a line of its own on any stream unless ``notices=False``.
 
     >>> import io
     >>> bar = ProgressBar(io.StringIO())        # not a terminal: never draws
@@ -173,9 +182,11 @@ class ProgressBar:
         delay: float = 0.5,
         interval: float = 0.1,
         force: bool = False,
+        notices: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._stream = stream if stream is not None else sys.stderr
+        self._notices = notices
         isatty = getattr(self._stream, "isatty", None)
         self.enabled = bool(force or (isatty is not None and isatty()))
         self._delay = delay
@@ -189,6 +200,12 @@ class ProgressBar:
 
     def __call__(self, info: Progress) -> None:
         self.last = info
+        if info.notice and self._notices:
+            # said on any stream, terminal or not: a wait of many seconds follows (or just ended)
+            with self._lock:
+                self._stream.write(("\r\x1b[K" if self._drawn else "") + info.notice + "\n")
+                self._stream.flush()
+                self._drawn = False
         if not self.enabled:
             return
         now = self._clock()
@@ -216,3 +233,223 @@ class ProgressBar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# --- the kernels' one-time compilation -------------------------------------------------------
+# numba compiles a kernel signature on its first call in a process unless numba's on-disk cache
+# has it. A compilation on a fresh install takes seconds per kernel family, so it is announced
+# when it starts (numba's "numba:compile" event, in the compiling thread), reported while it
+# runs (a ticker thread), and summed up once it ends.
+
+# What a module's kernels are called in notices: the first prefix that matches.
+_FAMILIES = (
+    ("pdbq.graph.", "graph"),
+    ("pdbq.analysis.", "graph"),
+    ("pdbq.inference.exact.", "exact inference"),
+    ("pdbq.inference.query_aware.", "query-aware selection"),
+    ("pdbq.inference.mcmc.anneal", "annealing"),
+    ("pdbq.inference.mcmc.", "Gibbs sampling"),
+    ("pdbq.inference.moves.", "mixing moves"),
+    ("pdbq.inference.coreference.", "entity resolution"),
+    ("pdbq.coref.", "entity resolution"),
+    ("pdbq.linkage.", "entity resolution"),
+    ("pdbq.learning.", "learning"),
+)
+_TICK = 0.25  # seconds between progress reports while compiling
+# A compilation is announced once it has run this long: shorter ones are not worth a line, and a
+# long one is still said within a second of its start.
+ANNOUNCE_AFTER = 0.5
+_local = threading.local()
+_installed = False
+_install_lock = threading.Lock()
+
+
+def kernel_family(module: str) -> str:
+    """The family a kernel of ``module`` belongs to in notices.
+
+    >>> kernel_family("pdbq.inference.mcmc.kernels")
+    'Gibbs sampling'
+    """
+    for prefix, family in _FAMILIES:
+        if module.startswith(prefix) or module == prefix.rstrip("."):
+            return family
+    return "other"
+
+
+class CompileWatch:
+    """What numba compiled in one thread while this watch was active: announced through
+    ``progress`` once a compilation has run `ANNOUNCE_AFTER` seconds (a kernel that compiles in
+    a blink is not worth a line; a wait of seconds is said before most of it), reported every
+    quarter second while it runs, and summed up in `notices` (one sentence per compilation that
+    was announced) when it ends."""
+
+    def __init__(self, progress: ProgressCallback | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.progress = progress
+        self.notices: list[str] = []
+        self.seconds: dict[str, float] = {}  # family -> seconds compiling, this compilation
+        self.signatures = 0
+        self.kernels: dict[str, float] = {}  # "module.function" -> seconds compiling, over the watch's life
+        self._clock = clock
+        self._started: float | None = None
+        self._announced = False
+        self._current = ""
+        self._expected: tuple[str, float] | None = None
+        self._ticker: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._since: float | None = None
+
+    def expect(self, what: str, seconds: float) -> None:
+        """Name what the next compilation prepares and about how long it takes (a warm-up knows)."""
+        self._expected = (what, seconds)
+
+    def _say(self, notice: str | None = None, elapsed: float | None = None) -> None:
+        if self.progress is None:
+            return
+        if elapsed is None:
+            elapsed = self._clock() - self._started if self._started is not None else 0.0
+        self.progress(Progress("compiling", self.signatures, None, elapsed=elapsed,
+                               detail=f"{self._current} kernels" if self._current else "", notice=notice))
+
+    def _announce(self) -> None:
+        """The notice said when a compilation has gone on long enough (under the lock)."""
+        self._announced = True
+        if self._expected is not None:
+            what, secs = self._expected
+        else:
+            what, secs = f"pdbq's {self._current} kernels", None
+        about = f"about {secs:.0f} s, " if secs else ""
+        self._say(f"pdbq: compiling {what} for this machine (first use; {about}once: cached for later runs) ...")
+
+    def _begin(self, family: str) -> None:
+        now = self._clock()
+        with self._lock:
+            first = self._started is None
+            if first:
+                self._started = now
+                self._announced = False
+            self._current = family
+            self._since = now
+            if first and ANNOUNCE_AFTER <= 0:
+                self._announce()
+        if first and self.progress is not None and (self._ticker is None or not self._ticker.is_alive()):
+            self._ticker = threading.Thread(target=self._tick, name="pdbq-compile-progress", daemon=True)
+            self._ticker.start()
+
+    def _end(self, family: str, kernel: str = "") -> None:
+        now = self._clock()
+        with self._lock:
+            if self._since is not None:
+                self.seconds[family] = self.seconds.get(family, 0.0) + now - self._since
+                if kernel:
+                    self.kernels[kernel] = self.kernels.get(kernel, 0.0) + now - self._since
+            self._since = None
+            self.signatures += 1
+
+    def _tick(self) -> None:
+        while True:
+            with self._lock:
+                announced = self._announced
+            time.sleep(_TICK if announced else min(_TICK, max(ANNOUNCE_AFTER / 5, 0.01)))
+            with self._lock:
+                if self._started is None:
+                    return
+                if not self._announced:
+                    if self._clock() - self._started >= ANNOUNCE_AFTER:
+                        self._announce()
+                else:
+                    self._say()
+
+    def settle(self, counted: bool = False) -> str | None:
+        """End the compilation in progress (if any): its one sentence (None when it was too
+        short to announce), also kept in `notices`. ``counted``: whether its time counted
+        against the query's time limit."""
+        with self._lock:
+            if self._started is None:
+                return None
+            total = self._clock() - self._started
+            self._started = None
+            said = self._announced or total >= ANNOUNCE_AFTER
+            self._announced = False
+        parts = ", ".join(f"{f} {s:.1f} s" for f, s in sorted(self.seconds.items(), key=lambda kv: -kv[1]))
+        n = self.signatures
+        self.seconds = {}
+        self.signatures = 0
+        self._expected = None
+        self._current = ""
+        if not said:
+            return None
+        limit = "" if counted else "; not counted against time_limit"
+        notice = (f"first use on this machine: compiled pdbq's kernels in {total:.1f} s ({parts}; "
+                  f"{n} signatures; cached for later runs{limit})")
+        self.notices.append(notice)
+        self._say(notice, total)
+        return notice
+
+
+def _install() -> None:
+    """Listen to numba's compile events (once per process; imports numba)."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        from numba.core import event  # noqa: PLC0415
+
+        class _Listener(event.Listener):
+            def on_start(self, ev) -> None:
+                depth = getattr(_local, "depth", 0)
+                _local.depth = depth + 1
+                watch = getattr(_local, "watch", None)
+                if depth == 0 and watch is not None:
+                    func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+                    module = getattr(func, "__module__", "") or ""
+                    _local.family = kernel_family(module)
+                    _local.kernel = f"{module}.{getattr(func, '__name__', '?')}"
+                    watch._begin(_local.family)
+
+            def on_end(self, ev) -> None:
+                _local.depth = max(0, getattr(_local, "depth", 1) - 1)
+                watch = getattr(_local, "watch", None)
+                if _local.depth == 0 and watch is not None:
+                    watch._end(getattr(_local, "family", "other"), getattr(_local, "kernel", ""))
+
+        event.register("numba:compile", _Listener())
+        _installed = True
+
+
+class watch_compiles:
+    """``with watch_compiles(progress) as w:`` — compilations in this thread inside the block are
+    announced through ``progress`` when they start; `CompileWatch.notices` holds their summary.
+    Nested watches share the outer one (one statement, one summary)."""
+
+    def __init__(self, progress: ProgressCallback | None = None) -> None:
+        self._progress = progress
+        self._outer: CompileWatch | None = None
+        self.watch: CompileWatch | None = None
+
+    def __enter__(self) -> CompileWatch:
+        _install()
+        self._outer = getattr(_local, "watch", None)
+        if self._outer is not None:
+            if self._outer.progress is None and self._progress is not None:
+                self._outer.progress = self._progress
+            self.watch = self._outer
+        else:
+            self.watch = _local.watch = CompileWatch(self._progress)
+        return self.watch
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outer is None:
+            _local.watch = None
+            self.watch.settle(counted=True)
+
+
+def expect_compiles(what: str, seconds: float) -> None:
+    """Tell this thread's active watch (if any) what the next compilation prepares."""
+    watch = getattr(_local, "watch", None)
+    if watch is not None:
+        watch.expect(what, seconds)
+
+
+def current_watch() -> CompileWatch | None:
+    """This thread's active `CompileWatch`, if any."""
+    return getattr(_local, "watch", None)

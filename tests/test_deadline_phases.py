@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pdbq.answers import engine
-from pdbq.answers.warmup import WarmUp, compile_notice, warm_up
+from pdbq.answers.warmup import warm_up
 from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.exact.auto import Decision
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
@@ -164,12 +164,8 @@ def test_auto_samples_when_exact_would_outlast_the_time_left(monkeypatch):
     assert a.method == "EXACT"  # no time limit written: the exact branch as before
 
 
-def test_warm_up_is_once_per_process_and_said_only_when_it_compiled():
+def test_warm_up_is_once_per_process():
     assert warm_up("core") is None  # the fixture did it
-    assert compile_notice(None) is None
-    assert compile_notice(WarmUp("core", 1.0, 0)) is None  # loaded from the cache: nothing to say
-    text = compile_notice(WarmUp("core", 41.0, 80))
-    assert "first use on this machine" in text and "not counted against time_limit" in text
     with pytest.raises(ValueError):
         warm_up("everything")
 

@@ -186,7 +186,15 @@ def _printed(shell: Shell, text: str) -> str:
     shell.run_text(text)
     shell.out.seek(out)
     shell.err.seek(err)
-    return shell.out.read() + shell.err.read()
+    return shell.out.read() + _without_compile_notices(shell.err.read())
+
+
+def _without_compile_notices(text: str) -> str:
+    """stderr without the kernels' one-time compilation notices: whether they appear depends on
+    numba's cache on the machine (like wall times), not on what the page shows."""
+    keep = [line for line in text.splitlines(keepends=True)
+            if not line.startswith(("pdbq: compiling", "first use on this machine: compiled"))]
+    return "".join(keep)
 
 
 EXAMPLE_PAGES = [p for p in PAGES if _examples(p)]
@@ -303,8 +311,8 @@ def run_command(line: str, folder: Path, where: str) -> str:
     assert status == 0, f"{where}: {line!r} exited with status {status}:\n{out.getvalue()}{err.getvalue()}"
     if target is not None:
         (folder / target).write_text(out.getvalue(), encoding="utf-8")
-        return err.getvalue()
-    return out.getvalue() + err.getvalue()
+        return _without_compile_notices(err.getvalue())
+    return out.getvalue() + _without_compile_notices(err.getvalue())
 
 
 def _check_step(shell: Shell, step: Step, where: str) -> None:

@@ -34,7 +34,7 @@ from pdbq.answers.estimates import Marginals
 from pdbq.answers.hedge import CALIBRATION, CpuMeter, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
 from pdbq.answers.trust import contention_warning, cross_check_warning, lead_warning
-from pdbq.answers.warmup import compile_notice, tiers_for, warm_up
+from pdbq.answers.warmup import tiers_for, warm_up
 from pdbq.errors import InferenceError, OptionError, TimeLimitError
 from pdbq.graph.cache import Memo
 from pdbq.graph.layout import FactorGraph, validate
@@ -624,6 +624,10 @@ def answer(
             else:
                 chosen = Method.QAM
     if chosen is Method.EXACT:
+        # the elimination's kernels, compiled on a machine's first use: not the query's time
+        w = warm_up("exact")
+        if w is not None and until is not None:
+            until += w.seconds
         w0, c0 = time.perf_counter(), time.thread_time()
         try:
             marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
@@ -649,7 +653,8 @@ def answer(
                         hedge=None if hedge is None else hedge.as_dict())
 
     if chosen is Method.ANNEAL:
-        r = _anneal(graph, query, options, seed, sites, on_round, begun)
+        w = warm_up("anneal")  # its kernels, compiled on a machine's first use, not the query's time
+        r = _anneal(graph, query, options, seed, sites, on_round, begun + (w.seconds if w is not None else 0.0))
         values = np.asarray(r.values, dtype=np.int64)
         if hard.coupled:
             until = None if options.time_limit is None else begun + options.time_limit
@@ -670,6 +675,11 @@ def answer(
     steps, burn_in, tol, limit, fixed = _run_lengths(options, sites.size)
     if limit_sampling is not None and not fixed:
         limit = limit_sampling
+    # the sampling kernels, AUTO's and the options' mixing moves, and values past uint8, have
+    # kernels (signatures) of their own: compiled (first use on a machine) or loaded now, before
+    # the selection and the chains use them, and that time is added to the deadline
+    warmed = [w for w in (warm_up(t) for t in ("sampling",) + tiers_for(graph, _uses_moves(method, options)))
+              if w is not None]
     sel = None
     share = None
     selection_name = "uniform"
@@ -684,9 +694,6 @@ def answer(
         threads=options.threads, seed=seed, time_limit=None, tolerance=tol, scan="sweep",
     )
     total = steps if fixed else None
-    # AUTO's and the options' mixing moves, and values past uint8, have kernels (signatures) of
-    # their own: compiled (first use on a machine) or loaded now, and that time is added to the deadline
-    warmed = [w for w in (warm_up(t) for t in tiers_for(graph, _uses_moves(method, options))) if w is not None]
     deadline = None if limit is None else begun + limit
     if deadline is not None:
         deadline += sum(w.seconds for w in warmed)
@@ -737,8 +744,6 @@ def answer(
     lead = lead_warning(out.warnings)
     if lead is not None:
         out.warnings.insert(0, lead)
-    for notice in reversed([n for n in map(compile_notice, warmed) if n]):
-        out.warnings.insert(0, notice)
     return out
 
 

@@ -5,11 +5,17 @@ pdbq's numba kernels are compiled for the machine on first use and cached on dis
 next to the modules, or under ``NUMBA_CACHE_DIR``); later processes load them in well under a
 second. On a fresh install the first compilation takes tens of seconds, which is not the user's
 query: `warm_up` runs every kernel of a tier once on a tiny built-in model, once per process,
-before the caller takes the query's start time (or moves its deadline by the time spent), and
-says how many kernel signatures it had to compile, so the caller can say so once.
+before the caller takes the query's start time (or moves its deadline by the time spent). A
+compilation is announced when it starts, through the caller's `pdbq.progress.watch_compiles`
+(what is being prepared and about how long), reported while it runs and summed up once it ends
+(the query's ``notices``, kept apart from its ``warnings``).
 
-Tiers: ``"core"`` is what any PROB/MAP query runs (graph arrays and reachability, the Gibbs
-kernels and their estimates, query-aware selection, exact elimination); ``"moves"`` adds the moves
+Tiers: ``"plan"`` is what planning any PROB/MAP query runs (graph arrays, reachability, AUTO's
+exact-or-sample decision), warmed before the query's clock starts; ``"exact"`` (exact
+elimination) and ``"sampling"`` (the Gibbs kernels and their estimates, query-aware selection)
+are warmed once a query has chosen its method, so a query compiles only what it runs, and their
+time is added to its deadline; ``"core"`` is the three together; ``"anneal"`` is annealed MAP
+(``USING ANNEAL``), warmed when a query is about to run it; ``"moves"`` adds the moves
 AUTO and the mixing options use (exact blocks, cutset conditioning with a joint group, exact
 blocks over slow domains, Swendsen–Wang clusters, replica exchange, mode jumps), warmed only when
 a query is about to use them. The chains hold their values as uint8 while no variable has more
@@ -32,11 +38,29 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbq.inference.mcmc.kernels import NARROW_VALUES
+from pdbq.progress import current_watch, expect_compiles
 
-__all__ = ["WarmUp", "warm_up", "compile_notice", "tiers_for", "TIERS", "NARROW_VALUES"]
+__all__ = ["WarmUp", "warm_up", "tiers_for", "TIERS", "TIER_TEXT", "TIER_SECONDS", "NARROW_VALUES"]
 
-TIERS = ("core", "moves", "wide", "wide-moves")
-_lock = threading.Lock()
+TIERS = ("core", "plan", "exact", "sampling", "moves", "wide", "wide-moves", "anneal")
+# a tier made of others: warming it warms (and marks) each of them
+_PARTS = {"core": ("plan", "sampling", "exact")}
+# What each tier prepares, for the notice said when its compilation starts, and about how long
+# that takes on a fresh install (the CPU seconds measured on a 2-core machine: docs/benchmarks.md,
+# "Cold start"; a slower or busier machine takes longer, the progress report shows the time spent).
+TIER_TEXT = {
+    "core": "pdbq's kernels (graph, Gibbs sampling, query-aware selection, exact inference)",
+    "plan": "pdbq's graph kernels and AUTO's exact-or-sample decision",
+    "exact": "pdbq's exact inference kernels",
+    "sampling": "pdbq's sampling kernels (Gibbs sampling, query-aware selection)",
+    "moves": "the kernels of AUTO's mixing moves",
+    "wide": f"pdbq's kernels for variables of over {NARROW_VALUES} values",
+    "wide-moves": f"the mixing moves' kernels for variables of over {NARROW_VALUES} values",
+    "anneal": "the kernels of annealed MAP (USING ANNEAL)",
+}
+TIER_SECONDS = {"core": 30.0, "plan": 5.0, "exact": 5.0, "sampling": 20.0, "moves": 45.0, "wide": 15.0,
+                "wide-moves": 35.0, "anneal": 20.0}
+_lock = threading.RLock()
 _done: dict[str, bool] = {}
 
 
@@ -123,19 +147,31 @@ def tiers_for(graph, moves: bool) -> tuple[str, ...]:
     return (("moves",) if moves else ()) + (("wide",) if wide else ()) + (("wide-moves",) if wide and moves else ())
 
 
-def _core(graph, targets) -> None:
+def _plan(graph, targets) -> None:
     from pdbq.graph.from_store import _var_csr_fast, reachable  # noqa: PLC0415
     from pdbq.inference.exact.auto import choose_method  # noqa: PLC0415
+
+    for two_pass in (False, True):
+        _var_csr_fast(graph.factor_offsets, graph.factor_vars, graph.n_vars, two_pass=two_pass)
+    reachable(graph, targets[:1])
+    choose_method(graph, max_table=1 << 20, max_seconds=1.0)
+
+
+def _exact(graph, targets) -> None:
     from pdbq.inference.exact.elimination import exact_map, exact_marginals  # noqa: PLC0415
+
+    exact_marginals(graph)
+    exact_marginals(graph, variables=targets)
+    exact_map(graph)
+
+
+def _sampling(graph, targets) -> None:
     from pdbq.inference.mcmc.config import GibbsConfig  # noqa: PLC0415
     from pdbq.inference.mcmc.gibbs import run_gibbs  # noqa: PLC0415
     from pdbq.inference.mcmc.kernels import prepare_kernel_graph  # noqa: PLC0415
     from pdbq.inference.query_aware.influence import edge_influence  # noqa: PLC0415
     from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution  # noqa: PLC0415
 
-    for two_pass in (False, True):
-        _var_csr_fast(graph.factor_offsets, graph.factor_vars, graph.n_vars, two_pass=two_pass)
-    reachable(graph, targets[:1])
     kernel = prepare_kernel_graph(graph)
     sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
     influence = edge_influence(graph)
@@ -145,10 +181,12 @@ def _core(graph, targets) -> None:
     run_gibbs(graph, targets, cfg, sites=sites, selection=(sel.prob, sel.alias), kernel=kernel,
               deadline=time.perf_counter() + 5.0)
     run_gibbs(graph, targets, GibbsConfig(steps=2_000, chains=2, threads=1, seed=0), kernel=kernel)
-    choose_method(graph, max_table=1 << 20, max_seconds=1.0)
-    exact_marginals(graph)
-    exact_marginals(graph, variables=targets)
-    exact_map(graph)
+
+
+def _core(graph, targets) -> None:
+    _plan(graph, targets)
+    _sampling(graph, targets)
+    _exact(graph, targets)
 
 
 def _moves(graph, targets) -> None:
@@ -180,9 +218,19 @@ def _moves(graph, targets) -> None:
         run_gibbs(graph, targets, cfg, moves=static_moves(graph, sb, sites))
 
 
+def _anneal(graph) -> None:
+    from pdbq.inference.mcmc.anneal import anneal_map  # noqa: PLC0415
+    from pdbq.inference.mcmc.config import AnnealConfig  # noqa: PLC0415
+
+    sites = np.flatnonzero(graph.evidence < 0)
+    anneal_map(graph, AnnealConfig(steps=400, chains=2, threads=1, seed=0), sites=sites)
+    anneal_map(graph, AnnealConfig(steps=400, chains=2, threads=1, seed=0, time_limit=5.0), sites=sites)
+
+
 def warm_up(tier: str = "core") -> WarmUp | None:
     """Run ``tier``'s kernels once in this process (compiling those not in numba's cache);
-    None when this process already did (then it costs nothing). Thread-safe."""
+    None when this process already did (then it costs nothing). Thread-safe. A compilation is
+    announced when it starts through this thread's `pdbq.progress.watch_compiles` (if any)."""
     if tier not in TIERS:
         raise ValueError(f"warm_up: tier must be one of {TIERS}, got {tier!r}")
     if _done.get(tier):
@@ -192,21 +240,14 @@ def warm_up(tier: str = "core") -> WarmUp | None:
             return None
         t0 = time.perf_counter()
         before = _misses()
+        expect_compiles(TIER_TEXT[tier], TIER_SECONDS[tier])
         graph, targets = _wide_graph() if tier.startswith("wide") else _tiny_graph()
-        if tier in ("core", "wide"):
-            _core(graph, targets)
-        else:
-            _moves(graph, targets)
-        _done[tier] = True
+        run = {"core": _core, "wide": _core, "plan": _plan, "exact": _exact, "sampling": _sampling,
+               "anneal": lambda g, t: _anneal(g)}.get(tier, _moves)
+        run(graph, targets)
+        for part in (tier,) + _PARTS.get(tier, ()):
+            _done[part] = True
+        watch = current_watch()
+        if watch is not None:
+            watch.settle()
         return WarmUp(tier, time.perf_counter() - t0, _misses() - before)
-
-
-def compile_notice(w: WarmUp | None) -> str | None:
-    """The one-time sentence for a warm-up that compiled kernels (None otherwise)."""
-    if w is None or w.compiled == 0:
-        return None
-    what = {"core": "pdbq's kernels", "moves": "the kernels of AUTO's mixing moves",
-            "wide": f"pdbq's kernels for variables of over {NARROW_VALUES} values"}.get(
-        w.tier, f"the kernels of AUTO's mixing moves for variables of over {NARROW_VALUES} values")
-    return (f"first use on this machine: compiled {what} ({w.compiled} signatures, {w.seconds:.1f} s; cached for "
-            "later runs); that time is not counted against time_limit")

@@ -24,13 +24,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from pdbq.errors import PdbqError
+from pdbq.errors import CorefInputError, PdbqError  # noqa: F401 - CorefInputError is re-exported
 
 __all__ = ["PairGraph", "pair_graph", "validate_pair_graph", "CorefInputError"]
-
-
-class CorefInputError(PdbqError):
-    """Bad input to a coreference model: ids, fields, blocking, gold table or pair arrays."""
 
 
 class PairGraph(NamedTuple):

@@ -39,13 +39,13 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
+from pdbq.coref.kinds import KINDS
 from pdbq.coref.layout import CorefInputError
 
 __all__ = ["KINDS", "FieldSpec", "FieldLevels", "sniff_fields", "prepare_values", "gamma_sql", "VALUES"]
 
 VALUES = "pdbq_fs_values"
 _GENERATION = 0  # bumped whenever `pdbq_fs_values` is rebuilt: caches of its contents key on it
-KINDS = ("string", "text", "category", "code", "date", "number", "list", "codes")
 _DEFAULTS = {
     "string": (0.92, 0.80),
     "text": (0.7, 0.4, 0.15),

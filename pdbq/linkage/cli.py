@@ -27,15 +27,17 @@ import csv
 import sys
 from pathlib import Path
 
-import duckdb
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
-from pdbq.coref.layout import CorefInputError
-from pdbq.coref.levels import KINDS, FieldSpec
-from pdbq.coref.model import Blocking
-from pdbq.errors import PdbqError
-from pdbq.inference.coreference.resolve import CorefConfig
+from pdbq.coref.kinds import KINDS
+from pdbq.errors import CorefInputError, PdbqError
+from pdbq.progress import ProgressBar, expect_compiles, watch_compiles
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    import pyarrow as pa
+
+    from pdbq.coref.levels import FieldSpec
 
 __all__ = ["main", "build_parser", "parse_compare"]
 
@@ -83,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_compare(items: list[str] | None) -> list[FieldSpec]:
     """`FIELD=KIND[:T1,T2,...]` → `FieldSpec`s (`CorefInputError` naming a malformed one)."""
+    from pdbq.coref.levels import FieldSpec  # noqa: PLC0415
     out = []
     for item in items or []:
         field, sep, rest = item.partition("=")
@@ -193,7 +196,14 @@ def _write_stdout(table: pa.Table) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pdbq.linkage import _FS_CONFIG, dedupe, evaluate, id_named
+    # the engine is imported once the arguments are read: --help and usage errors start fast
+    import duckdb  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    import pyarrow as pa  # noqa: PLC0415
+
+    from pdbq.coref.model import Blocking  # noqa: PLC0415
+    from pdbq.inference.coreference.resolve import CorefConfig  # noqa: PLC0415
+    from pdbq.linkage import _FS_CONFIG, dedupe, evaluate, id_named  # noqa: PLC0415
 
     try:
         _check_model_args(args)
@@ -224,14 +234,18 @@ def main(argv: list[str] | None = None) -> int:
                   probabilities=bool(args.pairs or args.cluster_confidence))
         if args.gold and not args.link:  # a bad label file costs no clustering and stores no model
             _gold_labels(con, args, _record_ids(con, args))
-        if args.link:
-            from pdbq.linkage.link import link  # noqa: PLC0415
+        # the kernels' compilation on a machine's first run is said on stderr before the wait
+        with watch_compiles(ProgressBar(sys.stderr)):
+            # about 12 CPU s on a 2-core machine (docs/benchmarks.md, "Cold start")
+            expect_compiles("pdbq's entity resolution kernels", 12.0)
+            if args.link:
+                from pdbq.linkage.link import link  # noqa: PLC0415
 
-            res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
-                       one_to_one=True if args.one_to_one else False if args.no_one_to_one else None,
-                       model=args.use_model, model_name=args.model, **kw)
-        else:
-            res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
+                res = link(args.input, args.link, id=args.id, right_id=args.link_id, mode=args.link_mode,
+                           one_to_one=True if args.one_to_one else False if args.no_one_to_one else None,
+                           model=args.use_model, model_name=args.model, **kw)
+            else:
+                res = dedupe(args.input, id=args.id, model=args.use_model, model_name=args.model, **kw)
         _write_extras(res, args)
         for w in res.warnings:
             sys.stderr.write(f"warning: {w}\n")
@@ -284,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _record_ids(con, args) -> np.ndarray | None:
     """The input's id column (None when there is none or it has NULLs: dedupe says so)."""
+    import numpy as np  # noqa: PLC0415
+
     from pdbq.coref.model import source_relation  # noqa: PLC0415
 
     rel = source_relation(con, args.input)
@@ -319,6 +335,8 @@ def _check_model_args(args) -> None:
 def _pair_ids(res, side: str) -> np.ndarray:
     """The record ids (`res.ids`: source-qualified where ids repeat) of a link result's pair
     column; under link_only the left id is from "left", the right from "right"."""
+    import numpy as np  # noqa: PLC0415
+
     c = res.clusters
     lookup = dict(zip(zip(c.column("source").to_pylist(), c.column("id").to_pylist()), res.ids))
     ids = res.pairs.column(f"id_{side}").to_pylist()

@@ -17,7 +17,7 @@ import sqlglot.expressions as exp
 
 from pdbq.answers.engine import DEFAULT_TIME_LIMIT, EngineAnswer, answer
 from pdbq.answers.plot import MAX_LINES as TRACE_MAX_LINES
-from pdbq.answers.warmup import compile_notice, warm_up
+from pdbq.answers.warmup import warm_up
 from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, estimates_table
 from pdbq.errors import InferenceError
 from pdbq.grounding.store import col, ident, sql_text, table_ref
@@ -42,6 +42,7 @@ from pdbq.planning.labels import label_warnings
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, VID_COLUMN, substitute
 from pdbq.planning.sources import arrow_source
 from pdbq.planning.store_state import kept_state, read_definitions
+from pdbq.progress import current_watch, watch_compiles
 
 __all__ = ["QueryAnswer", "execute_query", "run_plan", "diagnostics"]
 
@@ -126,6 +127,11 @@ def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckd
     d["ess_min"] = ans.ess_min if ans else None
     d["max_stderr"] = float(clean_stderr(ans.max_stderr)) if ans and ans.max_stderr is not None else None
     d["graph_cached"] = bool(plan.grounding is not None and plan.grounding.cached)
+    # the kernels' one-time compilation: said, not a flaw of the answer (kept apart from warnings)
+    watch = current_watch()
+    if watch is not None:
+        watch.settle(counted=True)
+    d["notices"] = list(watch.notices) if watch is not None else []
     d["grounding_seconds"] = plan.grounding_seconds
     d["inference_seconds"] = ans.seconds if ans else 0.0
     d["dask"] = ans.dask if ans else None  # where the chains ran, when on Dask workers
@@ -172,8 +178,14 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     """Answer a probabilistic query (or its EXPLAIN) on ``db``; what ``Database.execute`` calls.
 
     ``progress``: a callable taking `pdbq.progress.Progress` (called after grounding and each
-    sampling round); ``cancel``: a `pdbq.progress.CancelToken` polled between rounds.
+    sampling round, and while the kernels compile on their first use on a machine, announced
+    before the wait); ``cancel``: a `pdbq.progress.CancelToken` polled between rounds.
     """
+    with watch_compiles(progress):
+        return _execute_query(db, stmt, progress=progress, cancel=cancel)
+
+
+def _execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None, cancel: Any) -> QueryAnswer:
     from pdbq.planning.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
 
     # the catalog read once: a query's store check reuses it (or the check kept from the last one)
@@ -191,7 +203,7 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     if stmt.explain:
         return explain(db, stmt, progress=progress, cancel=cancel)
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query
-    warmed = compile_notice(warm_up("core"))
+    warm_up("plan")
     started, cpu_started = time.perf_counter(), time.process_time()
     plan = plan_query(db, stmt, progress=progress, cancel=cancel, definitions=definitions,
                       started=started)
@@ -218,7 +230,4 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):
         out = out.select(keep)
-    diag = diagnostics(plan, ans, started, con, cpu_started)
-    if warmed:
-        diag["warnings"].insert(0, warmed)
-    return QueryAnswer(out, diag)
+    return QueryAnswer(out, diagnostics(plan, ans, started, con, cpu_started))

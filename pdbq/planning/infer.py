@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pdbq.arrays import unique
-from pdbq.answers.warmup import compile_notice, warm_up
+from pdbq.answers.warmup import warm_up
 from pdbq.answers.feasibility import check_evidence_possible
 from pdbq.answers.estimates import check_estimate, clean_stderr, domain_labels, value_array
 from pdbq.errors import CatalogError, InferenceError, PdbqError, TimeLimitError
@@ -35,6 +35,7 @@ from pdbq.planning.execute import diagnostics, run_plan
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.plan import Plan, ProgressFn, Session, build_graph, prepare_store, query_notes, scratch
 from pdbq.planning.shapes import normalize_given, normalize_targets
+from pdbq.progress import watch_compiles
 
 __all__ = ["infer", "Inference", "RelationAnswers"]
 
@@ -159,8 +160,13 @@ def _infer(
     >>> # inf = infer(db, {"is_popular": [("Up",), ("Heat",)]}, given=[("is_fan", ("bart",), True)])
     >>> # inf["is_popular"].prob()  -> array([...])
     """
+    with watch_compiles(progress):
+        return _infer_watched(db, targets, given, method, options, map, missing, progress, cancel)
+
+
+def _infer_watched(db, targets, given, method, options, map, missing, progress, cancel) -> Inference:
     # kernels compiled (first use on a machine) or loaded before the clock starts: not the query
-    warmed = compile_notice(warm_up("core"))
+    warm_up("plan")
     started, cpu_started = time.perf_counter(), time.process_time()
     if isinstance(method, str):
         try:
@@ -188,7 +194,7 @@ def _infer(
         asked, graph, gvids, stats, secs, memo, prepared, evidence, seeds, late = _plan(
             db, con, variables, rules, targets, given, missing, progress, cancel, guard)
     n_total = sum(i.n for i in prepared.sync.info.values())
-    notes = ([warmed] if warmed else []) + query_notes(prepared, stats) + late
+    notes = query_notes(prepared, stats) + late
     plan = Plan(None, opts, explicit, variables, {}, {}, seeds, evidence, graph, gvids, n_total, stats, secs, notes, memo)
     return _answer(db, con, plan, method, map, asked, variables, progress, cancel, started, cpu_started)
 

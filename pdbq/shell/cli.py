@@ -3,6 +3,7 @@ terminal, or piped standard input).
 
     pdbq [DATABASE] [-c SQL] [-f FILE] [--seed N] [--no-progress] [--bail] [--readonly]
     pdbq dedupe ...
+    pdbq warm-up [--jobs N] [--only TASK,...]
 
 Exit codes: 0 success; 1 a statement or dot command failed; 2 bad arguments or a database that
 cannot be opened; 130 interrupted (Ctrl-C while running a script).
@@ -16,8 +17,7 @@ import sys
 from typing import Any
 
 from pdbq.errors import PdbqError
-from pdbq.shell.repl import Shell
-from pdbq.shell.session import open_database, version_text
+from pdbq.shell.session import version_text
 from pdbq.shell.streams import error_text, isatty
 
 __all__ = ["build_arg_parser", "main"]
@@ -27,11 +27,13 @@ def build_arg_parser() -> argparse.ArgumentParser:
     """The command-line interface of ``pdbq``."""
     p = argparse.ArgumentParser(
         prog="pdbq",
-        usage="%(prog)s [DATABASE] [-c SQL] [-f FILE] [options]\n       %(prog)s dedupe INPUT --id COL --fields A,B,... [options]",
+        usage="%(prog)s [DATABASE] [-c SQL] [-f FILE] [options]\n       %(prog)s dedupe INPUT --id COL --fields A,B,... [options]"
+              "\n       %(prog)s warm-up [--jobs N]",
         description="pdbq: a probabilistic database on DuckDB. Without -c/-f it reads statements "
         "from the terminal (interactive shell) or from standard input.",
         epilog="Entity resolution: 'pdbq dedupe INPUT --id COL --fields A,B,...' clusters the records "
         "of a CSV/Parquet file or table that refer to one entity ('pdbq dedupe --help' for its options). "
+        "'pdbq warm-up' compiles pdbq's kernels for this machine ahead of the first query. "
         "Exit status: 0 ok, 1 a statement failed, 2 usage error or database not opened, 130 interrupted.",
     )
     p.add_argument("database", nargs="?", default=":memory:", help="database file (default: in-memory)")
@@ -74,7 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         from pdbq.linkage.cli import main as dedupe_main
 
         return dedupe_main(argv[1:])
+    if argv[:1] == ["warm-up"]:
+        from pdbq.shell.warm import main as warm_main
+
+        return warm_main(argv[1:])
     args = build_arg_parser().parse_args(argv)
+    # the engine is imported once the arguments are read: --help and usage errors start fast
+    from pdbq.shell.repl import Shell  # noqa: PLC0415
+    from pdbq.shell.session import open_database  # noqa: PLC0415
+
     actions: list[tuple[str, str]] = args.actions or []
     interactive = not actions and isatty(sys.stdin) and isatty(sys.stdout)
     try:

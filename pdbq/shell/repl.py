@@ -173,7 +173,11 @@ class Shell(DotCommands):
                 return
 
     def _run_statement(self, chunk: Any, script: str, first_line: int) -> None:
-        bar = ProgressBar(self.err) if self.progress else None
+        # the bar is drawn only on a terminal (and not with --no-progress); its notices (the
+        # kernels' one-time compilation, said before the wait) go to stderr in every case
+        bar = ProgressBar(self.err)
+        if not self.progress:
+            bar.enabled = False
         started = time.perf_counter()
         try:
             try:
