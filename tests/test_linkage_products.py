@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pdbq.coref.metrics import pairwise
 from pdbq.linkage.link import link
 
-_WORDS = ("portable wireless digital stereo speaker system camera lens black silver compact home theater "
+_WORDS = ("portable wireless digital stereo speaker system camera lens black silver compact home theater "  # noqa: SIM905
           "receiver turntable headphones earbuds remote control charger battery cable adapter mount bracket "
           "monitor television player recorder microwave oven washer dryer vacuum keyboard mouse router switch "
           "printer scanner projector tripod").split()
