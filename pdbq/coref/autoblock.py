@@ -53,7 +53,8 @@ class BlockRule:
         names = [model.fields[k].field for k in self.fields]
         if self.kind == "equal":
             return " AND ".join(f"{n} equal" for n in names)
-        return f"{names[0]} shares a word (words in > {self.max_key_size} records skipped)"
+        what = "code" if model.fields[self.fields[0]].levels.kind == "codes" else "word"
+        return f"{names[0]} shares a {what} ({what}s in > {self.max_key_size} records skipped)"
 
 
 @dataclass(frozen=True)

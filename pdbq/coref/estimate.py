@@ -173,7 +173,9 @@ def _free_every_field(con, rules, singles, usable, settings) -> list[TrainingRul
     most selective rule in [min_rule_pairs, train_pairs] that leaves it free (one field, else
     two): a field's m is then estimated from pairs that were not chosen for agreeing on it."""
     rules = list(rules)
-    ok = lambda c: settings.min_rule_pairs <= c <= settings.train_pairs  # noqa: E731
+    def ok(c: int) -> bool:
+        return settings.min_rule_pairs <= c <= settings.train_pairs
+
     for k in usable:
         if not rules or any(k not in r.forced for r in rules):
             continue

@@ -238,6 +238,9 @@ def dedupe(
             if link_only is not None:
                 pair_model, scores, n_pairs = _cross_pairs(con, link_only, pair_model, scores, choice,
                                                            stored.get("used_model") is None, warnings, one_to_one)
+                if choice is not None:  # the matches expected are those across the sources
+                    choice = BlockingChoice(choice.rules, choice.pairs_bound, choice.recall,
+                                            _expected_cross_matches(pair_model, scores) / max(choice.recall, 1e-9))
             lin = feats = None
             graph = scores.graph(records.n)
         else:
@@ -306,6 +309,14 @@ def _check_fields(fields, comparisons) -> None:
     twice = next((f for i, f in enumerate(fields) if f in fields[:i]), None)
     if twice is not None:  # its evidence would be counted twice
         raise CorefInputError(f"field {twice!r} is listed twice in fields={list(fields)}")
+
+
+def _expected_cross_matches(pair_model, scores) -> float:
+    """Σ P(match) over the cross-source candidates under the cross-source prior (a one-to-one
+    link's matching prior weighs competing pairs for the clustering, not as independent pairs)."""
+    lam = pair_model.diagnostics.get("prior_cross_pairs", pair_model.prior)
+    bits = scores.match_weight - scores.prior_bits + np.log2(lam / (1.0 - lam))
+    return float((1.0 / (1.0 + np.exp2(-bits))).sum())
 
 
 def _detect_one_to_one(con, column, pair_model, stored, extra) -> bool:

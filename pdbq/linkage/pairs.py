@@ -18,7 +18,7 @@ from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
 from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
 from pdbq.coref.pair_model import PairModel, PairScores, score_pairs
 
-__all__ = ["PairStage", "estimate_and_score", "bound_prior"]
+__all__ = ["PairStage", "bound_prior", "estimate_and_score"]
 
 # fewer pairs above p = 0.5 than one per this many records (and than one) is "almost no matches"
 _FEW_MATCHES_PER = 1_000

@@ -18,7 +18,7 @@ from pdbq.coref.levels import VALUES
 from pdbq.coref.model import MENTION, RECORDS, PairFeatures
 from pdbq.coref.pair_model import PairModel, PairScores
 
-__all__ = ["cross_source", "cross_source_prior", "source_groups", "exclusive_prior", "duplicate_free"]
+__all__ = ["cross_source", "cross_source_prior", "duplicate_free", "exclusive_prior", "source_groups"]
 
 
 def _q(name: str) -> exp.Identifier:
