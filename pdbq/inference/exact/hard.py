@@ -54,8 +54,8 @@ MARGIN = 200.0
 """Log-probability by which a world that costs more hard weight than the best stays behind it
 after scaling (``e^-200`` ≈ 1e-87: no double sum of fewer than 2^250 such worlds shows them)."""
 
-# Beyond this total of scaled hard costs, a soft weight beside them keeps fewer than ~7 digits
-# after the decimal point in a double (2^-52 · 4.5e6 ≈ 1e-9).
+# Beyond this cost of one hard factor after scaling, a soft weight added beside it keeps less
+# than 1e-9 of absolute precision in a double (2^-52 · 4.5e6 ≈ 1e-9).
 _PRECISION_SPAN = 4.5e6
 # A head group's sums are enumerated to find its costs up to this many values.
 _MAX_GROUP_SUMS = 10_000
@@ -159,24 +159,29 @@ def _spread_bounds(graph: FactorGraph, arity: np.ndarray) -> np.ndarray:
     return out
 
 
-def _signature(graph: FactorGraph, f: int, arity: int) -> tuple:
-    """What φ_f's value set depends on (`_phi_values`): its function, arity and head kind; a
-    TABLE factor is its own kind."""
-    code = int(graph.function[f])
-    if code == _F.TABLE:
-        return (code, f)
-    if arity == 0:
-        return (code, 0, 0, 0)
-    last = int(graph.factor_offsets[f + 1]) - 1
-    head = int(graph.factor_vars[last])
-    raw = int(graph.factor_literals[last]) < 0
-    return (code, arity, int(graph.cardinality[head]), raw)
+def _kinds(graph: FactorGraph, factors: np.ndarray, arity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What each factor's value set depends on (`_phi_values`): weight id, function, arity, head
+    cardinality and whether the head is a raw value; TABLE factors are each their own kind.
+    Returns (one representative factor per kind, its row in ``kinds``, how many share it)."""
+    if factors.size == 0:
+        return factors, factors, factors
+    ar = arity[factors]
+    last = np.maximum(graph.factor_offsets[factors + 1] - 1, 0)
+    head = graph.factor_vars[last] if graph.n_edges else np.zeros(factors.size, dtype=np.int32)
+    card = np.where(ar > 0, graph.cardinality[head], 0)
+    raw = np.where(ar > 0, graph.factor_literals[last] < 0, False)
+    code = graph.function[factors].astype(np.int64)
+    own = np.where(code == _F.TABLE, factors, -1)  # a TABLE factor is a kind of its own
+    rows = np.stack([graph.weight[factors].astype(np.int64), code, ar, card.astype(np.int64),
+                     raw.astype(np.int64), own.astype(np.int64)], axis=1)
+    _, first, counts = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    return factors[first], first, counts
 
 
 def _mark_coupled(graph: FactorGraph, factors: np.ndarray, free: np.ndarray, out: np.ndarray,
                   together: bool = False) -> None:
     """Mark in ``out`` the free variables of every factor in ``factors`` (of all of them at once,
-    a head group, when ``together``) that has two or more distinct free variables."""
+    a head group, when ``together``) that has two or more free arguments."""
     lo, hi = graph.factor_offsets[factors], graph.factor_offsets[factors + 1]
     if together:
         vs = np.unique(np.concatenate([graph.factor_vars[a:b] for a, b in zip(lo.tolist(), hi.tolist())]))
@@ -184,13 +189,12 @@ def _mark_coupled(graph: FactorGraph, factors: np.ndarray, free: np.ndarray, out
         if vs.size >= 2:
             out[vs] = True
         return
-    cum = np.concatenate([[0], np.cumsum(free[graph.factor_vars], dtype=np.int64)])
-    n_free = cum[hi] - cum[lo]
-    for f in factors[n_free >= 2].tolist():
-        vs = graph.factor_vars[graph.factor_offsets[f] : graph.factor_offsets[f + 1]]
-        vs = np.unique(vs[free[vs]])
-        if vs.size >= 2:
-            out[vs] = True
+    edge_free = free[graph.factor_vars]
+    cum = np.concatenate([[0], np.cumsum(edge_free, dtype=np.int64)])
+    pick = np.zeros(graph.n_factors, dtype=bool)
+    pick[factors[(cum[hi] - cum[lo]) >= 2]] = True
+    edge_factor = np.repeat(np.arange(graph.n_factors), np.diff(graph.factor_offsets))
+    out[graph.factor_vars[pick[edge_factor] & edge_free]] = True
 
 
 def _min_gap(costs: np.ndarray) -> float:
@@ -220,17 +224,11 @@ def split_hard(graph: FactorGraph) -> HardSplit:
     alone = graph.group < 0
     soft_span = float(np.sum(np.abs(fw[alone & ~hard_wid[graph.weight]]) * bounds[alone & ~hard_wid[graph.weight]]))
     hard_alone = np.flatnonzero(alone & hard_wid[graph.weight] & (fw != 0.0))
-    values_of: dict[tuple, np.ndarray] = {}  # one value set per kind of factor, not per factor
-    counts: dict[tuple[int, tuple], int] = {}
-    for f in hard_alone.tolist():
-        key = _signature(graph, f, int(arity[f]))
-        if key not in values_of:
-            values_of[key] = _phi_values(graph, f)
-        k = (int(graph.weight[f]), key)
-        counts[k] = counts.get(k, 0) + 1
-    for (wid, key), n in counts.items():
-        e = (float(w[wid]) / unit) * values_of[key]
-        terms.append((wid, e.max() - e if e.size else e, n))
+    reps, _, counts = _kinds(graph, hard_alone, arity)  # one value set per kind of factor
+    for f, n in zip(reps.tolist(), counts.tolist()):
+        wid = int(graph.weight[f])
+        e = (float(w[wid]) / unit) * _phi_values(graph, f)
+        terms.append((wid, e.max() - e if e.size else e, int(n)))
     if hard_alone.size:
         _mark_coupled(graph, hard_alone, free, coupled)
     if graph.n_groups:
@@ -286,7 +284,7 @@ def split_hard(graph: FactorGraph) -> HardSplit:
 
     factors: dict[int, float] = {}  # weight id → new weight / (old weight / unit)
     scaled_below = soft_span  # plain units from here on
-    hard_total = 0.0
+    largest = 0.0  # the largest cost one hard factor adds, after scaling
     kept_big = False
     for tier in tiers:
         gap = _min_gap(np.concatenate([terms[k][1] for k in tier]))
@@ -299,16 +297,16 @@ def split_hard(graph: FactorGraph) -> HardSplit:
         for k in tier:
             factors[terms[k][0]] = factor
         scaled_below += spread * factor
-        hard_total += spread * factor
+        largest = max(largest, max(float(terms[k][1].max(initial=0.0)) for k in tier) * factor)
     new_w = w.copy()
     for wid, factor in factors.items():
         new_w[wid] = (w[wid] / unit) * factor
     scales = {wid: factor / unit for wid, factor in factors.items()}
-    if hard_total > _PRECISION_SPAN:
+    if largest > _PRECISION_SPAN:
         why = ("hard costs lie closer together than the soft weights can move a world"
                if kept_big else "hard weights of very different sizes")
         warnings.append(f"weights of magnitude ≥ {HARD_WEIGHT:g} are treated as hard constraints, but {why}: "
-                        f"their costs (up to {hard_total:.3g} after rescaling) leave soft weights beside them "
+                        f"one factor's cost (up to {largest:.3g} after rescaling) leaves soft weights beside it "
                         "with less than 1e-9 precision")
     return HardSplit(graph._replace(weights=new_w), n_hard, len(coupled),
                      tuple(sorted((int(k), float(v)) for k, v in scales.items())), tuple(warnings))
