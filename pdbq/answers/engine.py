@@ -30,7 +30,7 @@ import numpy as np
 
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
-from pdbq.answers.hedge import CALIBRATION, CpuMeter, HedgeRecord, plan_exact
+from pdbq.answers.hedge import CALIBRATION, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
 from pdbq.answers.trust import contention_warning, cross_check_warning, lead_warning
 from pdbq.answers.warmup import compile_notice, tiers_for, warm_up

@@ -37,7 +37,6 @@ __all__ = [
     "HedgeRecord",
     "plan_exact",
     "probe_share",
-    "CpuMeter",
 ]
 
 # The share of AUTO's time budget kept for sampling when it tries exact elimination first: an
@@ -206,20 +205,3 @@ class HedgeRecord:
         return {"exact_tried": p.run_exact, "exact_stopped": self.stopped, "predicted_seconds": p.predicted,
                 "cpu_share_probe": p.share, "calibration": p.factor, "exact_seconds": self.exact_seconds,
                 "exact_cpu_seconds": self.exact_cpu, "exact_deadline_share": SAMPLE_SHARE}
-
-
-class CpuMeter:
-    """Process CPU seconds and wall seconds since it was made (``process_time`` counts every
-    thread of the process, so a multi-threaded run can exceed one core)."""
-
-    def __init__(self, wall0: float | None = None, cpu0: float | None = None) -> None:
-        self.wall0 = time.perf_counter() if wall0 is None else wall0
-        self.cpu0 = time.process_time() if cpu0 is None else cpu0
-
-    def read(self) -> tuple[float, float]:
-        """(wall seconds, CPU seconds) since the start."""
-        return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
-
-    def share(self) -> float | None:
-        wall, cpu = self.read()
-        return cpu / wall if wall > 1e-3 else None
