@@ -655,6 +655,11 @@ def answer(
 # The share of the time left that the cross-check (loopy belief propagation) may take before
 # sampling; past it the check is dropped (the answer is not checked, and not delayed).
 CROSS_CHECK_SHARE = 0.1
+# Graphs with more factors get no cross-check: building BP's tables is a Python pass over the
+# factors, and a query-aware run on a large graph (QAM on a long chain) must not pay for the
+# whole graph. Runs without a deadline (fixed steps) check only smaller graphs.
+CROSS_CHECK_FACTORS = 20_000
+CROSS_CHECK_FACTORS_UNTIMED = 2_000
 
 
 def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np.ndarray | None:
@@ -663,6 +668,8 @@ def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np
     kept = memo.get(("loopy_bp",)) if memo is not None else None
     if kept is not None:
         return kept.marginals if kept.converged else None
+    if graph.n_factors > (CROSS_CHECK_FACTORS if deadline is not None else CROSS_CHECK_FACTORS_UNTIMED):
+        return None
     until = None if deadline is None else time.perf_counter() + CROSS_CHECK_SHARE * (deadline - time.perf_counter())
     r = loopy_marginals(graph, deadline=until)
     if r is None:
