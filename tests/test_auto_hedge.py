@@ -295,3 +295,32 @@ def test_the_cross_check_is_quiet_about_exact_answers_on_real_networks(name):
         est[v, : len(p)] = p
     q = np.arange(g.n_vars)
     assert cross_check_warning(q, est, np.full_like(est, 0.002), r.marginals, 0.01) is None
+
+
+# ---------------------------------------------------------------- through SQL
+
+
+def _default_query(db):
+    return db.execute("SELECT m.movie, PROB(m) AS p FROM is_popular m")
+
+
+def test_a_default_query_on_a_starved_machine_samples_and_says_why(movies_model, monkeypatch, calibration):
+    """The machine measured 1e6 times slower than the model and a probe reading 1% of a core:
+    the default query samples at once, and the diagnostics report the CPU it got and why."""
+    calibration.record(1.0, 1e6)
+    monkeypatch.setattr(hedge, "probe_share", lambda seconds=0.0: 0.01)
+    r = _default_query(movies_model)
+    d = r.diagnostics
+    assert d["method"] == "QAM" and "1% of a CPU core now" in d["method_reason"]
+    assert d["hedge"]["exact_tried"] is False and d["hedge"]["cpu_share_probe"] == 0.01
+    assert d["cpu_share"] is not None and d["cpu_share"] > 0
+    assert d["sampling_seconds"] > 0 and d["effective_sampling_seconds"] is not None
+    monkeypatch.undo()
+    d = _default_query(movies_model).diagnostics
+    assert d["method"] == "EXACT" and d["sampling_seconds"] is None
+
+
+def test_a_default_query_whose_elimination_is_cut_still_answers(movies_model, monkeypatch, calibration):
+    monkeypatch.setattr(stopping, "_now", lambda: 1e18)
+    d = _default_query(movies_model).diagnostics
+    assert d["method"] == "QAM" and d["hedge"]["exact_stopped"] and "ran over its share" in d["method_reason"]
