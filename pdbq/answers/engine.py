@@ -41,6 +41,7 @@ from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact.elimination import exact_map, exact_marginals
 from pdbq.inference.exact.loopy_bp import loopy_marginals
+from pdbq.inference.exact.stopping import PRIOR_SECONDS_PER_ENTRY
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
@@ -332,6 +333,11 @@ def _exact_kept(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, optio
     return (have_marg or not need_marginals) and (not need_map or memo.get(("exact_map", mt)) is not None)
 
 
+def _seconds_per_entry(plan) -> float:
+    """Seconds per clique-table entry the calibrated cost model expects at the plan's CPU share."""
+    return AutoConfig().ns_per_entry * 1e-9 * plan.factor / (plan.share if plan.share else 1.0)
+
+
 def _share_text(cpu: float, wall: float) -> str:
     return f"{cpu / wall:.0%} of a core" if wall > 1e-3 else "no measurable time"
 
@@ -546,9 +552,16 @@ def answer(
                 chosen = Method.QAM
     if chosen is Method.EXACT:
         w0, c0 = time.perf_counter(), time.thread_time()
+        # a hedged elimination also refuses a first large clique that cannot end by its deadline
+        # at the speed the calibrated cost model expects at the measured CPU share
+        prior = None if hedge is None else _seconds_per_entry(hedge.plan)
+        token = PRIOR_SECONDS_PER_ENTRY.set(prior)
         try:
-            marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
-                                           until, poll)
+            try:
+                marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
+                                               until, poll)
+            finally:
+                PRIOR_SECONDS_PER_ENTRY.reset(token)
         except TimeLimitError as e:
             if hedge is None:
                 raise _exact_timeout(e, limit_exact, time.perf_counter() - begun) from None
