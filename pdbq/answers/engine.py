@@ -40,6 +40,7 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact_hint
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.exact.local_forcing import forced_within
 from pdbq.inference.exact.loopy_bp import loopy_marginals
 from pdbq.inference.exact.stopping import PRIOR_SECONDS_PER_ENTRY
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
@@ -641,6 +642,7 @@ def answer(
         sampling_seconds=sampled_wall, sampling_cpu_seconds=sampled_cpu,
     )
     _sampled_answer(out, r, live)
+    _excuse_forced(graph, query, r, live, out)
     if deadline is not None and r.steps == 0 and live.any():
         before = t_sample - begun
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
@@ -690,6 +692,35 @@ def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np
     if memo is not None:
         memo.put(("loopy_bp",), r)
     return r.marginals if r.converged else None
+
+
+# A target whose own factors keep every other value under this total probability in every state
+# of its neighbours (`local_forcing.forced_within`) is answered within it whatever the chains did:
+# a chain that never moved it is not a chain that failed to mix.
+FORCED_DELTA = 1e-9
+_RHAT_THRESHOLD = GibbsConfig.__dataclass_fields__["rhat_threshold"].default
+
+
+def _excuse_forced(graph: FactorGraph, query: np.ndarray, r, live: np.ndarray, out: EngineAnswer) -> None:
+    """Drop the not-converged warning when every target it counts is one the chains never moved
+    because its own factors force its value (its answer is exact within `FORCED_DELTA`), and
+    leave those targets out of ``rhat_max``."""
+    rhat = np.asarray(r.rhat, dtype=np.float64)
+    rows = np.flatnonzero(live & np.isinf(rhat))
+    if rows.size == 0:
+        return
+    value, delta = forced_within(graph, query[rows])
+    est = np.nan_to_num(np.asarray(r.marginals)[rows], nan=-1.0)
+    ok = (value >= 0) & (delta <= FORCED_DELTA) & (np.argmax(est, axis=1) == value)
+    if not ok.any():
+        return
+    rhat = rhat.copy()
+    rhat[rows[ok]] = 1.0
+    if np.any(live & (rhat > _RHAT_THRESHOLD)):
+        return  # other targets did not converge: the warning stands
+    out.warnings = [w for w in out.warnings if not w.startswith("not converged:")]
+    finite = rhat[live][~np.isnan(rhat[live])]
+    out.rhat_max = float(finite.max()) if finite.size else None
 
 
 def _uses_moves(method: Method, options) -> bool:
