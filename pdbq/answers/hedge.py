@@ -5,9 +5,10 @@ a shared machine the query gets only a share of a core, and this machine may be 
 than the one the model was measured on, so the idle estimate alone can start an elimination that
 cannot end within the time limit, leaving no time to sample. The hedge:
 
-* **calibration**: every exact elimination AUTO runs records the CPU seconds its thread used
-  against the idle estimate (CPU time, not wall time: other programs slow the wall clock, not the
-  work), and the median of the recent ratios scales later estimates (`Calibration`);
+* **calibration**: every elimination of all marginals AUTO runs (what the estimate is of)
+  records the CPU seconds its thread used against the idle estimate (CPU time, not wall time:
+  other programs slow the wall clock, not the work), and the median of the recent ratios scales
+  later estimates (`Calibration`);
 * **the CPU share now**: a short busy probe measures the share of a core this thread gets
   (thread CPU time ÷ wall time, `probe_share`), taken only when the estimate is large enough for
   the answer to matter;
