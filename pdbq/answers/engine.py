@@ -673,8 +673,11 @@ CROSS_CHECK_SHARE = 0.1
 # Graphs with more factors get no cross-check: building BP's tables is a Python pass over the
 # factors, and a query-aware run on a large graph (QAM on a long chain) must not pay for the
 # whole graph. Runs without a deadline (fixed steps) check only smaller graphs.
-CROSS_CHECK_FACTORS = 20_000
+CROSS_CHECK_FACTORS = 5_000
 CROSS_CHECK_FACTORS_UNTIMED = 2_000
+# Building BP's tables is not interrupted: it starts only when this many seconds per factor (a
+# pessimistic cost, several times the idle one) fit its share of the time left.
+_CROSS_CHECK_SECONDS_PER_FACTOR = 2e-4
 
 
 def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np.ndarray | None:
@@ -685,7 +688,10 @@ def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np
         return kept.marginals if kept.converged else None
     if graph.n_factors > (CROSS_CHECK_FACTORS if deadline is not None else CROSS_CHECK_FACTORS_UNTIMED):
         return None
-    until = None if deadline is None else time.perf_counter() + CROSS_CHECK_SHARE * (deadline - time.perf_counter())
+    share = None if deadline is None else CROSS_CHECK_SHARE * (deadline - time.perf_counter())
+    if share is not None and graph.n_factors * _CROSS_CHECK_SECONDS_PER_FACTOR > share:
+        return None
+    until = None if share is None else time.perf_counter() + share
     r = loopy_marginals(graph, deadline=until)
     if r is None:
         return None
