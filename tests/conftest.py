@@ -186,3 +186,17 @@ def kill_busy_worker(client, key_part: str, delay: float = 0.3, within: float = 
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, killed
+
+
+@pytest.fixture(autouse=True)
+def _quiet_machine_for_auto(monkeypatch):
+    """AUTO's hedge sees a quiet machine of the cost model's speed in every test (its CPU-share
+    probe reads a full core, its calibration is fresh), so what AUTO chooses never depends on
+    the load of the machine running the tests; tests of the hedge inject their own share and
+    calibration (tests/test_auto_hedge.py)."""
+    from pdbq.answers import engine, hedge  # noqa: PLC0415
+
+    fresh = hedge.Calibration()
+    monkeypatch.setattr(hedge, "probe_share", lambda seconds=hedge.PROBE_SECONDS: 1.0)
+    monkeypatch.setattr(hedge, "CALIBRATION", fresh)
+    monkeypatch.setattr(engine, "CALIBRATION", fresh)

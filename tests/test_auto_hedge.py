@@ -8,6 +8,7 @@ assertion depends on this machine's speed or on what else runs on it."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
@@ -139,7 +140,7 @@ def test_a_default_query_whose_exact_runs_over_answers_within_its_error_or_warne
     r = answer(g, q, Method.AUTO, QueryOptions(seed=seed), memo=None)
     assert r.method == "QAM" and r.hedge["exact_stopped"] and r.hedge["exact_tried"]
     assert calibration.runs == 0  # a run stopped at once says nothing above the current factor
-    monkeypatch.undo()
+    monkeypatch.setattr(stopping, "_now", time.perf_counter)
     exact = exact_marginals(g).marginals[q]
     off = np.abs(r.result.marginals - exact) > 5 * r.result.stderr + 1e-3
     assert not off.any() or r.warnings, f"seed {seed}: unwarned answer outside its error"
@@ -267,9 +268,9 @@ def test_the_probe_measures_the_share_of_a_slow_clock(monkeypatch):
 
     monkeypatch.setattr(hedge, "_now", now)
     monkeypatch.setattr(hedge, "_cpu", lambda: wall[0] / 3.0)
-    assert hedge.probe_share(0.04) == pytest.approx(1 / 3, rel=0.1)
+    assert hedge.measure_share(0.04) == pytest.approx(1 / 3, rel=0.1)
     monkeypatch.setattr(hedge, "_cpu", lambda: 0.0)  # no CPU at all: the floor, after at most 4x the time
-    assert hedge.probe_share(0.04) == hedge._MIN_SHARE and wall[0] < 1.0
+    assert hedge.measure_share(0.04) == hedge._MIN_SHARE and wall[0] < 1.0
 
 
 @pytest.mark.parametrize("name", ["Alchemy_11", "CSP_12", "DBN_11", "Grids_12", "ObjectDetection_11", "Promedus_24",
@@ -295,3 +296,33 @@ def test_the_cross_check_is_quiet_about_exact_answers_on_real_networks(name):
         est[v, : len(p)] = p
     q = np.arange(g.n_vars)
     assert cross_check_warning(q, est, np.full_like(est, 0.002), r.marginals, 0.01) is None
+
+
+# ---------------------------------------------------------------- through SQL
+
+
+def _default_query(db):
+    return db.execute("SELECT m.movie, PROB(m) AS p FROM is_popular m")
+
+
+def test_a_default_query_on_a_starved_machine_samples_and_says_why(movies_model, monkeypatch, calibration):
+    """The machine measured 1e6 times slower than the model and a probe reading 1% of a core:
+    the default query samples at once, and the diagnostics report the CPU it got and why."""
+    calibration.record(1.0, 1e6)
+    monkeypatch.setattr(hedge, "probe_share", lambda seconds=0.0: 0.01)
+    r = _default_query(movies_model)
+    d = r.diagnostics
+    assert d["method"] == "QAM" and "1% of a CPU core now" in d["method_reason"]
+    assert d["hedge"]["exact_tried"] is False and d["hedge"]["cpu_share_probe"] == 0.01
+    assert d["cpu_share"] is not None and d["cpu_share"] > 0
+    assert d["sampling_seconds"] > 0 and d["effective_sampling_seconds"] is not None
+    calibration.reset()  # the machine back to the cost model's speed, a full core
+    monkeypatch.setattr(hedge, "probe_share", lambda seconds=0.0: 1.0)
+    d = _default_query(movies_model).diagnostics
+    assert d["method"] == "EXACT" and d["sampling_seconds"] is None
+
+
+def test_a_default_query_whose_elimination_is_cut_still_answers(movies_model, monkeypatch, calibration):
+    monkeypatch.setattr(stopping, "_now", lambda: 1e18)
+    d = _default_query(movies_model).diagnostics
+    assert d["method"] == "QAM" and d["hedge"]["exact_stopped"] and "ran over its share" in d["method_reason"]

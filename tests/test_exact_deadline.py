@@ -134,7 +134,7 @@ def test_the_query_error_says_what_to_do_and_keeps_nothing(monkeypatch):
     assert "time_limit 60 s ran out during exact elimination" in msg and "nothing was answered" in msg
     assert "USING QAM" in msg
     assert not [k for k in memo.derived if str(k[0]).startswith("exact")]
-    monkeypatch.undo()
+    monkeypatch.setattr(stopping, "_now", time.perf_counter)
     r = answer(g, np.array([3]), Method.EXACT, QueryOptions(time_limit=60.0), memo=memo)
     assert r.method == "EXACT"
     np.testing.assert_allclose(r.result.marginals[0], exact_marginals(g).marginals[3], atol=1e-12)
@@ -151,7 +151,7 @@ def test_auto_samples_the_rest_when_exact_runs_over_and_keeps_nothing(options, m
     assert r.method == "QAM" and r.hedge["exact_stopped"] and "ran over its share" in r.reason
     assert r.steps > 0 and r.result.map_values is not None
     assert not [k for k in memo.derived if str(k[0]).startswith("exact")]
-    monkeypatch.undo()
+    monkeypatch.setattr(stopping, "_now", time.perf_counter)
     r = answer(g, np.array([3]), Method.AUTO, options, memo=memo)
     assert r.method == "EXACT"
     np.testing.assert_allclose(r.result.marginals[0], exact_marginals(g).marginals[3], atol=1e-12)
@@ -162,3 +162,18 @@ def test_using_exact_has_only_the_written_time_limit(monkeypatch):
     monkeypatch.setattr(stopping, "_now", lambda: 1e18)
     r = answer(g, np.array([3]), Method.EXACT, QueryOptions())  # no time_limit written: no deadline
     assert r.method == "EXACT"
+
+
+def test_an_expected_speed_refuses_a_first_clique_that_cannot_end_in_time(monkeypatch):
+    """Before any clique was timed, the speed the caller expects (seconds per table entry)
+    predicts the first large clique; one that would end past the deadline is not started."""
+    g = _chain(40)
+    monkeypatch.setattr(elimination, "SMALL_TABLE", 0)  # every clique on the checked numpy path
+    token = stopping.PRIOR_SECONDS_PER_ENTRY.set(1e6)  # a machine that needs 1e6 s per entry
+    try:
+        with pytest.raises(TimeLimitError, match="expected on this machine now"):
+            exact_marginals(g, deadline=time.perf_counter() + 3600.0)
+    finally:
+        stopping.PRIOR_SECONDS_PER_ENTRY.reset(token)
+    r = exact_marginals(g, deadline=time.perf_counter() + 3600.0)  # no expectation: runs to the end
+    np.testing.assert_allclose(r.marginals, exact_marginals(g).marginals, atol=1e-12)

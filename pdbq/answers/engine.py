@@ -31,7 +31,7 @@ import numpy as np
 
 from pdbq.arrays import unique
 from pdbq.answers.estimates import Marginals
-from pdbq.answers.hedge import CALIBRATION, CpuMeter, HedgeRecord, plan_exact
+from pdbq.answers.hedge import CALIBRATION, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
 from pdbq.answers.trust import contention_warning, cross_check_warning, lead_warning
 from pdbq.answers.warmup import tiers_for, warm_up
@@ -41,8 +41,10 @@ from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.exact.auto import AutoConfig, Decision, choose_method, exact_hint
 from pdbq.inference.mcmc.config import GibbsConfig, MixingConfig
 from pdbq.inference.exact.elimination import exact_map, exact_marginals
+from pdbq.inference.exact.local_forcing import forced_within
 from pdbq.inference.exact.loopy_bp import loopy_marginals
 from pdbq.inference.exact.hard import HARD_WEIGHT, HardSplit, split_hard
+from pdbq.inference.exact.stopping import PRIOR_SECONDS_PER_ENTRY
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
@@ -350,6 +352,11 @@ def _exact_kept(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, optio
     return (have_marg or not need_marginals) and (not need_map or memo.get(("exact_map", mt)) is not None)
 
 
+def _seconds_per_entry(plan) -> float:
+    """Seconds per clique-table entry the calibrated cost model expects at the plan's CPU share."""
+    return AutoConfig().ns_per_entry * 1e-9 * plan.factor / (plan.share if plan.share else 1.0)
+
+
 def _share_text(cpu: float, wall: float) -> str:
     return f"{cpu / wall:.0%} of a core" if wall > 1e-3 else "no measurable time"
 
@@ -629,9 +636,16 @@ def answer(
         if w is not None and until is not None:
             until += w.seconds
         w0, c0 = time.perf_counter(), time.thread_time()
+        # a hedged elimination also refuses a first large clique that cannot end by its deadline
+        # at the speed the calibrated cost model expects at the measured CPU share
+        prior = None if hedge is None else _seconds_per_entry(hedge.plan)
+        token = PRIOR_SECONDS_PER_ENTRY.set(prior)
         try:
-            marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
-                                           until, poll)
+            try:
+                marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
+                                               until, poll)
+            finally:
+                PRIOR_SECONDS_PER_ENTRY.reset(token)
         except TimeLimitError as e:
             if hedge is None:
                 raise _exact_timeout(e, limit_exact, time.perf_counter() - begun) from None
@@ -725,6 +739,7 @@ def answer(
         sampling_seconds=sampled_wall, sampling_cpu_seconds=sampled_cpu,
     )
     _sampled_answer(out, r, live)
+    _excuse_forced(graph, query, r, live, out)
     if deadline is not None and r.steps == 0 and live.any():
         before = t_sample - begun
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
@@ -750,6 +765,14 @@ def answer(
 # The share of the time left that the cross-check (loopy belief propagation) may take before
 # sampling; past it the check is dropped (the answer is not checked, and not delayed).
 CROSS_CHECK_SHARE = 0.1
+# Graphs with more factors get no cross-check: building BP's tables is a Python pass over the
+# factors, and a query-aware run on a large graph (QAM on a long chain) must not pay for the
+# whole graph. Runs without a deadline (fixed steps) check only smaller graphs.
+CROSS_CHECK_FACTORS = 5_000
+CROSS_CHECK_FACTORS_UNTIMED = 2_000
+# Building BP's tables is not interrupted: it starts only when this many seconds per factor (a
+# pessimistic cost, several times the idle one) fit its share of the time left.
+_CROSS_CHECK_SECONDS_PER_FACTOR = 2e-4
 
 
 def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np.ndarray | None:
@@ -758,7 +781,12 @@ def _belief(graph: FactorGraph, memo: Memo | None, deadline: float | None) -> np
     kept = memo.get(("loopy_bp",)) if memo is not None else None
     if kept is not None:
         return kept.marginals if kept.converged else None
-    until = None if deadline is None else time.perf_counter() + CROSS_CHECK_SHARE * (deadline - time.perf_counter())
+    if graph.n_factors > (CROSS_CHECK_FACTORS if deadline is not None else CROSS_CHECK_FACTORS_UNTIMED):
+        return None
+    share = None if deadline is None else CROSS_CHECK_SHARE * (deadline - time.perf_counter())
+    if share is not None and graph.n_factors * _CROSS_CHECK_SECONDS_PER_FACTOR > share:
+        return None
+    until = None if share is None else time.perf_counter() + share
     r = loopy_marginals(graph, deadline=until)
     if r is None:
         return None
@@ -802,6 +830,35 @@ def hard_warnings(hard: HardSplit, method: str | None) -> list[str]:
         out.append(f"hard constraints (weights of magnitude ≥ {HARD_WEIGHT:g}) tie {hard.coupled} free variables "
                    f"together: {what}; USING EXACT answers exactly where the model is small enough")
     return out
+
+
+# A target whose own factors keep every other value under this total probability in every state
+# of its neighbours (`local_forcing.forced_within`) is answered within it whatever the chains did:
+# a chain that never moved it is not a chain that failed to mix.
+FORCED_DELTA = 1e-9
+_RHAT_THRESHOLD = GibbsConfig.__dataclass_fields__["rhat_threshold"].default
+
+
+def _excuse_forced(graph: FactorGraph, query: np.ndarray, r, live: np.ndarray, out: EngineAnswer) -> None:
+    """Drop the not-converged warning when every target it counts is one the chains never moved
+    because its own factors force its value (its answer is exact within `FORCED_DELTA`), and
+    leave those targets out of ``rhat_max``."""
+    rhat = np.asarray(r.rhat, dtype=np.float64)
+    rows = np.flatnonzero(live & np.isinf(rhat))
+    if rows.size == 0:
+        return
+    value, delta = forced_within(graph, query[rows])
+    est = np.nan_to_num(np.asarray(r.marginals)[rows], nan=-1.0)
+    ok = (value >= 0) & (delta <= FORCED_DELTA) & (np.argmax(est, axis=1) == value)
+    if not ok.any():
+        return
+    rhat = rhat.copy()
+    rhat[rows[ok]] = 1.0
+    if np.any(live & (rhat > _RHAT_THRESHOLD)):
+        return  # other targets did not converge: the warning stands
+    out.warnings = [w for w in out.warnings if not w.startswith("not converged:")]
+    finite = rhat[live][~np.isnan(rhat[live])]
+    out.rhat_max = float(finite.max()) if finite.size else None
 
 
 def _uses_moves(method: Method, options) -> bool:

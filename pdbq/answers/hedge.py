@@ -5,9 +5,10 @@ a shared machine the query gets only a share of a core, and this machine may be 
 than the one the model was measured on, so the idle estimate alone can start an elimination that
 cannot end within the time limit, leaving no time to sample. The hedge:
 
-* **calibration**: every exact elimination AUTO runs records the CPU seconds its thread used
-  against the idle estimate (CPU time, not wall time: other programs slow the wall clock, not the
-  work), and the median of the recent ratios scales later estimates (`Calibration`);
+* **calibration**: every elimination of all marginals AUTO runs (what the estimate is of)
+  records the CPU seconds its thread used against the idle estimate (CPU time, not wall time:
+  other programs slow the wall clock, not the work), and the median of the recent ratios scales
+  later estimates (`Calibration`);
 * **the CPU share now**: a short busy probe measures the share of a core this thread gets
   (thread CPU time ÷ wall time, `probe_share`), taken only when the estimate is large enough for
   the answer to matter;
@@ -37,7 +38,7 @@ __all__ = [
     "HedgeRecord",
     "plan_exact",
     "probe_share",
-    "CpuMeter",
+    "measure_share",
 ]
 
 # The share of AUTO's time budget kept for sampling when it tries exact elimination first: an
@@ -64,7 +65,7 @@ _now = time.perf_counter  # looked up at each call (tests replace them by fake c
 _cpu = time.thread_time
 
 
-def probe_share(seconds: float = PROBE_SECONDS) -> float:
+def measure_share(seconds: float = PROBE_SECONDS) -> float:
     """The share of one core this thread gets now: thread CPU time ÷ wall time over ``seconds``
     of busy work, in [`_MIN_SHARE`, 1]. On a crowded machine a few scheduler slices decide the
     ratio, so the probe goes on (up to 4 × ``seconds``) until it has run a quarter of ``seconds``
@@ -82,6 +83,11 @@ def probe_share(seconds: float = PROBE_SECONDS) -> float:
     if wall <= 0:
         return 1.0
     return min(1.0, max(_MIN_SHARE, cpu / wall))
+
+
+# What `plan_exact` calls (the test suite replaces it by a fixed share: a quiet machine, so that
+# what AUTO chooses does not depend on the load of the machine running the tests).
+probe_share = measure_share
 
 
 class Calibration:
@@ -206,20 +212,3 @@ class HedgeRecord:
         return {"exact_tried": p.run_exact, "exact_stopped": self.stopped, "predicted_seconds": p.predicted,
                 "cpu_share_probe": p.share, "calibration": p.factor, "exact_seconds": self.exact_seconds,
                 "exact_cpu_seconds": self.exact_cpu, "exact_deadline_share": SAMPLE_SHARE}
-
-
-class CpuMeter:
-    """Process CPU seconds and wall seconds since it was made (``process_time`` counts every
-    thread of the process, so a multi-threaded run can exceed one core)."""
-
-    def __init__(self, wall0: float | None = None, cpu0: float | None = None) -> None:
-        self.wall0 = time.perf_counter() if wall0 is None else wall0
-        self.cpu0 = time.process_time() if cpu0 is None else cpu0
-
-    def read(self) -> tuple[float, float]:
-        """(wall seconds, CPU seconds) since the start."""
-        return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
-
-    def share(self) -> float | None:
-        wall, cpu = self.read()
-        return cpu / wall if wall > 1e-3 else None

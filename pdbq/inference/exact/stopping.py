@@ -10,6 +10,7 @@ clique would end past the deadline: its answer could not arrive in time anyway."
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable
 
@@ -27,6 +28,11 @@ _POLL_EVERY = 0.05  # seconds between calls of the cancel poll (it may take a lo
 _now = time.perf_counter  # looked up at each check (tests replace it by a fake clock)
 _OVERHEAD = 1024  # a clique's fixed cost (Python calls, small arrays) in table entries
 _RATE_AFTER = 1 << 20  # entries timed before the speed is trusted for a prediction
+# Seconds per table entry expected before any clique was timed (set by the caller that knows the
+# machine: AUTO's calibrated cost model at the CPU share it measured), so that a first large
+# clique that cannot end by the deadline is not started either. None: no prediction until timed.
+PRIOR_SECONDS_PER_ENTRY: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "pdbq_exact_prior_seconds_per_entry", default=None)
 
 
 class EliminationClock:
@@ -43,6 +49,7 @@ class EliminationClock:
         self._polled = -np.inf
         self._start: float | None = None  # the first timed clique began
         self._work = 0  # table entries (plus overheads) of the timed cliques since then
+        self._prior = PRIOR_SECONDS_PER_ENTRY.get()
 
     @property
     def active(self) -> bool:
@@ -86,13 +93,17 @@ class EliminationClock:
             return
         if self._start is None:
             self._start = now
-        elif self._work >= _RATE_AFTER:
+        ahead, speed = None, "measured so far"
+        if self._work >= _RATE_AFTER:
             ahead = (now - self._start) / self._work * (work + _OVERHEAD)
+        elif self._prior is not None:
+            ahead, speed = self._prior * (work + _OVERHEAD), "expected on this machine now"
+        if ahead is not None:
             if now + 0.5 * ahead > self.deadline:
                 raise TimeLimitError(
                     f"{self.what} stopped before its deadline ({where}: {done:,} of {total:,} cliques done): the next "
-                    f"clique ({work:,} table entries) would end about {ahead:.2g} s from now at the speed measured so "
-                    f"far, past the deadline {self.deadline - now:.2g} s away", stage=self.what)
+                    f"clique ({work:,} table entries) would end about {ahead:.2g} s from now at the speed {speed}, "
+                    f"past the deadline {self.deadline - now:.2g} s away", stage=self.what)
         self._work += work + _OVERHEAD
 
 
