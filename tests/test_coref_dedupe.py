@@ -6,6 +6,7 @@ import csv
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -138,3 +139,20 @@ def test_decimal_numbers_are_compared_as_numbers(cents, places, data):
     con.execute(f"CREATE TABLE r AS SELECT CAST(v AS {typ}) AS price FROM unnest(?) t(v)", [values])
     (fl,) = sniff_fields(con, "r", {"price": typ}, ["price"])
     assert fl.kind == "number", (values, typ, fl)
+
+
+def test_the_recall_estimate_carries_its_standard_error(tmp_path, capsys):
+    """A 4-record file expects one or two matching pairs: its recall estimate is shown with an
+    error of ± 0.3 or more (it said 'estimated recall 0.2000' alone); conftest's people, more."""
+    four = tmp_path / "four.csv"
+    four.write_text("id,name,city\n1,anna smith,york\n2,anna smith,york\n3,bob jones,leeds\n4,carl white,hull\n")
+    res = dedupe(four, id="id", fields=["name", "city"])
+    assert res.blocking.recall_stderr >= 0.3 and f"± {res.blocking.recall_stderr:.2g}" in str(res)
+    assert cli_main([str(four), "--id", "id", "--fields", "name,city"]) == 0
+    assert f"estimated recall {res.blocking.recall:.4f} ± {res.blocking.recall_stderr:.2g}" in capsys.readouterr().err
+    con = duckdb.connect()
+    big = dedupe(con.from_arrow(pa.table({"pid": [p[0] for p in ALL_PEOPLE], "name": [p[1] for p in ALL_PEOPLE],
+                                          "address": [p[2] for p in ALL_PEOPLE]})),
+                 id="pid", fields=["name", "address"], con=con)
+    if big.blocking.expected_matches > 4:
+        assert big.blocking.recall_stderr < res.blocking.recall_stderr

@@ -877,6 +877,42 @@ def test_a_task_still_running_when_its_run_ends_keeps_no_shard(one_block):
     assert ("late-run", 0) not in tasks._HELD
 
 
+@needs_dask
+def test_a_cancel_while_a_slow_round_runs_leaves_no_shard_held(one_block, client, monkeypatch):
+    """The race behind the cancel test's 1-in-4 failure, made wide: every shard's moves take 0.5 s
+    more, so the cancel's release of the run's shards comes while its round still runs on the
+    workers. Whenever those tasks end, they must hold nothing for the ended run."""
+    import time
+
+    import pdbq.distributed.shard_tasks as tasks
+    import pdbq.distributed.shards as shards
+    from pdbq.progress import Cancelled
+
+    _, src = one_block
+    moves = tasks._moves
+
+    def slow(*args, **kwargs):
+        out = moves(*args, **kwargs)
+        time.sleep(0.5)
+        return out
+
+    monkeypatch.setattr(tasks, "_moves", slow)
+    rounds = []
+
+    def poll():
+        if rounds:
+            raise Cancelled("cancelled")
+
+    with pytest.raises(Cancelled):
+        shards.resolve_sharded(src, _split_cfg(3), client=client, poll=poll,
+                               on_round=lambda st, c: rounds.append(st.round))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(f.status == "pending" for f in client.futures.values()):
+        time.sleep(0.1)  # the cancelled round's tasks run to their end on the workers
+    time.sleep(1.0)
+    assert rounds and not shards._HELD
+
+
 def test_boundary_summaries_decide_which_entities_meet_and_packages_carry_their_pairs():
     """Shard 0 holds {0, 1} (one entity) and {2}; shard 1 holds {3} and {4, 5}. The cut pair
     0-3 (score 1.0) makes entities 0 and 3 worth merging, 1-4 (-1.0) does not: entity 3 moves to

@@ -540,3 +540,18 @@ def test_an_example_that_needs_a_missing_module_is_reported_as_skipped(tmp_path:
     (tmp_path / "sh").rename(tmp_path / "sh-before")
     with pytest.raises(AssertionError, match="the example printed"):  # the rest still runs and is checked
         run_examples(page)
+
+
+def _statements(text: str) -> list[str]:
+    """SQL statements with comments dropped and whitespace collapsed (for comparing two copies)."""
+    text = re.sub(r"--[^\n]*", "", text)
+    return [" ".join(s.split()) for s in text.split(";") if s.strip()]
+
+
+def test_getting_started_shows_the_queries_examples_movies_sql_runs() -> None:
+    """The page walks through examples/movies.sql: the query it shows is the file's, options too."""
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    script = _statements((ROOT / "examples" / "movies.sql").read_text(encoding="utf-8"))
+    shown = [s for b in blocks(page) if b.lang == "sql" and b.role == "example" for s in _statements(b.text)
+             if "PROB(" in s and "is_popular AS m" in s]
+    assert shown and all(s in script for s in shown), (shown, [s for s in script if "PROB(" in s])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import pdbq
 
 MODEL = """
@@ -45,3 +47,28 @@ def test_explain_method_and_evidence_query():
         rows = dict(db.execute("EXPLAIN SELECT PROB(v) FROM x v WHERE v.i = 1 USING GIBBS").fetchall())
         assert rows["method"] == "USING GIBBS" and rows["selection"].startswith("uniform")
         assert rows["selection share of x_q"].startswith("0.2000")  # 1 of 5 sites
+
+
+@pytest.mark.parametrize("weight, steps", [(8.0, None), (8.0, 1000), (0.05, 10**15)])
+def test_explain_says_when_the_mixing_bound_is_vacuous(weight, steps):
+    """The worst-case mixing bound grows with the weights exponentially: above every update the
+    run can make (its steps, or its time limit at a rate no kernel reaches) it is called vacuous,
+    pointing to R-hat and the standard errors; below, it is shown plainly."""
+    from pdbq.analysis import analyze_graph  # noqa: F401 - the analysis must be available
+
+    with pdbq.connect() as db:
+        db.execute(f"""
+            CREATE TABLE t AS SELECT range AS i FROM range(17);
+            CREATE TABLE e AS SELECT i, i + 1 AS j FROM t WHERE i < 16;
+            CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM t);
+            CREATE RULE same WEIGHT {weight} FUNCTION EQUAL AS x(i) = x(j) :- e(i, j);""")
+        opts = "WITH (seed = 1" + (f", steps = {steps})" if steps else ")")
+        rows = dict(db.execute(f"EXPLAIN SELECT PROB(v) FROM x v WHERE v.i = 0 USING GIBBS {opts}").fetchall())
+        text = rows["mixing bound (Gibbs steps, upper bound)"]
+        bound = float(text.split()[0]) if not text.startswith("n/a") else float("inf")
+        from pdbq.answers.engine import DEFAULT_TIME_LIMIT, UPDATES_PER_SECOND_CEILING
+
+        horizon = (steps + steps // 10) if steps else DEFAULT_TIME_LIMIT * UPDATES_PER_SECOND_CEILING
+        assert ("vacuous" in text) == (bound > horizon), (text, horizon)
+        if "vacuous" in text:
+            assert "R-hat" in text

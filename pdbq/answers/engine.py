@@ -153,6 +153,23 @@ def _run_lengths(options, n_sites: int) -> tuple[int | None, int | None, float |
     return steps, burn_in, tol, limit, False
 
 
+#: Updates per second no chain here reaches (the fastest kernels measured make 20-45 million;
+#: this is 20 times more): what bounds the updates a time-limited run can make.
+UPDATES_PER_SECOND_CEILING = 1e9
+
+
+def run_horizon(options, n_sites: int) -> tuple[float, str]:
+    """The most updates per chain a run with ``options`` can make, and how that is known: its
+    fixed length (burn-in included), its steps cap, or its time limit at a rate no kernel
+    reaches. EXPLAIN compares the worst-case mixing bound with it."""
+    steps, burn_in, _, limit, fixed = _run_lengths(options, n_sites)
+    if steps is not None:
+        burn = burn_in if burn_in is not None else (steps // 10 if fixed else 0)
+        return float(steps + burn), f"the {steps + burn:,} updates per chain this run makes at most"
+    return (float(limit) * UPDATES_PER_SECOND_CEILING,
+            f"what {limit:g} s (time_limit) allows even at {UPDATES_PER_SECOND_CEILING:.0e} updates per second")
+
+
 def run_length_text(options, n_sites: int) -> tuple[str, str]:
     """EXPLAIN's rows for a sampling method: (run length, burn-in)."""
     from pdbq.inference.mcmc.gibbs import BURN_IN_SHARE  # noqa: PLC0415

@@ -25,6 +25,8 @@ pairs; stop when nothing qualifies.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +68,18 @@ class BlockingChoice:
     pairs_bound: int
     recall: float
     expected_matches: float
+
+    @property
+    def recall_stderr(self) -> float:
+        """The recall's standard error as a share of the expected matching pairs: a binomial
+        proportion over `expected_matches` (a 4-record table expects about 2, and its recall
+        estimate says next to nothing: ± 0.3)."""
+        e = max(self.expected_matches, 1.0)
+        return math.sqrt(max(self.recall * (1.0 - self.recall), 0.0) / e)
+
+    def recall_text(self) -> str:
+        """``estimated recall R ± se`` (the CLI's and the result's summary)."""
+        return f"estimated recall {self.recall:.4f} ± {self.recall_stderr:.2g}"
 
     @property
     def expected_missed(self) -> float:

@@ -118,7 +118,7 @@ def _print_model(res, show_levels: bool) -> None:
         w(f"  {row['field']} and {row['given']} agree together among non-matches: {row['bits']:+.2f} bits when both agree\n")
     b = res.blocking
     if b is not None:
-        w(f"blocking ({res.diagnostics['candidate_pairs']:,} candidate pairs; estimated recall {b.recall:.4f}, "
+        w(f"blocking ({res.diagnostics['candidate_pairs']:,} candidate pairs; {b.recall_text()}, "
           f"about {b.expected_missed:.1f} of {b.expected_matches:.0f} matching pairs missed):\n")
         for r in b.describe(pm):
             w(f"  {r}\n")

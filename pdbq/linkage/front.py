@@ -103,7 +103,7 @@ class DedupeResult:
             lines.append(f"  linear model: bias {self.model.bias:g}; comparisons {fields}")
         if self.blocking is not None:
             b = self.blocking
-            recall = "not estimated" if not math.isfinite(b.recall) else f"estimated recall {b.recall:.4f}"
+            recall = "recall not estimated" if not math.isfinite(b.recall) else b.recall_text()
             lines.append(f"  blocking: {len(b.rules)} rule{'' if len(b.rules) == 1 else 's'}, {recall}")
         if self.pairs is not None:
             lines.append(f"  posterior: {self.pairs.num_rows} pair probabilities, "

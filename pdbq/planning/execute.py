@@ -35,6 +35,7 @@ from pdbq.planning.plan import (
     map_select,
     plan_query,
     report,
+    evidence_notes_of,
     semantics_warnings_of,
     vid_labels,
 )
@@ -152,6 +153,8 @@ def diagnostics(plan: Plan, ans: EngineAnswer | None, started: float, con: duckd
             warnings += ans.warnings
         if ans.method in ("QAM", "GIBBS"):
             warnings += semantics_warnings_of(plan, con)
+        else:
+            warnings += evidence_notes_of(plan)
     d["warnings"] = warnings
     if ans is not None and ans.trace is not None:
         d["trace"] = ans.trace

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from pdbq.arrays import unique
-from pdbq.answers.engine import auto_decision, dask_plan, run_length_text
+from pdbq.answers.engine import auto_decision, dask_plan, run_horizon, run_length_text
 from pdbq.answers.option_scope import refuse_inert
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
 from pdbq.errors import InferenceError, PdbqError
@@ -124,7 +124,7 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
             rows.append((f"influence #{i}", f"{labels.get(gv, f'vid {gv}')}: trail score {scores[v]:.4g}"))
         if not top.size:
             rows.append(("influence", "no latent variable influences the query (x_l is empty)"))
-    rows.extend(_analysis_rows(db, plan, mixing=not exact))
+    rows.extend(_analysis_rows(db, plan, mixing=not exact, horizon=run_horizon(opts, sites.size)))
     for note in plan.notes:
         rows.append(("note", note))
     return rows
@@ -155,9 +155,22 @@ def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
     return "; ".join(parts) if parts else "single-site moves"
 
 
-def _analysis_rows(db, plan: Plan, *, mixing: bool = True) -> list[tuple[str, str]]:
-    """Hierarchy width, factor weights and the mixing bound (when ``mixing``: a sampled answer),
-    then the semantics warnings."""
+def _mixing_text(bound: float | None, horizon: tuple[float, str] | None) -> str:
+    """The worst-case mixing bound, said to be vacuous when it exceeds the updates the run can make
+    at all (it then says nothing about this run; R-hat and the standard errors do)."""
+    if bound is None:
+        return "n/a (too large for a float: a worst-case bound that says nothing about this run)"
+    text = f"{bound:.4g} steps"
+    if horizon is not None and bound > horizon[0]:
+        text += (f" (vacuous: a worst-case bound from the weights and the structure, above {horizon[1]}; "
+                 "whether the chains mixed is what R-hat and the standard errors measure)")
+    return text
+
+
+def _analysis_rows(db, plan: Plan, *, mixing: bool = True,
+                   horizon: tuple[float, str] | None = None) -> list[tuple[str, str]]:
+    """Hierarchy width, factor weights and the mixing bound (when ``mixing``: a sampled answer;
+    ``horizon``: `run_horizon`), then the semantics warnings."""
     graph = plan.graph
     if not mixing:
         return [("warning", w) for w in semantics_warnings_of(plan, db.duckdb)]
@@ -173,7 +186,7 @@ def _analysis_rows(db, plan: Plan, *, mixing: bool = True) -> list[tuple[str, st
         rows = [
             ("hierarchy width", str(a.hierarchy_width) if a.hierarchy_width is not None else f"between {lo} and {hi}"),
             ("max factor weight", f"{a.max_factor_weight:.4g}" + ("" if a.max_factor_weight_exact else " (upper bound)")),
-            ("mixing bound (Gibbs steps, upper bound)", "n/a" if a.mixing_bound is None else f"{a.mixing_bound:.4g} steps"),
+            ("mixing bound (Gibbs steps, upper bound)", _mixing_text(a.mixing_bound, horizon)),
         ]
     rows += [("warning", w) for w in semantics_warnings_of(plan, db.duckdb)]
     return rows

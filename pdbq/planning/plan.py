@@ -379,5 +379,24 @@ def semantics_warnings_of(plan: Plan, con: duckdb.DuckDBPyConnection | None = No
 
     # the graph (hence its vids and keys) is fixed for a cached entry: compute once
     warnings = make() if plan.memo is None or con is None else plan.memo.get_or_make("semantics_warnings", make)
-    return list(warnings)
+    return list(warnings) + evidence_notes_of(plan)
+
+
+def evidence_notes_of(plan: Plan) -> list[str]:
+    """A note per rule the evidence satisfies in every grounding the query reaches
+    (`pdbq.analysis.evidence`): whatever the method, its answer is right, and the rule is inert."""
+    graph = plan.graph
+    if graph is None or graph.n_factors == 0:
+        return []
+
+    def make() -> tuple[str, ...]:
+        from pdbq.analysis.evidence import rules_satisfied_by_evidence  # noqa: PLC0415
+
+        spans = plan.grounding.weight_rules if plan.grounding is not None else ()
+        factor_rule, names = factor_rules(graph, spans)
+        return tuple(f"rule {names[r]} is satisfied by the evidence for every grounding this query reaches (its "
+                     "observed true head makes each grounding true whatever its body): it adds nothing, and evidence "
+                     "on its body has no effect through it" for r in rules_satisfied_by_evidence(graph, factor_rule))
+
+    return list(make() if plan.memo is None else plan.memo.get_or_make("satisfied_rules", make))
 
