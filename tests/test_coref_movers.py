@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import Phase, given, settings, strategies as st
 
@@ -81,3 +82,87 @@ def test_movers_are_found(seed):
     assert inter.get(("dob", "email"), 0.0) > -3.0, (seed, inter)
     pw = pairwise(res.clusters.column("cluster").to_numpy(), ent)
     assert pw.f1 >= 0.95, (seed, pw)
+
+
+def _planted(rng, people, p_move, p_typo, n_stable):
+    """People with `n_stable` stable identifiers (agree among one person's records but for a typo
+    with probability `p_typo`) and a place (address, city, zip) that moves as a whole with
+    probability `p_move` per further record. Each person has 1–3 records. Returns (table, entity)."""
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+
+    def word(k):
+        return "".join(rng.choice(letters, size=k))
+
+    def typo(s):
+        i = int(rng.integers(len(s)))
+        return s[:i] + str(rng.choice(letters)) + s[i + 1:]
+
+    cities = [(word(7), [str(z) for z in rng.integers(10000, 99999, size=3)]) for _ in range(max(5, people // 100))]
+
+    def place():
+        c, zips = cities[int(rng.integers(len(cities)))]
+        return [f"{rng.integers(1, 999)} {word(6)} st", c, zips[int(rng.integers(len(zips)))]]
+
+    stable = [f"s{k}" for k in range(n_stable)]
+    rows, ent = [], []
+    for e in range(people):
+        ids = [word(int(rng.integers(6, 10))) for _ in stable]
+        home = place()
+        for d in range(int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2]))):
+            vals = [typo(v) if d and rng.random() < p_typo else v for v in ids]
+            if d and rng.random() < p_move:
+                home = place()
+            rows.append(vals + home)
+            ent.append(e)
+    cols = stable + ["address", "city", "zip"]
+    tbl = pa.table({"rid": np.arange(len(rows)), **{c: [r[k] for r in rows] for k, c in enumerate(cols)}})
+    return tbl, np.asarray(ent), cols, stable
+
+
+# Fails with today's model, for two reasons measured on seed 0 (p_move 0.3, no typos, two stable
+# identifiers): EM within the training rules "s0 equal" / "s1 equal" (which hold only matches)
+# fits the rule's own u and takes the 35% who moved for non-matches (rule match share 0.65,
+# m(address differs) 0.015); and even with m from labels (every tenth person), the interaction's
+# EM for the non-matches among the pairs equal on s0 and s1 counts one move as three independent
+# disagreements (address, city, zip) and gives s0&s1 -8.1 bits (recall 0.77).
+@pytest.mark.xfail(strict=True, reason="dependence among matches is not modelled (comment above)")
+# no shrinking: each try is a whole dedupe run; the failing parameters are in the message
+@settings(max_examples=3, deadline=None, phases=[Phase.generate])
+@given(seed=st.integers(0, 2**31 - 1), p_move=st.floats(0.3, 0.7), p_typo=st.floats(0.0, 0.2),
+       n_stable=st.integers(2, 3))
+def test_dependence_planted_among_matches_is_not_evidence_against(seed, p_move, p_typo, n_stable):
+    """The place fields change together among matches (planted dependence among matches); the
+    stable identifiers are independent among non-matches. Agreeing on two stable identifiers is
+    then never evidence against a match, and the people who moved are found."""
+    rng = np.random.default_rng(seed)
+    tbl, ent, cols, stable = _planted(rng, 1500, p_move, p_typo, n_stable)
+    con = duckdb.connect()
+    con.register("src", tbl)
+    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    res = dedupe("people", id="rid", fields=cols, con=con)
+    msg = (seed, p_move, p_typo, n_stable)
+    for r in res.pair_model.interactions_table():
+        if r["field"] in stable and r["given"] in stable:
+            assert r["bits"] > -1.0, (msg, r)
+    pw = pairwise(res.clusters.column("cluster").to_numpy(), ent)
+    assert pw.recall >= 0.95 and pw.precision >= 0.95, (msg, pw)
+
+
+@settings(max_examples=3, deadline=None, phases=[Phase.generate])
+@given(seed=st.integers(0, 2**31 - 1), p_move=st.floats(0.3, 0.7), p_typo=st.floats(0.0, 0.2),
+       n_stable=st.integers(2, 3))
+def test_fields_that_move_together_compared_as_one_field_find_the_movers(seed, p_move, p_typo, n_stable):
+    """The remedy docs/coreference.md gives for the xfail above: the place compared as one field,
+    so a move is one disagreement. The same planted data is then resolved."""
+    rng = np.random.default_rng(seed)
+    tbl, ent, _, stable = _planted(rng, 1500, p_move, p_typo, n_stable)
+    con = duckdb.connect()
+    con.register("src", tbl)
+    con.execute(f"CREATE TABLE people AS SELECT rid, {', '.join(stable)}, address || ', ' || city || ' ' || zip AS place FROM src")
+    res = dedupe("people", id="rid", fields=[*stable, "place"], con=con)
+    msg = (seed, p_move, p_typo, n_stable)
+    for r in res.pair_model.interactions_table():
+        if r["field"] in stable and r["given"] in stable:
+            assert r["bits"] > -3.0, (msg, r)
+    pw = pairwise(res.clusters.column("cluster").to_numpy(), ent)
+    assert pw.recall >= 0.95 and pw.precision >= 0.95, (msg, pw)
