@@ -54,15 +54,8 @@ from pdbq.inference.moves.move_choice import choose_moves, run_auto
 from pdbq.inference.query_aware.selection import SelectionConfig, selection_distribution
 from pdbq.language.nodes import Method
 
-__all__ = [
-    "EngineAnswer",
-    "answer",
-    "auto_decision",
-    "resolve_seed",
-    "run_length_text",
-    "DEFAULT_TOLERANCE",
-    "DEFAULT_TIME_LIMIT",
-]
+__all__ = ["EngineAnswer", "answer", "auto_decision", "resolve_seed", "run_length_text", "DEFAULT_TOLERANCE",
+           "DEFAULT_TIME_LIMIT"]
 
 DEFAULT_TOLERANCE = 0.01  # 95% half-width of every query estimate
 DEFAULT_TIME_LIMIT = 5.0  # seconds of sampling
@@ -123,14 +116,8 @@ def auto_decision(
     free = int(np.count_nonzero(graph.evidence < 0))
     floor = free * config.us_per_clique * 1e-6
     if floor > budget and free > _ORDER_ALWAYS:
-        return Decision(
-            "MCMC",
-            f"MCMC: {free:,} free variables; exact elimination would take at least {floor:.1f} s "
-            f"(exact_budget {budget:g} s)",
-            -1,
-            -1,
-            floor,
-        )
+        return Decision("MCMC", f"MCMC: {free:,} free variables; exact elimination would take at least "
+                        f"{floor:.1f} s (exact_budget {budget:g} s)", -1, -1, floor)
     return choose_method(graph, max_table=max_table, max_seconds=budget, config=config, should_stop=should_stop)
 
 
@@ -592,14 +579,7 @@ def answer(
     free_q = unique(query[graph.evidence[query] < 0])
     sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
     seed = resolve_seed(options.seed)
-
-    if method is Method.ANNEAL and need_marginals:
-        raise InferenceError("USING ANNEAL finds the most probable world: it answers MAP(...) only; "
-                             "use QAM, GIBBS or EXACT for PROB/DIST/STDERR")
-    if method is Method.GIBBS and "selection" in explicit and options.selection != "uniform":
-        raise OptionError(f"USING GIBBS updates uniformly at random: option selection = '{options.selection}' "
-                          "applies to USING QAM (or write selection = 'uniform')")
-
+    _refuse_options(method, options, explicit, need_marginals)
     cpu0 = time.process_time()
 
     def done(marg, se, mapv, **kw) -> EngineAnswer:
@@ -619,85 +599,17 @@ def answer(
         return done(marg, np.zeros_like(marg), mapv, method="EVIDENCE",
                     reason="every query variable is evidence: point masses, nothing sampled")
 
-    limit_now = options.time_limit
-    time_left = None if limit_now is None else begun + limit_now - time.perf_counter()
+    time_left = None if options.time_limit is None else begun + options.time_limit - time.perf_counter()
     chosen, decision, reason = _method_choice(graph, method, options, memo, time_left, poll)
-    hedge: HedgeRecord | None = None
-    limit_sampling: float | None = None  # the sampling run's limit when AUTO's exact try ran over
-    if chosen is Method.EXACT:
-        if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
-            reason += "; workers/scheduler unused: nothing to sample"
-        # Without a written time_limit, AUTO's exact elimination still ends: at the default time
-        # limit, or at exact_budget when larger (the wait the user accepted for an exact answer).
-        # USING EXACT has only the limit the user wrote.
-        limit_exact = limit_now
-        if limit_exact is None and method is Method.AUTO:
-            limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
-        end = None if limit_exact is None else begun + limit_exact
-        until = end
-        cached = _exact_kept(graph, query, free_q, options, memo, need_marginals, need_map)
-        if method is Method.AUTO and decision is not None and not cached:
-            # AUTO hedges: exact only when it fits the CPU this query gets now, stopped at its share
-            # of the budget, the rest kept to sample
-            plan = plan_exact(decision.estimated_seconds, time.perf_counter(), end, limit_exact)
-            hedge = HedgeRecord(plan)
-            if plan.reason:
-                reason += "; " + plan.reason
-            if plan.run_exact:
-                until = plan.deadline
-            else:
-                chosen = Method.QAM
-    if chosen is Method.EXACT:
-        # the elimination's kernels, compiled on a machine's first use: not the query's time
-        w = warm_up("exact")
-        if w is not None and until is not None:
-            until += w.seconds
-        w0, c0 = time.perf_counter(), time.thread_time()
-        # a hedged elimination also refuses a first large clique that cannot end by its deadline
-        # at the speed the calibrated cost model expects at the measured CPU share
-        prior = None if hedge is None else _seconds_per_entry(hedge.plan)
-        token = PRIOR_SECONDS_PER_ENTRY.set(prior)
-        try:
-            try:
-                marg, se, mapv = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax,
-                                               until, poll)
-            finally:
-                PRIOR_SECONDS_PER_ENTRY.reset(token)
-        except TimeLimitError as e:
-            if hedge is None:
-                raise _exact_timeout(e, limit_exact, time.perf_counter() - begun) from None
-            hedge.stopped = True
-            hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
-            CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu, finished=False)
-            left = begun + limit_exact - time.perf_counter()
-            reason += (f"; exact elimination ran over its share: stopped after {hedge.exact_seconds:.2g} s "
-                       f"({hedge.exact_cpu:.2g} s of CPU: {_share_text(hedge.exact_cpu, hedge.exact_seconds)}), so "
-                       f"the remaining {max(left, 0.0):.2g} s sampled ({e})")
-            chosen, limit_sampling = Method.QAM, limit_exact
-        else:
-            if hedge is not None:
-                hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
-                if need_marginals and free_q.size >= sites.size:
-                    # the estimate is of every marginal (both passes): only such runs calibrate it
-                    CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu)
-            return done(marg, se, mapv, method="EXACT", reason=reason, decision=decision,
-                        hedge=None if hedge is None else hedge.as_dict())
-
+    chosen, reason, hedge, limit_sampling, exact = _try_exact(
+        graph, query, free_q, sites, method, chosen, decision, reason, options, memo, begun, on_dask, need_marginals,
+        need_map, kmax, poll)
+    if exact is not None:
+        return done(*exact, method="EXACT", reason=reason, decision=decision,
+                    hedge=None if hedge is None else hedge.as_dict())
     if chosen is Method.ANNEAL:
-        w = warm_up("anneal")  # its kernels, compiled on a machine's first use, not the query's time
-        r = _anneal(graph, query, options, seed, sites, on_round, begun + (w.seconds if w is not None else 0.0))
-        values = np.asarray(r.values, dtype=np.int64)
-        if hard.coupled:
-            until = None if options.time_limit is None else begun + options.time_limit
-            exact_best = _certify_map(graph, values, options, memo, poll, until)
-            if exact_best is not None:
-                certified = True
-                if exact_best is not values:
-                    values = exact_best
-                    reason += ("; hard constraints tie free variables and the annealed world scored below the "
-                               "exact MAP, which is the answer")
-                else:
-                    reason += "; the annealed world scores as high as the exact MAP"
+        r, values, reason, certified = _anneal_answer(graph, query, options, seed, sites, on_round, begun, hard, memo,
+                                                      poll, reason)
         marg = np.zeros((query.size, kmax))
         warnings = list(getattr(r, "warnings", ()) or ())
         return done(marg, np.zeros_like(marg), values[query], method="ANNEAL", reason=reason, decision=decision,
@@ -711,8 +623,7 @@ def answer(
     # the selection and the chains use them, and that time is added to the deadline
     warmed = [w for w in (warm_up(t) for t in ("sampling",) + tiers_for(graph, _uses_moves(method, options)))
               if w is not None]
-    sel = None
-    share = None
+    sel = share = None
     selection_name = "uniform"
     if chosen is Method.QAM:
         selection_name = options.selection
@@ -744,7 +655,6 @@ def answer(
     sampled_wall, sampled_cpu = time.perf_counter() - t_sample, time.process_time() - cpu_sample
     if what:
         reason += "; " + what
-    live = graph.evidence[query] < 0
     mapv = None
     if need_map:
         unknown = np.isnan(r.marginals).any(axis=1)
@@ -755,15 +665,121 @@ def answer(
         trace=r.trace, dask=dask_run, hedge=None if hedge is None else hedge.as_dict(),
         sampling_seconds=sampled_wall, sampling_cpu_seconds=sampled_cpu,
     )
+    _sampled_warnings(out, graph, query, r, options, config, on_dask, deadline, limit, t_sample - begun, decision,
+                      hedge, belief, tol)
+    return out
+
+
+def _refuse_options(method: Method, options, explicit: frozenset[str], need_marginals: bool) -> None:
+    """`InferenceError`/`OptionError` for a method asked what it cannot answer or an option it ignores."""
+    if method is Method.ANNEAL and need_marginals:
+        raise InferenceError("USING ANNEAL finds the most probable world: it answers MAP(...) only; "
+                             "use QAM, GIBBS or EXACT for PROB/DIST/STDERR")
+    if method is Method.GIBBS and "selection" in explicit and options.selection != "uniform":
+        raise OptionError(f"USING GIBBS updates uniformly at random: option selection = '{options.selection}' "
+                          "applies to USING QAM (or write selection = 'uniform')")
+
+
+def _try_exact(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, sites: np.ndarray, method: Method,
+               chosen: Method, decision: Decision | None, reason: str, options, memo: Memo | None, begun: float,
+               on_dask: bool, need_marginals: bool, need_map: bool, kmax: int, poll: Callable[[], None] | None):
+    """Exact elimination when ``chosen`` is EXACT, AUTO's hedged (`pdbq.answers.hedge`): (the method
+    left to run, the reason, AUTO's hedge record or None, the sampling run's limit when AUTO's exact
+    try ran over or None, the exact (marginals, stderr, MAP values) or None when it did not run or end)."""
+    hedge: HedgeRecord | None = None
+    if chosen is not Method.EXACT:
+        return chosen, reason, hedge, None, None
+    if on_dask:  # only AUTO gets here with workers (dask_plan refuses them with EXACT)
+        reason += "; workers/scheduler unused: nothing to sample"
+    # Without a written time_limit, AUTO's exact elimination still ends: at the default time
+    # limit, or at exact_budget when larger (the wait the user accepted for an exact answer).
+    # USING EXACT has only the limit the user wrote.
+    limit_exact = options.time_limit
+    if limit_exact is None and method is Method.AUTO:
+        limit_exact = max(DEFAULT_TIME_LIMIT, float(options.exact_budget))
+    end = None if limit_exact is None else begun + limit_exact
+    until = end
+    cached = _exact_kept(graph, query, free_q, options, memo, need_marginals, need_map)
+    if method is Method.AUTO and decision is not None and not cached:
+        # AUTO hedges: exact only when it fits the CPU this query gets now, stopped at its share
+        # of the budget, the rest kept to sample
+        plan = plan_exact(decision.estimated_seconds, time.perf_counter(), end, limit_exact)
+        hedge = HedgeRecord(plan)
+        if plan.reason:
+            reason += "; " + plan.reason
+        if not plan.run_exact:
+            return Method.QAM, reason, hedge, None, None
+        until = plan.deadline
+    # the elimination's kernels, compiled on a machine's first use: not the query's time
+    w = warm_up("exact")
+    if w is not None and until is not None:
+        until += w.seconds
+    w0, c0 = time.perf_counter(), time.thread_time()
+    # a hedged elimination also refuses a first large clique that cannot end by its deadline
+    # at the speed the calibrated cost model expects at the measured CPU share
+    prior = None if hedge is None else _seconds_per_entry(hedge.plan)
+    token = PRIOR_SECONDS_PER_ENTRY.set(prior)
+    try:
+        try:
+            exact = _exact_answer(graph, query, free_q, options, memo, need_marginals, need_map, kmax, until, poll)
+        finally:
+            PRIOR_SECONDS_PER_ENTRY.reset(token)
+    except TimeLimitError as e:
+        if hedge is None:
+            raise _exact_timeout(e, limit_exact, time.perf_counter() - begun) from None
+        hedge.stopped = True
+        hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
+        CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu, finished=False)
+        left = begun + limit_exact - time.perf_counter()
+        reason += (f"; exact elimination ran over its share: stopped after {hedge.exact_seconds:.2g} s "
+                   f"({hedge.exact_cpu:.2g} s of CPU: {_share_text(hedge.exact_cpu, hedge.exact_seconds)}), so "
+                   f"the remaining {max(left, 0.0):.2g} s sampled ({e})")
+        return Method.QAM, reason, hedge, limit_exact, None
+    if hedge is not None:
+        hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
+        if need_marginals and free_q.size >= sites.size:
+            # the estimate is of every marginal (both passes): only such runs calibrate it
+            CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu)
+    return Method.EXACT, reason, hedge, None, exact
+
+
+def _anneal_answer(graph: FactorGraph, query: np.ndarray, options, seed: int, sites: np.ndarray, on_round,
+                   begun: float, hard: HardSplit, memo: Memo | None, poll: Callable[[], None] | None, reason: str):
+    """USING ANNEAL's run: (its result, the world's values, the reason, whether the exact MAP certified it)."""
+    w = warm_up("anneal")  # its kernels, compiled on a machine's first use, not the query's time
+    r = _anneal(graph, query, options, seed, sites, on_round, begun + (w.seconds if w is not None else 0.0))
+    values = np.asarray(r.values, dtype=np.int64)
+    certified = False
+    if hard.coupled:
+        until = None if options.time_limit is None else begun + options.time_limit
+        exact_best = _certify_map(graph, values, options, memo, poll, until)
+        if exact_best is not None:
+            certified = True
+            if exact_best is not values:
+                values = exact_best
+                reason += ("; hard constraints tie free variables and the annealed world scored below the "
+                           "exact MAP, which is the answer")
+            else:
+                reason += "; the annealed world scores as high as the exact MAP"
+    return r, values, reason, certified
+
+
+def _sampled_warnings(out: EngineAnswer, graph: FactorGraph, query: np.ndarray, r, options, config: GibbsConfig,
+                      on_dask: bool, deadline: float | None, limit: float | None, before: float,
+                      decision: Decision | None, hedge: HedgeRecord | None, belief: np.ndarray | None,
+                      tol: float | None) -> None:
+    """A sampled answer's convergence summary and warnings, in this order: what the chains said
+    (less forced targets), no sample kept, CPU contention, the exact hint, the BP cross-check, and
+    the lead line first. ``before``: seconds of the query before sampling began."""
+    live = graph.evidence[query] < 0
     _sampled_answer(out, r, live)
     _excuse_forced(graph, query, r, live, out)
     if deadline is not None and r.steps == 0 and live.any():
-        before = t_sample - begun
         out.warnings.append(f"time_limit {limit:g} s ended the query before any sample was kept (planning took "
                             f"{before:.2f} s of it): raise time_limit")
     threads = options.threads if options.threads else min(config.chains, os.cpu_count() or 1)
-    busy = None if on_dask else contention_warning(out.warnings, limit, sampled_wall, sampled_cpu,
-                                                   max(1, min(threads, config.chains)))
+    busy = None if on_dask else contention_warning(out.warnings, limit, out.sampling_seconds,
+                                                   out.sampling_cpu_seconds, max(1, min(threads, config.chains)))
     if busy is not None:
         out.warnings.append(busy)
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
@@ -776,7 +792,6 @@ def answer(
     lead = lead_warning(out.warnings)
     if lead is not None:
         out.warnings.insert(0, lead)
-    return out
 
 
 # The share of the time left that the cross-check (loopy belief propagation) may take before

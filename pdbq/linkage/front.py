@@ -244,28 +244,15 @@ def dedupe(
             lin = feats = None
             graph = scores.graph(records.n)
         else:
-            auto = [c for c in comparisons if c.method == "auto"]
-            resolved = {c.field: c for c in default_comparisons(con, records, [c.field for c in auto])} if auto else {}
-            comps = tuple(replace(c, method=resolved[c.field].method) if c.method == "auto" else c for c in comparisons)
-            lin = CorefModel(comps, blocks or _default_blocking(records, comps), bias=bias, max_pairs=max_pairs)
-            n_pairs = candidate_pairs(con, records, lin)
-            feats = pair_features(con, records, lin)
-            if link_only is not None:
-                feats = cross_source(con, link_only, feats)
-                n_pairs = int(feats.a.size)
-            graph = feats.graph(records.n, lin.scores(feats.x))
+            lin, feats, n_pairs, graph = _linear_stage(con, records, comparisons, blocks, bias, max_pairs, link_only)
             run_config = config if config is not None else DEFAULT_CONFIG
         t2 = time.perf_counter()
         res, group = _resolve(con, graph, run_config, link_only if one_to_one else None, records.ids, warnings)
         cluster = records.ids[res.labels]
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
         table = pa.table({"id": records.ids, "cluster": cluster})
-        if output is not None:
-            _write(id_named(table, id), Path(output))
-        pairs = confidence = None
-        if probabilities is not False:
-            pairs, confidence, post_diag = _posterior(graph, scores if scores is not None else feats, records.ids,
-                                                      res.labels, probabilities, warnings, group)
+        pairs, confidence, post_diag = _outputs(table, id, output, graph, scores if scores is not None else feats,
+                                                records.ids, res.labels, probabilities, warnings, group)
         diag = {
             "records": records.n,
             "candidate_pairs": n_pairs,
@@ -290,6 +277,32 @@ def dedupe(
             con.close()
         else:
             con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+
+
+def _linear_stage(con, records, comparisons, blocks, bias, max_pairs, link_only):
+    """The hand-weighted model's stage: (its `CorefModel`, the pair features, the candidate pairs,
+    the factor graph); ``method="auto"`` comparisons get the method sniffed from the values."""
+    auto = [c for c in comparisons if c.method == "auto"]
+    resolved = {c.field: c for c in default_comparisons(con, records, [c.field for c in auto])} if auto else {}
+    comps = tuple(replace(c, method=resolved[c.field].method) if c.method == "auto" else c for c in comparisons)
+    lin = CorefModel(comps, blocks or _default_blocking(records, comps), bias=bias, max_pairs=max_pairs)
+    n_pairs = candidate_pairs(con, records, lin)
+    feats = pair_features(con, records, lin)
+    if link_only is not None:
+        feats = cross_source(con, link_only, feats)
+        n_pairs = int(feats.a.size)
+    return lin, feats, n_pairs, feats.graph(records.n, lin.scores(feats.x))
+
+
+def _outputs(table, id, output, graph, candidates, ids, labels, probabilities, warnings, group):
+    """The output stage: the (id, cluster) table written to ``output`` when given, then the
+    clustering posterior when ``probabilities`` asks for it: (pairs, confidence, diagnostics),
+    (None, None, None) without."""
+    if output is not None:
+        _write(id_named(table, id), Path(output))
+    if probabilities is False:
+        return None, None, None
+    return _posterior(graph, candidates, ids, labels, probabilities, warnings, group)
 
 
 def _check_options(nulls, probabilities, one_to_one, link_only) -> None:
