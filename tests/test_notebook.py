@@ -81,7 +81,7 @@ def test_charts_are_bare_figures_a_notebook_shows_once():
 
 from html.parser import HTMLParser  # noqa: E402
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pdbq.answers.notebook import ESTIMATE_DIGITS, FLOAT_DIGITS, result_html  # noqa: E402
@@ -115,6 +115,7 @@ def _significant(token: str) -> int:
 @given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 0.5), st.floats(-1e6, 1e6).filter(lambda x: not 0 <= x <= 1)), min_size=1,
                 max_size=5),
        st.floats(0, 0.5), st.floats(0.9, 3.0))
+@example([(0.0, 0.0, 100000.0), (0.5, 0.1, -99999.0)], 0.0, 1.0)  # whole numbers at the digit limit
 def test_every_number_the_notebook_shows_is_rounded(rows, max_se, rhat):
     """The HTML as a browser shows it: every number has at most ESTIMATE_DIGITS significant digits
     beside a bar, after ± and in the footer, at most FLOAT_DIGITS in other cells, and reads back as

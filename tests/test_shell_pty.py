@@ -240,7 +240,7 @@ def test_newcomer_session_banner_warnings_last_saving_and_tab(tmp_path: Path) ->
         _wait_mode(child, cooked=False)
         assert re.search(r"time +[0-9.]+ s", last)
         # the R-hat line, or (a short run) the warning that says why there is none
-        assert re.search(r"R-hat +[0-9.]+ \(largest", last) or "R-hat unavailable" in last
+        assert re.search(r"R-hat +[0-9.]+, the largest", last) or "R-hat unavailable" in last
         # answers saved with CREATE TABLE AS and COPY ... TO, then read back
         child.sendline("CREATE TABLE saved AS SELECT v.i, PROB(v) AS p FROM x v WHERE v.i < 4 USING EXACT;")
         _at_prompt(child)

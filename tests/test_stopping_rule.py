@@ -233,6 +233,7 @@ def test_a_joint_tolerance_not_met_is_warned():
     w = run_book.diagnose(live, est, se, np.ones(n), np.full(n, 1e4), np.zeros(n, dtype=bool), 10_000, cfg, "time", 0,
                           0, np.full(n, 2))
     assert len(w) == 1 and "not reached for the answers jointly" in w[0] and "stopped by the time limit" in w[0]
+    # no steps asked (the engine's config when only the tolerance and the time limit bound the run)
     few = run_book.diagnose(live[:1], est[:1], se[:1], np.ones(1), np.full(1, 1e4), np.zeros(1, dtype=bool), 10_000,
-                            cfg, "time", 0, 0, np.full(1, 2))
+                            GibbsConfig(steps=None, tolerance=0.01, seed=0), "time", 0, 0, np.full(1, 2))
     assert few == []

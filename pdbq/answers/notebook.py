@@ -26,7 +26,8 @@ FLOAT_DIGITS = 6
 
 def short_float(x: float, digits: int = FLOAT_DIGITS) -> str:
     """``x`` with at most ``digits`` significant digits (whole numbers as DuckDB shows them: ``2.0``)."""
-    if not math.isfinite(x) or (x == int(x) and abs(x) < 10 ** digits):
+    # the ``.0`` counts as a digit shown: 99999.0 is six, 100000 is shown as such
+    if not math.isfinite(x) or (x == int(x) and abs(x) < 10 ** (digits - 1)):
         return format_value(x)
     return f"{x:.{digits}g}"
 
