@@ -37,7 +37,7 @@ __all__ = [
 def _sum_function() -> str:
     has = duckdb.connect().execute(
         "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'sum_no_overflow'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     return "sum_no_overflow" if has else "sum"
 
 
@@ -78,7 +78,7 @@ def _format(vals: tuple) -> str:
 
 
 def _run(con: duckdb.DuckDBPyConnection, text: str) -> str:
-    return _format(con.execute(text).fetchone())
+    return _format(con.execute(text).fetchall()[0])
 
 
 def _source(item: tuple[str, str]) -> exp.Expression:

@@ -169,7 +169,7 @@ def _learned(con, c: CompiledRule) -> tuple[str, list]:
     pdbq_learned_weights, docs/learning.md), else the rule's written initial value (parameter)."""
     has = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = current_schema() AND table_name = 'pdbq_learned_weights'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if not has:
         return "?", [c.weight_value]
     return (
@@ -184,10 +184,10 @@ def _sync_weights(con, c: CompiledRule, empty: bool = False) -> None:
     """Weight rows: one for constant/learnable rules, one per new tying value for tied rules.
     ``empty``: the rule is known to have no weight rows yet (no lookup)."""
     if c.weight_kind is WeightKind.CONSTANT:
-        if empty or not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+        if empty or not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchall()[0][0]:
             con.execute("INSERT INTO pdbq_fs_weights VALUES (?, 0, ?, FALSE, NULL)", [c.name, c.weight_value])
     elif c.weight_kind is WeightKind.LEARNABLE:
-        if empty or not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchone()[0]:
+        if empty or not con.execute("SELECT count(*) FROM pdbq_fs_weights WHERE rule = ?", [c.name]).fetchall()[0][0]:
             value, params = _learned(con, c)
             con.execute(
                 f"INSERT INTO pdbq_fs_weights SELECT ?, 0, {value}, TRUE, NULL FROM (SELECT NULL::VARCHAR AS tie) AS d",
@@ -223,7 +223,7 @@ def tie_json(tie_columns: tuple[str, ...] | list[str], table: str | None = None)
 def _check_rows(con, c: CompiledRule, where: str = "") -> None:
     if c.has_w:
         t = table_sql(factor_table(c.name))
-        bad = con.execute(f"SELECT count(*) FROM {t} WHERE (w IS NULL OR NOT isfinite(w)) {where}").fetchone()[0]
+        bad = con.execute(f"SELECT count(*) FROM {t} WHERE (w IS NULL OR NOT isfinite(w)) {where}").fetchall()[0][0]
         if bad:
             raise GroundingError(f"rule '{c.name}': the weight expression is NULL or not finite for {bad} groundings")
 
@@ -363,9 +363,9 @@ def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: Groundi
     try:
         # both answer with the number of rows written: no count(*) before and after
         if create:
-            n = int(con.execute(f"CREATE OR REPLACE TABLE {t} AS {body}").fetchone()[0])
+            n = int(con.execute(f"CREATE OR REPLACE TABLE {t} AS {body}").fetchall()[0][0])
         else:
-            n = int(con.execute(f"INSERT INTO {t} {body}").fetchone()[0])
+            n = int(con.execute(f"INSERT INTO {t} {body}").fetchall()[0][0])
     except (duckdb.ConversionException, duckdb.BinderException, duckdb.InvalidInputException,
             duckdb.OutOfRangeException) as e:
         # The data broke the rule's body (a failed implicit cast, ...): name the rule, not the

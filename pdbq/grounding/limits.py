@@ -73,7 +73,7 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
         return
     bounded = select.copy().limit(config.max_groundings + 1)
     counted = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier("j"))))
-    n = int(con.execute(counted.sql(dialect="duckdb")).fetchone()[0])
+    n = int(con.execute(counted.sql(dialect="duckdb")).fetchall()[0][0])
     if n > config.max_groundings:
         raise GroundingError(
             f"rule '{rule}': its join is estimated at {estimate:,} groundings and yields more than max_groundings = "

@@ -143,7 +143,7 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
         con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = current_schema() "
             "AND database_name = current_database()", [name]
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     )
 
 

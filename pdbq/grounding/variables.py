@@ -124,7 +124,7 @@ def _build_map(con: duckdb.DuckDBPyConnection, v: CreateVariable) -> tuple[int, 
     src = _source_select(v)
     not_null = exp.and_(*[exp.Not(this=exp.Is(this=col(k), expression=exp.Null())) for k in keys])
     staged = exp.select("*").from_(exp.Subquery(this=src, alias=exp.TableAlias(this=ident("src")))).where(not_null)
-    total = con.execute(sql_text(exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=src, alias=exp.TableAlias(this=ident("src")))))).fetchone()[0]
+    total = con.execute(sql_text(exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=src, alias=exp.TableAlias(this=ident("src")))))).fetchall()[0][0]
     order = [exp.Ordered(this=col(k)) for k in keys]
     rownum = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=order))
     vid = exp.Cast(this=exp.Sub(this=rownum, expression=exp.Literal.number(1)), to=exp.DataType.build("INTEGER")).as_(ident("vid"))
@@ -144,18 +144,18 @@ def _build_map(con: duckdb.DuckDBPyConnection, v: CreateVariable) -> tuple[int, 
     create = exp.Create(this=table_ref(var_table(v.name)), kind="TABLE", expression=body, replace=True)
     con.execute(sql_text(create))
     t = sql_text(table_ref(var_table(v.name)))
-    n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-    with_null = con.execute(sql_text(exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=staged, alias=exp.TableAlias(this=ident("x")))))).fetchone()[0]
+    n = con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+    with_null = con.execute(sql_text(exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=staged, alias=exp.TableAlias(this=ident("x")))))).fetchall()[0][0]
     null_keys = int(total - with_null)
     card = v.domain.size if v.domain.kind is not DomainKind.BOOLEAN else 2
     if v.per_row_cardinality:
-        bad = con.execute(f"SELECT count(*) FROM {t} WHERE cardinality IS NULL OR cardinality < 2 OR cardinality <> card_min").fetchone()[0]
+        bad = con.execute(f"SELECT count(*) FROM {t} WHERE cardinality IS NULL OR cardinality < 2 OR cardinality <> card_min").fetchall()[0][0]
         if bad:
             raise GroundingError(
                 f"variable relation '{v.name}': {bad} variables have a NULL, < 2 or conflicting per-row cardinality"
             )
         con.execute(f"ALTER TABLE {t} DROP COLUMN card_min")
-        card = int(con.execute(f"SELECT coalesce(max(cardinality), 2) FROM {t}").fetchone()[0])
+        card = int(con.execute(f"SELECT coalesce(max(cardinality), 2) FROM {t}").fetchall()[0][0])
     if card < 2:
         raise GroundingError(f"variable relation '{v.name}': domain size {card} < 2")
     return int(n), null_keys, card
@@ -200,7 +200,7 @@ def _evidence_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, warnings: 
     try:
         unmatched, null_vals = con.execute(
             "SELECT count(*) FILTER (WHERE vid IS NULL), count(*) FILTER (WHERE vid IS NOT NULL AND raw IS NULL) FROM pdbq_fs_ev_stage"
-        ).fetchone()
+        ).fetchall()[0]
         if unmatched:
             warnings.append(
                 f"variable relation '{v.name}': {unmatched} EVIDENCE rows name no variable (NULL or unknown keys) and were skipped"
@@ -211,7 +211,8 @@ def _evidence_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, warnings: 
         bad = con.execute(
             f"SELECT raw, {kcols} FROM pdbq_fs_ev_stage WHERE vid IS NOT NULL AND raw IS NOT NULL "
             "AND (value IS NULL OR value < 0 OR value >= card) LIMIT 1"
-        ).fetchone()
+        ).fetchall()
+        bad = bad[0] if bad else None  # fetchall: no result left open (DuckDB 2)
         if bad:
             raise EvidenceError(
                 f"variable relation '{v.name}': EVIDENCE value {bad[0]!r} for key {tuple(bad[1:])} is outside the domain"
@@ -219,7 +220,8 @@ def _evidence_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, warnings: 
         clash = con.execute(
             f"SELECT {kcols}, list(DISTINCT raw ORDER BY raw) FROM pdbq_fs_ev_stage WHERE vid IS NOT NULL AND raw IS NOT NULL "
             f"GROUP BY vid, {kcols} HAVING count(DISTINCT value) > 1 LIMIT 1"
-        ).fetchone()
+        ).fetchall()
+        clash = clash[0] if clash else None  # fetchall: no result left open (DuckDB 2)
         if clash:
             raise EvidenceError(
                 f"variable relation '{v.name}': EVIDENCE gives key {tuple(clash[:-1])} two values {clash[-1]}"

@@ -160,7 +160,7 @@ def _gold_labels(con, v: CreateVariable, text: str, keys: np.ndarray) -> tuple[n
     )
     try:
         res = con.execute(sql_text(q)).fetchnumpy()
-        total = int(con.execute(sql_text(exp.select(exp.func("count", exp.Star())).from_(src.copy()))).fetchone()[0])
+        total = int(con.execute(sql_text(exp.select(exp.func("count", exp.Star())).from_(src.copy()))).fetchall()[0][0])
     except duckdb.Error as e:
         raise OptionError(f"option 'gold': the gold table or query failed: {str(e).splitlines()[0]}") from None
     vid = np.asarray(res["vid"], dtype=np.int64)

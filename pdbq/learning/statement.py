@@ -386,7 +386,7 @@ def calibration_from_catalog(con: duckdb.DuckDBPyConnection) -> HoldoutReport:
     version = t.column("version")[0].as_py()
     summary = con.execute(
         "SELECT holdout, accuracy, log_loss, ece FROM pdbq_weight_versions WHERE version = ?", [version]
-    ).fetchone()
+    ).fetchall()[0]
     mp = np.array([np.nan if v is None else v for v in t.column("mean_probability").to_pylist()], dtype=np.float64)
     return HoldoutReport(
         n=int(summary[0]), accuracy=float(summary[1]), log_loss=float(summary[2]), ece=float(summary[3]),

@@ -92,7 +92,7 @@ def _atom_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, atom: GivenAto
             f"{'s' if n != 1 else ''} ({', '.join(c.name for c in v.columns)}), got {len(atom.keys)}"
         )
     select = exp.select(*[sqlglot.parse_one(k, read="duckdb") for k in atom.keys])
-    key = con.execute(select.sql(dialect="duckdb")).fetchone()
+    key = con.execute(select.sql(dialect="duckdb")).fetchall()[0]
     return [tuple(key)], [atom.value]
 
 
@@ -132,7 +132,9 @@ def _atom_keys(con: duckdb.DuckDBPyConnection, variables: Mapping[str, CreateVar
         # the texts join into one select list without re-parsing each
         text = "SELECT " + ", ".join(f"({k})" for a in part for k in a.keys)
         try:
-            row = con.execute(text).fetchone()
+            # fetchall, not fetchone: the result is finished, so the next statement on this
+            # connection (a GIVEN query) may run (DuckDB refuses one while a result is open)
+            row = con.execute(text).fetchall()[0]
         except duckdb.Error:  # one of them is bad: find and name it
             for a in part:
                 out.extend(_atom_rows(con, _variable(variables, a.relation), a)[0])
