@@ -20,7 +20,7 @@ from pdbq.errors import GroundingError
 from pdbq.grounding.compile import CompiledRule, compile_cached, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_many, fingerprint_relation
-from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
+from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate, groundings_that_fit
 from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows
 from pdbq.grounding.store import ensure_schema, factor_table, ident, schema_known, sql_text, table_ref, table_sql
 from pdbq.grounding.variables import VariableSync, sync_variables
@@ -348,7 +348,7 @@ def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: Groundi
     max_groundings, neither the optimizer's estimate nor the LIMIT guard is needed (the count
     of rows written is still checked). Call inside a transaction."""
     if select is None:
-        if bound is None or bound > config.max_groundings:
+        if bound is None or bound > config.max_groundings or bound > groundings_that_fit(c.select):
             check_estimate(con, c.name, c.select, config, c.select_text)
             body = c.guarded_text(config.max_groundings)
         else:

@@ -9,8 +9,27 @@ import duckdb
 import sqlglot.expressions as exp
 
 from pdbq.errors import GroundingError, OptionError
+from pdbq import memory
+from pdbq.memory import gib
 
-__all__ = ["GroundingConfig", "estimate_groundings", "check_estimate", "check_actual"]
+__all__ = ["GroundingConfig", "estimate_groundings", "check_estimate", "check_actual", "grounding_bytes",
+           "groundings_that_fit"]
+
+# Memory per grounding, per column of the rule's SELECT: its value in the factor table (DuckDB keeps
+# an in-memory database's tables in memory) and, per variable slot, the query graph's arrays read
+# from it (variable id, the reverse CSR, the kernels' copies); plus a factor's own entries.
+_BYTES_PER_COLUMN = 24
+_BYTES_PER_ROW = 48
+
+
+def grounding_bytes(select: exp.Expression) -> int:
+    """Estimated memory of one grounding of ``select`` once grounded and loaded into a graph."""
+    return _BYTES_PER_ROW + _BYTES_PER_COLUMN * max(len(getattr(select, "expressions", ()) or ()), 1)
+
+
+def groundings_that_fit(select: exp.Expression) -> int:
+    """How many groundings of ``select`` the memory left can hold (`grounding_bytes` each)."""
+    return memory.available_bytes() // grounding_bytes(select)
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,9 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
     """Refuse a rule's join that yields more than ``config.max_groundings`` rows, before any row
     is written.
 
+    The same for more groundings than the memory left holds (`groundings_that_fit`): the join is
+    refused before it is materialized, not after DuckDB or NumPy ran out of memory.
+
     DuckDB's optimizer estimate (a few ms) clears most joins. Over the limit it is confirmed by a
     count that stops after ``max_groundings + 1`` rows: the estimate of a join on several key
     columns can be thousands of times too high (6·10⁹ for the 2·10⁶ edges of a 1000×1000 grid
@@ -69,11 +91,20 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
     really too large is stopped after that many rows, as the insert itself would be.
     """
     estimate = estimate_groundings(con, select, text)
-    if estimate <= config.max_groundings:
+    fit = groundings_that_fit(select)
+    cap = min(config.max_groundings, fit)
+    if estimate <= cap:
         return
-    bounded = select.copy().limit(config.max_groundings + 1)
+    bounded = select.copy().limit(cap + 1)
     counted = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier("j"))))
     n = int(con.execute(counted.sql(dialect="duckdb")).fetchone()[0])
+    if n > fit and fit < config.max_groundings:
+        per = grounding_bytes(select)
+        raise GroundingError(
+            f"rule '{rule}': its join is estimated at {estimate:,} groundings and yields more than {fit:,}, which "
+            f"need more than {gib(per * (fit + 1))} of memory ({per} bytes each in the factor store and the query "
+            f"graph), but only {gib(memory.available_bytes())} is available; nothing was grounded (restrict the rule)"
+        )
     if n > config.max_groundings:
         raise GroundingError(
             f"rule '{rule}': its join is estimated at {estimate:,} groundings and yields more than max_groundings = "
