@@ -11,7 +11,7 @@ import pytest
 
 import pdbq
 import pdbq.memory
-from pdbq.errors import CatalogError, EvidenceError, InferenceError, ParseError, PdbqError
+from pdbq.errors import CatalogError, EvidenceError, GroundingError, InferenceError, ParseError, PdbqError
 from pdbq.io.uai import UaiFormatError
 from pdbq.progress import Cancelled, CancelToken
 
@@ -168,3 +168,38 @@ def test_chain_copies_beyond_the_memory_left_are_refused_naming_the_option(monke
         with pytest.raises(InferenceError, match=pattern):
             db.execute(f"SELECT PROB(v) FROM x v {where} USING GIBBS WITH (steps = 10, {options})")
         assert state(db) == before
+
+
+def test_a_cross_join_rule_beyond_the_memory_left_is_refused_before_it_is_materialized(monkeypatch):
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE p AS SELECT range AS i FROM range(100)")
+        db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM p)")
+        db.execute("CREATE RULE big WEIGHT 0.1 FUNCTION AND AS x(a) :- x(b), x(c), p(a), p(b), p(c)")
+        monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 10 << 20)
+        before = state(db)
+        with pytest.raises(GroundingError, match=r"rule 'big': its join yields more than [\d,]+ groundings, which need "
+                                                 r"more than .* of memory"):
+            db.execute("SELECT PROB(v) FROM x v WHERE v.i = 0 USING GIBBS WITH (steps = 10)")
+        assert state(db) == before
+        # the factor store holds no part of the refused grounding
+        rows = db.execute("SELECT sum(estimated_size) FROM duckdb_tables() WHERE table_name LIKE 'pdbq_fs%big%'").fetchall()
+        assert not rows[0][0]
+
+
+# ------------------------------------------------------------------------------------ fuzzer findings
+
+
+@pytest.mark.parametrize("text, error, pattern", [
+    ("SELECT PROB(v) FROM smokes v GIVEN cancer(9223372036854775808) = FALSE", EvidenceError, "'cancer': a key cannot be"),
+    ("SELECT PROB(v) FROM nb v GIVEN nb(9223372036854775808) = TRUE", EvidenceError, "'nb': a key cannot be"),
+    ("SELECT PROB(v) FROM nb v GIVEN (SELECT ELECT i, TRUE FROM nums) AS nb", EvidenceError, r"GIVEN \(...\) AS nb: the query fails"),
+])
+def test_fuzzer_findings_are_pdbq_errors(db, text, error, pattern):
+    _fails_unchanged(db, text, error, pattern)
+
+
+@pytest.mark.parametrize("body", ["MARKOV nan 2 2", "MARKOV inf", "MARKOV 1 2 1 1 0 nan 1 2"])
+def test_a_uai_count_that_is_not_a_number_is_a_format_error(db, tmp_path, body):
+    f = tmp_path / "n.uai"
+    f.write_text(body)
+    _fails_unchanged(db, f"IMPORT UAI '{f}' AS n", UaiFormatError, "must be a non-negative integer")

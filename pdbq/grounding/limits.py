@@ -13,7 +13,7 @@ from pdbq import memory
 from pdbq.memory import gib
 
 __all__ = ["GroundingConfig", "estimate_groundings", "check_estimate", "check_actual", "grounding_bytes",
-           "groundings_that_fit"]
+           "groundings_that_fit", "too_large_for_memory"]
 
 # Memory per grounding, per column of the rule's SELECT: its value in the factor table (DuckDB keeps
 # an in-memory database's tables in memory) and, per variable slot, the query graph's arrays read
@@ -22,14 +22,16 @@ _BYTES_PER_COLUMN = 24
 _BYTES_PER_ROW = 48
 
 
-def grounding_bytes(select: exp.Expression) -> int:
-    """Estimated memory of one grounding of ``select`` once grounded and loaded into a graph."""
-    return _BYTES_PER_ROW + _BYTES_PER_COLUMN * max(len(getattr(select, "expressions", ()) or ()), 1)
+def grounding_bytes(select: exp.Expression, columns: int = 0) -> int:
+    """Estimated memory of one grounding of ``select`` (at least ``columns`` columns: a rule's
+    variables, weight and feature) once grounded and loaded into a graph."""
+    n = max(len(getattr(select, "expressions", ()) or ()), columns, 1)
+    return _BYTES_PER_ROW + _BYTES_PER_COLUMN * n
 
 
-def groundings_that_fit(select: exp.Expression) -> int:
+def groundings_that_fit(select: exp.Expression, columns: int = 0) -> int:
     """How many groundings of ``select`` the memory left can hold (`grounding_bytes` each)."""
-    return memory.available_bytes() // grounding_bytes(select)
+    return memory.available_bytes() // grounding_bytes(select, columns)
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,16 @@ def estimate_groundings(con: duckdb.DuckDBPyConnection, select: exp.Expression, 
         return 0
 
 
+def too_large_for_memory(rule: str, fit: int, select: exp.Expression, columns: int = 0) -> str:
+    """The message of a rule with more than ``fit`` groundings, all the memory left holds."""
+    per = grounding_bytes(select, columns)
+    return (f"rule '{rule}': its join yields more than {fit:,} groundings, which need more than "
+            f"{gib(per * (fit + 1))} of memory ({per} bytes each in the factor store and the query graph), but only "
+            f"{gib(memory.available_bytes())} is available; nothing was grounded (restrict the rule)")
+
+
 def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expression, config: GroundingConfig,
-                   text: str | None = None) -> None:
+                   text: str | None = None, columns: int = 0) -> None:
     """Refuse a rule's join that yields more than ``config.max_groundings`` rows, before any row
     is written.
 
@@ -91,7 +101,7 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
     really too large is stopped after that many rows, as the insert itself would be.
     """
     estimate = estimate_groundings(con, select, text)
-    fit = groundings_that_fit(select)
+    fit = groundings_that_fit(select, columns)
     cap = min(config.max_groundings, fit)
     if estimate <= cap:
         return
@@ -99,12 +109,7 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
     counted = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier("j"))))
     n = int(con.execute(counted.sql(dialect="duckdb")).fetchone()[0])
     if n > fit and fit < config.max_groundings:
-        per = grounding_bytes(select)
-        raise GroundingError(
-            f"rule '{rule}': its join is estimated at {estimate:,} groundings and yields more than {fit:,}, which "
-            f"need more than {gib(per * (fit + 1))} of memory ({per} bytes each in the factor store and the query "
-            f"graph), but only {gib(memory.available_bytes())} is available; nothing was grounded (restrict the rule)"
-        )
+        raise GroundingError(too_large_for_memory(rule, fit, select, columns))
     if n > config.max_groundings:
         raise GroundingError(
             f"rule '{rule}': its join is estimated at {estimate:,} groundings and yields more than max_groundings = "
