@@ -203,3 +203,10 @@ def test_a_uai_count_that_is_not_a_number_is_a_format_error(db, tmp_path, body):
     f = tmp_path / "n.uai"
     f.write_text(body)
     _fails_unchanged(db, f"IMPORT UAI '{f}' AS n", UaiFormatError, "must be a non-negative integer")
+
+
+def test_a_cluster_query_whose_select_duckdb_rejects_is_a_pdbq_error(db):
+    db.execute("CREATE TABLE recs(id INT); INSERT INTO recs VALUES (1), (2)")
+    db.execute("CREATE VARIABLE ent(id INT) DOMAIN CLUSTER FROM (SELECT id FROM recs)")
+    _fails_unchanged(db, "SELECT v.id, MAP(v) FROM ent v WHERE v.id < 'Anna'", InferenceError,
+                     "the query's SELECT could not run over its estimates: Conversion Error")
