@@ -210,3 +210,25 @@ def test_a_cluster_query_whose_select_duckdb_rejects_is_a_pdbq_error(db):
     db.execute("CREATE VARIABLE ent(id INT) DOMAIN CLUSTER FROM (SELECT id FROM recs)")
     _fails_unchanged(db, "SELECT v.id, MAP(v) FROM ent v WHERE v.id < 'Anna'", InferenceError,
                      "the query's SELECT could not run over its estimates: Conversion Error")
+
+
+@pytest.mark.timeout(300)
+def test_a_long_grounding_join_is_interrupted_by_cancel():
+    import threading
+
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE p AS SELECT range AS i FROM range(3000)")
+        db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM p)")
+        # 2.7e10 body rows summed into 9e6 factors: minutes of DuckDB work without the interrupt
+        db.execute("CREATE RULE big WEIGHT 0.1 FUNCTION EQUAL AS x(a) = x(b) :- p(a), p(b), p(c), a + b + c > 0")
+        before = state(db)
+        token = CancelToken()
+        timer = threading.Timer(2.0, token.cancel)
+        timer.start()
+        try:
+            with pytest.raises(Cancelled, match="statement cancelled while"):
+                db.execute("SELECT PROB(v) FROM x v WHERE v.i = 0 USING GIBBS WITH (steps = 10)", cancel=token)
+        finally:
+            timer.cancel()
+        assert state(db) == before
+        assert db.execute("SELECT count(*) FROM p").fetchall() == [(3000,)]  # the connection still works
