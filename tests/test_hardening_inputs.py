@@ -11,7 +11,7 @@ import pytest
 
 import pdbq
 import pdbq.memory
-from pdbq.errors import CatalogError, EvidenceError, GroundingError, InferenceError, ParseError, PdbqError
+from pdbq.errors import CatalogError, EvidenceError, GroundingError, InferenceError, OptionError, ParseError, PdbqError
 from pdbq.io.uai import UaiFormatError
 from pdbq.progress import Cancelled, CancelToken
 
@@ -193,6 +193,7 @@ def test_a_cross_join_rule_beyond_the_memory_left_is_refused_before_it_is_materi
     ("SELECT PROB(v) FROM smokes v GIVEN cancer(9223372036854775808) = FALSE", EvidenceError, "'cancer': a key cannot be"),
     ("SELECT PROB(v) FROM nb v GIVEN nb(9223372036854775808) = TRUE", EvidenceError, "'nb': a key cannot be"),
     ("SELECT PROB(v) FROM nb v GIVEN (SELECT ELECT i, TRUE FROM nums) AS nb", EvidenceError, r"GIVEN \(...\) AS nb: the query fails"),
+    ("LEARN WEIGHTS WITH (sweeps = 4611686018427387904)", OptionError, "option 'sweeps' .* updates per epoch"),
 ])
 def test_fuzzer_findings_are_pdbq_errors(db, text, error, pattern):
     _fails_unchanged(db, text, error, pattern)
