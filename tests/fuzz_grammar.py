@@ -229,10 +229,11 @@ def grammar_db() -> pdbq.Database:
     return db
 
 
-def grammar_fuzz(n: int, seconds: float, seed: int, tmp: str) -> Outcome:
+def grammar_fuzz(n: int, seconds: float, seed: int, tmp: str, report=None) -> Outcome:
     """Up to ``n`` statements drawn from `statements` (hypothesis, from ``seed``) within about
     ``seconds``, each run by `run_case` on the grammar's model; a statement that changed the
-    model (a CREATE that succeeded) is followed by a fresh model."""
+    model (a CREATE that succeeded) is followed by a fresh model. ``report(kind, text, error)`` is
+    called on each finding as it happens (long runs)."""
     out = Outcome()
     stop = time.monotonic() + seconds
     holder = [grammar_db()]
@@ -246,7 +247,13 @@ def grammar_fuzz(n: int, seconds: float, seed: int, tmp: str) -> Outcome:
         if time.monotonic() > stop:
             return
         random_uai_file(tmp, random.Random(uai_seed))
-        if run_case(holder[0], text, out) and state(holder[0]) != clean[0]:
+        found = len(out.non_pdbq), len(out.changed)
+        changed = run_case(holder[0], text, out)
+        if report is not None:
+            for kind, rows, k in (("non-PdbqError", out.non_pdbq, found[0]), ("changed state", out.changed, found[1])):
+                for row in rows[k:]:
+                    report(kind, *row)
+        if changed and state(holder[0]) != clean[0]:
             holder[0].close()
             holder[0] = grammar_db()
             clean[0] = state(holder[0])

@@ -11,7 +11,7 @@ import pytest
 
 import pdbq
 import pdbq.memory
-from pdbq.errors import CatalogError, EvidenceError, InferenceError, ParseError, PdbqError
+from pdbq.errors import CatalogError, EvidenceError, GroundingError, InferenceError, OptionError, ParseError, PdbqError
 from pdbq.io.uai import UaiFormatError
 from pdbq.progress import Cancelled, CancelToken
 
@@ -168,3 +168,68 @@ def test_chain_copies_beyond_the_memory_left_are_refused_naming_the_option(monke
         with pytest.raises(InferenceError, match=pattern):
             db.execute(f"SELECT PROB(v) FROM x v {where} USING GIBBS WITH (steps = 10, {options})")
         assert state(db) == before
+
+
+def test_a_cross_join_rule_beyond_the_memory_left_is_refused_before_it_is_materialized(monkeypatch):
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE p AS SELECT range AS i FROM range(100)")
+        db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM p)")
+        db.execute("CREATE RULE big WEIGHT 0.1 FUNCTION AND AS x(a) :- x(b), x(c), p(a), p(b), p(c)")
+        monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: 10 << 20)
+        before = state(db)
+        with pytest.raises(GroundingError, match=r"rule 'big': its join yields more than [\d,]+ groundings, which need "
+                                                 r"more than .* of memory"):
+            db.execute("SELECT PROB(v) FROM x v WHERE v.i = 0 USING GIBBS WITH (steps = 10)")
+        assert state(db) == before
+        # the factor store holds no part of the refused grounding
+        rows = db.execute("SELECT sum(estimated_size) FROM duckdb_tables() WHERE table_name LIKE 'pdbq_fs%big%'").fetchall()
+        assert not rows[0][0]
+
+
+# ------------------------------------------------------------------------------------ fuzzer findings
+
+
+@pytest.mark.parametrize("text, error, pattern", [
+    ("SELECT PROB(v) FROM smokes v GIVEN cancer(9223372036854775808) = FALSE", EvidenceError, "'cancer': a key cannot be"),
+    ("SELECT PROB(v) FROM nb v GIVEN nb(9223372036854775808) = TRUE", EvidenceError, "'nb': a key cannot be"),
+    ("SELECT PROB(v) FROM nb v GIVEN (SELECT ELECT i, TRUE FROM nums) AS nb", EvidenceError, r"GIVEN \(...\) AS nb: the query fails"),
+    ("LEARN WEIGHTS WITH (sweeps = 4611686018427387904)", OptionError, "option 'sweeps' .* updates per epoch"),
+])
+def test_fuzzer_findings_are_pdbq_errors(db, text, error, pattern):
+    _fails_unchanged(db, text, error, pattern)
+
+
+@pytest.mark.parametrize("body", ["MARKOV nan 2 2", "MARKOV inf", "MARKOV 1 2 1 1 0 nan 1 2"])
+def test_a_uai_count_that_is_not_a_number_is_a_format_error(db, tmp_path, body):
+    f = tmp_path / "n.uai"
+    f.write_text(body)
+    _fails_unchanged(db, f"IMPORT UAI '{f}' AS n", UaiFormatError, "must be a non-negative integer")
+
+
+def test_a_cluster_query_whose_select_duckdb_rejects_is_a_pdbq_error(db):
+    db.execute("CREATE TABLE recs(id INT); INSERT INTO recs VALUES (1), (2)")
+    db.execute("CREATE VARIABLE ent(id INT) DOMAIN CLUSTER FROM (SELECT id FROM recs)")
+    _fails_unchanged(db, "SELECT v.id, MAP(v) FROM ent v WHERE v.id < 'Anna'", InferenceError,
+                     "the query's SELECT could not run over its estimates: Conversion Error")
+
+
+@pytest.mark.timeout(300)
+def test_a_long_grounding_join_is_interrupted_by_cancel():
+    import threading
+
+    with pdbq.connect() as db:
+        db.execute("CREATE TABLE p AS SELECT range AS i FROM range(3000)")
+        db.execute("CREATE VARIABLE x(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM p)")
+        # 2.7e10 body rows summed into 9e6 factors: minutes of DuckDB work without the interrupt
+        db.execute("CREATE RULE big WEIGHT 0.1 FUNCTION EQUAL AS x(a) = x(b) :- p(a), p(b), p(c), a + b + c > 0")
+        before = state(db)
+        token = CancelToken()
+        timer = threading.Timer(2.0, token.cancel)
+        timer.start()
+        try:
+            with pytest.raises(Cancelled, match="statement cancelled while"):
+                db.execute("SELECT PROB(v) FROM x v WHERE v.i = 0 USING GIBBS WITH (steps = 10)", cancel=token)
+        finally:
+            timer.cancel()
+        assert state(db) == before
+        assert db.execute("SELECT count(*) FROM p").fetchall() == [(3000,)]  # the connection still works

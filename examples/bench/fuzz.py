@@ -28,6 +28,10 @@ from fuzz_corpus import Outcome, fuzz  # noqa: E402
 from fuzz_grammar import grammar_fuzz  # noqa: E402
 
 
+def _report(kind: str, text: str, what: str) -> None:
+    print(f"{kind}: {text[:300]!r} -> {what}", file=sys.stderr, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=10_000)
@@ -40,7 +44,8 @@ def main() -> None:
     for k, start in enumerate(range(0, args.cases, 500)):
         with tempfile.TemporaryDirectory() as tmp:
             n = min(500, args.cases - start)
-            part = grammar_fuzz(n, float("inf"), args.seed + k, tmp) if args.grammar else fuzz(n, args.seed + k, tmp)
+            part = (grammar_fuzz(n, float("inf"), args.seed + k, tmp, report=_report) if args.grammar
+                    else fuzz(n, args.seed + k, tmp))
         for name in ("cases", "ran", "ok", "pdbq_errors"):
             setattr(out, name, getattr(out, name) + getattr(part, name))
         out.non_pdbq += part.non_pdbq

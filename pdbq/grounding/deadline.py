@@ -24,6 +24,7 @@ import duckdb
 
 from pdbq.catalog.store import in_transaction
 from pdbq.errors import TimeLimitError
+from pdbq.progress import Cancelled
 
 __all__ = ["PlanningDeadline", "PREPARE_GRACE"]
 
@@ -45,7 +46,7 @@ class PlanningDeadline:
     itself sets `handled`, otherwise an interrupted block raises `TimeLimitError`."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, started: float, limit: float, stage: str = "planning",
-                 grace: float = 0.0):
+                 grace: float = 0.0, cancel: object = None):
         self.con = con
         self.started = started
         self.limit = limit
@@ -54,6 +55,10 @@ class PlanningDeadline:
         self.grace = grace
         self.fired = False
         self.handled = False
+        # a `CancelToken`: once cancelled, the running statement is interrupted as at the deadline
+        # (a long join does not wait for the next check between stages) and `Cancelled` is raised
+        self.cancel = cancel
+        self.cancelled = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -80,6 +85,9 @@ class PlanningDeadline:
                 if self._stop.is_set():
                     return
                 left = self.deadline + self.grace - time.perf_counter()
+                if self.cancel is not None and getattr(self.cancel, "cancelled", False):
+                    self.cancelled = True
+                    left = 0.0
                 if left <= 0:
                     self.fired = True
                     self.con.interrupt()  # a no-op when no statement is running
@@ -95,7 +103,9 @@ class PlanningDeadline:
         return ("raise time_limit (or ground the model first with Database.ground(), so that queries only "
                 "sample)")
 
-    def error(self) -> TimeLimitError:
+    def error(self) -> TimeLimitError | Cancelled:
+        if self.cancelled:
+            return Cancelled(f"statement cancelled while {self.stage}; the unfinished step was interrupted and rolled back")
         return TimeLimitError(f"{self.message()}: nothing was answered; {self.advice()}", stage=self.stage,
                               elapsed=time.perf_counter() - self.started)
 

@@ -20,7 +20,13 @@ from pdbq.errors import GroundingError
 from pdbq.grounding.compile import CompiledRule, compile_cached, observed_columns
 from pdbq.grounding.imported import ImportInfo, live_imports
 from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_many, fingerprint_relation
-from pdbq.grounding.limits import GroundingConfig, check_actual, check_estimate
+from pdbq.grounding.limits import (
+    GroundingConfig,
+    check_actual,
+    check_estimate,
+    groundings_that_fit,
+    too_large_for_memory,
+)
 from pdbq.grounding.registry import REGISTRY_ITEMS, registry_rows
 from pdbq.grounding.store import ensure_schema, factor_table, ident, schema_known, sql_text, table_ref, table_sql
 from pdbq.grounding.variables import VariableSync, sync_variables
@@ -347,18 +353,21 @@ def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: Groundi
     DESCRIBE and CREATE before it). ``bound``: a known upper bound on the rows; within
     max_groundings, neither the optimizer's estimate nor the LIMIT guard is needed (the count
     of rows written is still checked). Call inside a transaction."""
+    fit = groundings_that_fit(c.select if select is None else select, c.arity + 2)
+    # the rows written are bounded by what the memory left holds as well as by max_groundings
+    cap = min(config.max_groundings, fit)
     if select is None:
-        if bound is None or bound > config.max_groundings:
-            check_estimate(con, c.name, c.select, config, c.select_text)
-            body = c.guarded_text(config.max_groundings)
+        if bound is None or bound > cap:
+            check_estimate(con, c.name, c.select, config, c.select_text, c.arity + 2)
+            body = c.guarded_text(cap)
         else:
             # the row counts bound the join within max_groundings: the LIMIT could cut nothing,
             # and it costs the CTAS ~3% at 1M rows (docs/benchmarks.md, fourth pass)
             body = c.select_text
     else:
-        check_estimate(con, c.name, select, config)
-        # LIMIT max + 1 bounds the work of a join the optimizer underestimated.
-        body = sql_text(select.copy().limit(config.max_groundings + 1) if config.max_groundings < 2**62 else select)
+        check_estimate(con, c.name, select, config, columns=c.arity + 2)
+        # LIMIT cap + 1 bounds the work of a join the optimizer underestimated.
+        body = sql_text(select.copy().limit(cap + 1) if cap < 2**62 else select)
     t = table_sql(factor_table(c.name))
     try:
         # both answer with the number of rows written: no count(*) before and after
@@ -373,6 +382,8 @@ def ground_rows(con, c: CompiledRule, select: exp.Select | None, config: Groundi
         reason = " ".join(str(e).split("\n")[0].split())
         raise GroundingError(f"rule '{c.name}' cannot be grounded on the current data: {reason}") from None
     check_actual(c.name, n, config)
+    if n > fit:
+        raise GroundingError(too_large_for_memory(c.name, n - 1, c.select if select is None else select, c.arity + 2))
     return n
 
 

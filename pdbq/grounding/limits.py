@@ -9,8 +9,29 @@ import duckdb
 import sqlglot.expressions as exp
 
 from pdbq.errors import GroundingError, OptionError
+from pdbq import memory
+from pdbq.memory import gib
 
-__all__ = ["GroundingConfig", "estimate_groundings", "check_estimate", "check_actual"]
+__all__ = ["GroundingConfig", "estimate_groundings", "check_estimate", "check_actual", "grounding_bytes",
+           "groundings_that_fit", "too_large_for_memory"]
+
+# Memory per grounding, per column of the rule's SELECT: its value in the factor table (DuckDB keeps
+# an in-memory database's tables in memory) and, per variable slot, the query graph's arrays read
+# from it (variable id, the reverse CSR, the kernels' copies); plus a factor's own entries.
+_BYTES_PER_COLUMN = 24
+_BYTES_PER_ROW = 48
+
+
+def grounding_bytes(select: exp.Expression, columns: int = 0) -> int:
+    """Estimated memory of one grounding of ``select`` (at least ``columns`` columns: a rule's
+    variables, weight and feature) once grounded and loaded into a graph."""
+    n = max(len(getattr(select, "expressions", ()) or ()), columns, 1)
+    return _BYTES_PER_ROW + _BYTES_PER_COLUMN * n
+
+
+def groundings_that_fit(select: exp.Expression, columns: int = 0) -> int:
+    """How many groundings of ``select`` the memory left can hold (`grounding_bytes` each)."""
+    return memory.available_bytes() // grounding_bytes(select, columns)
 
 
 @dataclass(frozen=True)
@@ -57,10 +78,21 @@ def estimate_groundings(con: duckdb.DuckDBPyConnection, select: exp.Expression, 
         return 0
 
 
+def too_large_for_memory(rule: str, fit: int, select: exp.Expression, columns: int = 0) -> str:
+    """The message of a rule with more than ``fit`` groundings, all the memory left holds."""
+    per = grounding_bytes(select, columns)
+    return (f"rule '{rule}': its join yields more than {fit:,} groundings, which need more than "
+            f"{gib(per * (fit + 1))} of memory ({per} bytes each in the factor store and the query graph), but only "
+            f"{gib(memory.available_bytes())} is available; nothing was grounded (restrict the rule)")
+
+
 def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expression, config: GroundingConfig,
-                   text: str | None = None) -> None:
+                   text: str | None = None, columns: int = 0) -> None:
     """Refuse a rule's join that yields more than ``config.max_groundings`` rows, before any row
     is written.
+
+    The same for more groundings than the memory left holds (`groundings_that_fit`): the join is
+    refused before it is materialized, not after DuckDB or NumPy ran out of memory.
 
     DuckDB's optimizer estimate (a few ms) clears most joins. Over the limit it is confirmed by a
     count that stops after ``max_groundings + 1`` rows: the estimate of a join on several key
@@ -69,11 +101,15 @@ def check_estimate(con: duckdb.DuckDBPyConnection, rule: str, select: exp.Expres
     really too large is stopped after that many rows, as the insert itself would be.
     """
     estimate = estimate_groundings(con, select, text)
-    if estimate <= config.max_groundings:
+    fit = groundings_that_fit(select, columns)
+    cap = min(config.max_groundings, fit)
+    if estimate <= cap:
         return
-    bounded = select.copy().limit(config.max_groundings + 1)
+    bounded = select.copy().limit(cap + 1)
     counted = exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=bounded, alias=exp.TableAlias(this=exp.to_identifier("j"))))
     n = int(con.execute(counted.sql(dialect="duckdb")).fetchall()[0][0])
+    if n > fit and fit < config.max_groundings:
+        raise GroundingError(too_large_for_memory(rule, fit, select, columns))
     if n > config.max_groundings:
         raise GroundingError(
             f"rule '{rule}': its join is estimated at {estimate:,} groundings and yields more than max_groundings = "

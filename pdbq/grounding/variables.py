@@ -349,7 +349,10 @@ def keys_to_vids(con: duckdb.DuckDBPyConnection, relation: str, keys: Sequence[S
             raise GroundingError(f"variable relation '{relation}' has {len(names)} key column(s); a key tuple has another length")
         # Keys travel as a registered Arrow table: a VALUES literal with one tuple per key costs
         # about 0.4 ms per key to build and parse, this costs microseconds.
-        columns = {n: pa.array([r[i] for r in rows]) for i, n in enumerate(names)}
+        try:
+            columns = {n: pa.array([r[i] for r in rows]) for i, n in enumerate(names)}
+        except (OverflowError, pa.ArrowException) as exc:  # a key beyond 64 bits, or of mixed types
+            raise EvidenceError(f"variable relation '{relation}': a key cannot be looked up ({exc})") from None
         columns["pdbq_ord"] = pa.array(np.arange(len(rows), dtype=np.int64))
         registered = f"pdbq_keys_{uuid.uuid4().hex}"
         con.register(registered, pa.table(columns))

@@ -195,7 +195,7 @@ def _int(a: np.ndarray, i: int, path: PathLike, what: str) -> int:
     if i >= a.shape[0]:
         raise _err(path, None, f"file ends where {what} was expected")
     x = a[i]
-    if x != int(x) or x < 0:
+    if not np.isfinite(x) or x != int(x) or x < 0:
         raise _err(path, i, f"{what} must be a non-negative integer, found {float(x):g}")
     return int(x)
 

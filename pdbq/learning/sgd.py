@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdbq.errors import LearningError
+from pdbq.errors import LearningError, OptionError
 from pdbq.graph.layout import FactorGraph, validate
 from pdbq.inference.mcmc.gibbs import initial_states, make_schedule
 from pdbq.inference.mcmc.kernels import Accum, Best, group_sums_into, run_chain
@@ -46,6 +46,7 @@ from pdbq.inference.mcmc.rng import chain_states
 from pdbq.learning.config import LearnConfig
 from pdbq.learning.features import feature_totals, grounding_counts
 from pdbq.learning.reweight import refresh, reweighable
+from pdbq.option_values import MAX_COUNT, shown
 
 __all__ = ["learn_sgd", "sgd_setup", "sgd_epochs", "sgd_step", "sgd_result", "SGDRun", "SGDResult", "EpochInfo", "STEP_CAP"]
 
@@ -254,6 +255,10 @@ def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None 
     sweeps = config.sweeps
     deadline = run.deadline
     late = [False]
+    widest = max((int(a[3].sites.shape[0]) for a in run.samplers), default=1)
+    if sweeps * max(widest, 1) > MAX_COUNT:  # the kernels count updates in 64 bits
+        raise OptionError(f"option 'sweeps' is {shown(sweeps)}: times the {widest:,} variables sampled that is "
+                          f"over {MAX_COUNT:,} updates per epoch (64-bit counts); lower 'sweeps'")
 
     def sample(g, kgw, st, sched):
         n = sched.sites.shape[0]

@@ -97,7 +97,12 @@ def _atom_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, atom: GivenAto
 
 
 def _query_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, given: GivenQuery) -> tuple[list[tuple], list[str]]:
-    rel = con.sql(given.query)
+    try:
+        rel = con.sql(given.query)
+        rows = rel.fetchall()
+    except duckdb.Error as exc:
+        raise EvidenceError(f"GIVEN (...) AS {given.relation}: the query fails: "
+                            f"{' '.join(str(exc).splitlines()[0].split())}") from None
     n = len(v.columns)
     if len(rel.columns) != n + 1:
         raise EvidenceError(
@@ -106,7 +111,7 @@ def _query_rows(con: duckdb.DuckDBPyConnection, v: CreateVariable, given: GivenQ
             f"it returns {len(rel.columns)} columns"
         )
     keys, values = [], []
-    for row in rel.fetchall():
+    for row in rows:
         if row[-1] is None:
             raise EvidenceError(f"GIVEN (...) AS {given.relation}: NULL value for {_key_text(v.name, row[:-1])}")
         keys.append(tuple(row[:-1]))

@@ -14,6 +14,7 @@ docs/queries.md is the user documentation.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -233,10 +234,11 @@ def plan_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None = No
     if not stmt.estimates:
         raise PdbqError("a probabilistic query needs at least one PROB, DIST, MAP or STDERR call")
     guard = None
-    if started is not None and options.time_limit is not None:
-        guard = PlanningDeadline(db.duckdb, started=started, limit=options.time_limit,
+    if started is not None and (options.time_limit is not None or cancel is not None):
+        guard = PlanningDeadline(db.duckdb, started=started,
+                                 limit=options.time_limit if options.time_limit is not None else math.inf,
                                  stage="reading the catalog, syncing the variables' vid maps and fingerprinting the data",
-                                 grace=PREPARE_GRACE)
+                                 grace=PREPARE_GRACE, cancel=cancel)
     kept = kept_state(db)
     with guard if guard is not None else contextlib.nullcontext():
         # a kept check means no statement ran since the store's tables were last seen: no lookup
@@ -298,9 +300,11 @@ def _plan_query(db: Session, stmt: ProbQuery, options: QueryOptions, explicit: f
                 return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
         graph, gvids, stats, secs, memo = build_graph(db, plan_args, seeds, evidence, progress, cancel)
     except Exception:
-        if guard is None or not guard.fired:
-            raise
+        if guard is None or not guard.fired or guard.cancelled:
+            raise  # a cancel's interrupt: the guard raises Cancelled
         return _timed_out(stmt, options, explicit, variables, relations, prepared, guard)
+    if guard is not None and guard.cancelled:
+        raise guard.error()
     if guard is not None and guard.fired:
         # an interrupt was issued as the last step ended: it may have been swallowed below, and
         # sampling has no time left anyway
