@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import pdbq
@@ -192,6 +192,8 @@ _CELLS = {
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(sorted(_CELLS)), min_size=1, max_size=4).flatmap(
     lambda types: st.tuples(st.just(types), st.lists(st.tuples(*[st.none() | _CELLS[t] for t in types]), max_size=4))))
+# a string holding a character str.splitlines splits at (record separator, form feed, U+2028)
+@example((["BIGINT", "VARCHAR"], [(None, "\x1e"), (1, "a\x0cb\u2028c")]))
 def test_dump_writes_plain_literals_and_rebuilds_every_value(table) -> None:
     """Rows of random types and values: the dumped INSERT rebuilds them exactly (NaN, infinities,
     quotes and NULLs too), and strings, numbers and booleans are written as plain literals."""

@@ -121,7 +121,9 @@ class Shell(DotCommands):
 
     def run_text(self, text: str) -> None:
         """Run a script: statements (ending at ';') and dot commands (lines starting with '.')."""
-        self.run_lines(text.splitlines(keepends=True))
+        # lines end at '\n' only: str.splitlines also splits at '\x1e', '\x0c', '\u2028', ..., which
+        # may stand inside a string literal (a `.dump` of such a value must read back as it was)
+        self.run_lines(line for line in re.split(r"(?<=\n)", text) if line)
 
     def run_lines(self, lines: Iterable[str]) -> None:
         """Run lines as they arrive; a statement runs as soon as its terminating ';' is read."""
