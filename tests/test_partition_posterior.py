@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pdbq.coref.layout import pair_graph
 from pdbq.errors import InferenceError
@@ -88,13 +89,16 @@ def test_pair_and_cluster_probabilities_match_enumeration(n, seed, scale, dense)
         assert not _agrees(map01, np.zeros_like(map01), exact)[0]
 
 
-def test_components_never_mix_and_singletons_stay_exact():
+def test_components_never_mix_and_certain_pairs_stay_exact():
     # two components; the pair weights inside each make them certain, across there is no pair
     a, b, w = np.array([0, 2]), np.array([1, 3]), np.array([30.0, -30.0])
     ptr, mem = clusters_csr(np.array([0, 0, 2, 3]))
     post = sample_mention_moves(pair_graph(4, a, b, w), np.array([0, 2, 0]), np.array([1, 3, 2]), (ptr, mem),
                                 CorefConfig(sweeps=200, burn_in=5, chains=2, seed=4), start=np.array([0, 0, 2, 3]))
-    assert post.pair_prob.tolist() == [1.0, 0.0, 0.0]
+    # Rao–Blackwellised: each pair's conditional probability, exact here (the other mention is
+    # alone or with it in every state); no path between the components: exactly 0
+    np.testing.assert_allclose(post.pair_prob[:2], [1 / (1 + np.exp(-30.0)), 1 / (1 + np.exp(30.0))], rtol=1e-9)
+    assert post.pair_prob[2] == 0.0
     assert post.cluster_prob.tolist() == [1.0, 1.0, 1.0]
 
 

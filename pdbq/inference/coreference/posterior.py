@@ -35,13 +35,27 @@ from numba import njit
 
 from pdbq.coref.layout import PairGraph
 from pdbq.errors import InferenceError
-from pdbq.inference.coreference.entity_moves import C_ACCEPTED, C_EVALS, C_PROPOSALS, check_groups, new_scratch, state_from_labels
-from pdbq.inference.coreference.partition_mh import mh_sweeps, partition_state
-from pdbq.inference.coreference.resolve import CorefConfig, _graph_for, _initial, _Mover, _scorer, group_clash
+from pdbq.inference.coreference.entity_moves import (
+    C_ACCEPTED,
+    C_EVALS,
+    C_PROPOSALS,
+    check_groups,
+    new_scratch,
+    state_from_labels,
+)
+from pdbq.inference.coreference.pair_gibbs import asked_csr, gibbs_state, gibbs_sweeps
+from pdbq.inference.coreference.resolve import (
+    CorefConfig,
+    _graph_for,
+    _initial,
+    _Mover,
+    _scorer,
+    group_clash,
+)
 from pdbq.inference.coreference.subsample import subsample_seeds, subsample_state
 from pdbq.inference.mcmc.rng import chain_states
 
-__all__ = ["ClusteringPosterior", "sample_posterior", "sample_mention_moves", "clusters_csr"]
+__all__ = ["ClusteringPosterior", "clusters_csr", "sample_mention_moves", "sample_posterior"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,18 +206,22 @@ def sample_posterior(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tup
 
 def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters: tuple[np.ndarray, np.ndarray],
                          config: CorefConfig, start: np.ndarray | None = None, batches: int = 10) -> ClusteringPosterior:
-    """The same summaries as `sample_posterior`, from the Metropolis–Hastings mention moves of
-    `pdbq.inference.coreference.partition_mh` alone (no split/merge moves, no subsampling, no
-    cannot-link groups). Standard errors by batch means: each chain's `config.sweeps` passes
-    after `config.burn_in` are cut into `batches` consecutive batches, and a value's standard
-    error is the standard deviation of its batch means over all chains' batches / √(their
-    number), which includes the autocorrelation within a chain as long as a batch is longer than
-    it; it is never below 1 / (the number of samples), their resolution (a pair joined in no
-    sample is not known to be impossible). Chains start at `start` (e.g. the MAP clustering; a
-    cluster of it that candidate pairs do not connect is cut into its connected pieces, the
-    sampler's support) or, without it, with every mention alone. `config.time_limit` is checked
-    between batches: a run stopped by it keeps its whole batches and warns. `factor_evaluations`
-    counts the pair scores read (most proposals are rejected without reading any)."""
+    """The same summaries as `sample_posterior`, from Gibbs mention moves
+    (`pdbq.inference.coreference.pair_gibbs`: no split/merge moves, no subsampling, no
+    cannot-link groups). A pair's probability is Rao–Blackwellised: the mean over the passes of
+    its conditional probability of one cluster at its mentions' steps, not the fraction of
+    passes that joined it (never exactly 0 or 1 where the model is not); a cluster's is the
+    fraction of passes in which it is exactly a cluster. Standard errors by batch means: each
+    chain's `config.sweeps` passes after `config.burn_in` are cut into `batches` consecutive
+    batches, and a value's standard error is the standard deviation of its batch means over all
+    chains' batches / √(their number), which includes the autocorrelation within a chain as long
+    as a batch is longer than it; a cluster's is never below 1 / (the number of samples), the
+    resolution of counting (a cluster seen in no sample is not known to be impossible). Chains
+    start at `start` (e.g. the MAP clustering; a cluster of it that candidate pairs do not
+    connect is cut into its connected pieces, the sampler's support) or, without it, with every
+    mention alone. `config.time_limit` is checked between batches: a run stopped by it keeps its
+    whole batches and warns. `factor_evaluations` counts the pair scores read; `proposals` the
+    steps; `accepted` the steps that moved a mention."""
 
     _graph_for(g, config)
     n = g.indptr.shape[0] - 1
@@ -218,6 +236,10 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
         return ClusteringPosterior(z, z, z, z, 0, 0, 0, 0, 0.0)
     rngs = chain_states(config.seed, config.chains)
     start = np.arange(n) if start is None else start
+    q_ptr, q_idx, q_oth = asked_csr(n, qa, qb)
+    empty = np.zeros(0, np.int64)
+    none = (np.zeros(n + 1, np.int64), empty, empty)  # burn-in: no pair asked
+    scratch = np.zeros(0)
     per = config.sweeps // batches
     sums = [np.zeros(qa.size), np.zeros(qa.size), np.zeros(k_clusters), np.zeros(k_clusters)]
     warnings: list[str] = []
@@ -229,19 +251,20 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
         if c and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
             warnings.append(f"time_limit {config.time_limit} s reached: {c} of {config.chains} chains ran")
             break
-        st = partition_state(start, g.indptr, g.nbr, g.score)
+        st = gibbs_state(start, g.indptr, g.nbr, g.score)
         rng = rngs[c : c + 1].copy()
-        empty = np.zeros(0, np.int64)
-        accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, config.burn_in, qa, qb, cl_ptr, cl_mem, empty, empty)
+        accepted += gibbs_sweeps(st, g.indptr, g.nbr, g.score, rng, config.burn_in, *none, scratch)
         for k_batch in range(batches):
             if k_batch and config.time_limit is not None and time.perf_counter() - t0 > config.time_limit:
                 warnings.append(f"time_limit {config.time_limit} s reached: chain {c} kept {k_batch} of {batches} "
                                 "batches")
                 over = True
                 break
-            ph = np.zeros(qa.size, np.int64)
+            ph = np.zeros(qa.size)
             ch = np.zeros(k_clusters, np.int64)
-            accepted += mh_sweeps(st, g.indptr, g.nbr, g.score, rng, per, qa, qb, cl_ptr, cl_mem, ph, ch)
+            for _ in range(per):
+                accepted += gibbs_sweeps(st, g.indptr, g.nbr, g.score, rng, 1, q_ptr, q_idx, q_oth, ph)
+                _count(st.label, st.size, empty, empty, cl_ptr, cl_mem, empty, ch)
             for k, x in enumerate((ph / per, ch / per)):
                 sums[2 * k] += x
                 sums[2 * k + 1] += x * x
@@ -253,8 +276,8 @@ def sample_mention_moves(g: PairGraph, qa: np.ndarray, qb: np.ndarray, clusters:
             break
     mean_p, mean_c = sums[0] / nb, sums[2] / nb
     if nb > 1:
-        floor = 1.0 / done  # the samples' resolution: a value seen in no batch is not known to be 0
-        se_p = np.maximum(np.sqrt(np.maximum(sums[1] / nb - mean_p ** 2, 0.0) / (nb - 1)), floor)
+        floor = 1.0 / done  # counting's resolution: a cluster seen in no batch is not known to be impossible
+        se_p = np.sqrt(np.maximum(sums[1] / nb - mean_p ** 2, 0.0) / (nb - 1))
         se_c = np.maximum(np.sqrt(np.maximum(sums[3] / nb - mean_c ** 2, 0.0) / (nb - 1)), floor)
     else:
         se_p, se_c = np.full(qa.size, np.nan), np.full(k_clusters, np.nan)
