@@ -2,8 +2,7 @@
 (`pdbq.inference.coreference.pair_gibbs`, through `sample_mention_moves`) against exact
 enumeration of every connected partition of a few mentions, new random models each run:
 
-* every pair probability within 3 of its own batch-means standard errors (no floor from the
-  number of samples: the estimate is a mean of conditional probabilities, not a count);
+* every pair probability within 3 of its own standard errors;
 * strictly inside (0, 1) wherever the exact value is, even after a few passes;
 * the expected log-loss when the truth is drawn from the model is the exact probabilities' to
   within 2%; counting (0 for a pair joined in no sample) and the MAP clustering written as 0/1
