@@ -8,6 +8,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pdbq.coref.layout import CorefInputError, pair_graph
 from pdbq.inference.coreference.posterior import clusters_csr, sample_posterior
@@ -338,3 +339,25 @@ def test_front_door_sampler_is_calibrated_and_matches_enumeration(world):
         if calibrated:
             assert np.mean(np.abs(post.pair_prob - exact)) < 0.015
             assert np.mean(np.abs(post.pair_prob - exact) <= 3 * post.pair_stderr + 1e-12) > 0.95
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(50, 2000))
+def test_overconfidence_warning_fires_on_01_answers_and_not_on_the_pair_model(seed, n):
+    """A posterior written as 0/1 (the MAP, say) over pairs the pair model is unsure about is
+    warned of as soon as the pair model expects a confident error; the pair model's own
+    probabilities, or a posterior that follows them, never are."""
+    from pdbq.linkage.posterior import overconfidence_warning
+
+    rng = np.random.default_rng(seed)
+    pm = rng.uniform(0.0, 1.0, n)
+    assert overconfidence_warning(pm, pm) is None
+    assert overconfidence_warning(np.clip(pm + rng.normal(0, 0.01, n), 0, 1), pm) is None
+    as01 = (pm > 0.5).astype(float)
+    mid = (pm > 0.05) & (pm < 0.95)
+    expected = pm[mid & (as01 == 0)].sum() + (1 - pm[mid & (as01 == 1)]).sum()
+    note = overconfidence_warning(as01, pm)
+    if max(pm[mid & (as01 == 0)].sum(), (1 - pm[mid & (as01 == 1)]).sum()) >= 1.0:
+        assert note is not None and "pair model" in note, (seed, expected)
+    else:
+        assert note is None, seed

@@ -49,7 +49,7 @@ from pdbq.files import atomic_path
 from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import bound_prior, estimate_and_score
-from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities
+from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities, overconfidence_warning
 from pdbq.linkage.sources import cross_source, cross_source_prior, duplicate_free, exclusive_prior, source_groups
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
@@ -449,6 +449,9 @@ def _posterior(graph, candidates, ids, labels, probabilities, warnings, group=No
     cfg = probabilities if isinstance(probabilities, CorefConfig) else POSTERIOR_CONFIG
     pairs, confidence, post = match_probabilities(graph, candidates.a, candidates.b, ids, labels, cfg, group)
     warnings.extend(post.warnings)
+    if getattr(candidates, "match_probability", None) is not None:  # the estimated model's: log-odds
+        note = overconfidence_warning(post.pair_prob, candidates.match_probability)
+        warnings.extend([note] if note else [])
     return pairs, confidence, {"seconds_posterior": post.seconds, "posterior_samples": post.samples,
                                "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}
 

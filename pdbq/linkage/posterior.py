@@ -33,7 +33,7 @@ from pdbq.coref.layout import PairGraph
 from pdbq.inference.coreference.posterior import ClusteringPosterior, clusters_csr, sample_mention_moves, sample_posterior
 from pdbq.inference.coreference.resolve import CorefConfig
 
-__all__ = ["POSTERIOR_CONFIG", "match_probabilities"]
+__all__ = ["POSTERIOR_CONFIG", "match_probabilities", "overconfidence_warning"]
 
 # chains start at the MAP clustering, near the posterior's mode, so a short burn-in suffices. A Gibbs
 # pass reads every candidate pair twice (Cora: 845,136 reads, ~10 ms); Rao–Blackwellised pair
@@ -69,3 +69,25 @@ def match_probabilities(graph: PairGraph, a: np.ndarray, b: np.ndarray, ids: np.
         "se": pa.array(post.cluster_stderr[order], pa.float64()),
     })
     return pairs, clusters, post
+
+
+def overconfidence_warning(posterior: np.ndarray, pair_model: np.ndarray, unsure: float = 0.05,
+                           sure: float = 1e-6) -> str | None:
+    """A warning, or None, where the clustering posterior is certain (p < `sure` or p > 1 − `sure`)
+    of pairs that the pair model alone puts between `unsure` and 1 − `unsure`, and the pair
+    model expects at least one match (non-match) among the pairs put at ~0 (~1). Needs no
+    labels: it compares the two models' own probabilities. The clustering model adds the scores
+    of every pair inside an entity, so where those pairs share evidence (one record format
+    compared many times) it is certain where the pairs are not (measured on Cora: 13% of the
+    pairs it put below 1e-6 that way were matches)."""
+    post, pm = np.asarray(posterior, float), np.asarray(pair_model, float)
+    mid = (pm > unsure) & (pm < 1.0 - unsure)
+    low, high = mid & (post < sure), mid & (post > 1.0 - sure)
+    e_low, e_high = float(pm[low].sum()), float((1.0 - pm[high]).sum())
+    if e_low < 1.0 and e_high < 1.0:
+        return None
+    return (f"the clustering posterior puts {int(low.sum()):,} pairs below {sure:g} and {int(high.sum()):,} above "
+            f"1 - {sure:g} that the pair model alone puts between {unsure:g} and {1 - unsure:g}; the pair model "
+            f"expects {e_low:,.0f} matches and {e_high:,.0f} non-matches among them. The clustering model adds "
+            "the scores of every pair inside an entity, which overstates certainty where they share evidence: "
+            "for those pairs compare scores.match_probability")
