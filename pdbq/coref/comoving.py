@@ -154,13 +154,14 @@ def fit_with_groups(con, fields: tuple[FieldLevels, ...], n: int,
     # rules forcing a group are dropped where the others still leave every field free: pairs
     # sharing a place are full of non-matches sharing it (a household), which EM there can take
     # for matches that differ in everything else
+    seen: set = set()
+    distinct = [i for i, r in enumerate(rules) if not (r.forced in seen or seen.add(r.forced))]  # one rule per forced set
+    rules, counts = tuple(rules[i] for i in distinct), tuple(data.counts[i] for i in distinct)
     keep = [i for i, r in enumerate(rules) if not any(set(g.members) <= set(r.forced) for g in groups)]
     free = {k for i in keep for k in range(len(fields)) if k not in rules[i].forced}
     usable = {k for k, f in enumerate(fields) if f.kind != "list"}
     if keep and len(keep) < len(rules) and usable <= free:
-        rules, counts = tuple(rules[i] for i in keep), tuple(data.counts[i] for i in keep)
-    else:
-        counts = data.counts
+        rules, counts = tuple(rules[i] for i in keep), tuple(counts[i] for i in keep)
     data = replace(data, rules=rules, counts=counts)
     model, warnings = fit_pair_model(con, fields, n, settings, groups=groups, data=data)
     if groups:
