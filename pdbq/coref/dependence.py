@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from pdbq.coref.estimate import EmSettings, em, rule_pairs_sql, TrainingRule
+from pdbq.coref.estimate import EmSettings, em, group_lu, rule_pairs_sql, TrainingRule
 from pdbq.coref.levels import VALUES
 from pdbq.coref.pair_model import PairModel, level_counts
 
@@ -64,11 +64,13 @@ def exact_interactions(con, model: PairModel, settings: EmSettings = EmSettings(
     us = [f.u for f in model.fields]
     ms = [f.m for f in model.fields]
     usable = [k for k in range(K) if fields[k].kind != "list"]
+    # two members of one group: their dependence among non-matches is the group's (u_bits)
+    grouped = {(i, j) for g in model.groups for i in g.members for j in g.members}
     both_nonnull = _nonnull_pairs(con, K)
     todo = []
     for i in usable:
         for j in usable:
-            if j <= i:
+            if j <= i or (i, j) in grouped:
                 continue
             a_ij = _both_equal(con, i, j)
             e_ij = us[i][0] * us[j][0] * both_nonnull[(i, j)]
@@ -87,10 +89,15 @@ def exact_interactions(con, model: PairModel, settings: EmSettings = EmSettings(
         seen = rows & (pats[:, active] >= 0).any(axis=1)
         if not seen.any():
             continue
-        res = em(pats[seen], counts[seen], us, ms, 0.5, active, settings.max_iter, settings.tol, fixed_m=True)
+        # the groups' joint levels among matches: one move is one disagreement, not one per field
+        extra = group_lu(pats[seen], model.groups)
+        res = em(pats[seen], counts[seen], us, ms, 0.5, active, settings.max_iter, settings.tol, fixed_m=True,
+                 groups=tuple(g.members for g in model.groups), joints0={g.members: g.m for g in model.groups},
+                 lu_extra=extra)
         o_ij = a_ij * (1.0 - res.prior)
         if o_ij > e_ij:
             bits = -math.log2((o_ij + 1.0) / (e_ij + 1.0))
             if bits < -_MIN_BITS:
                 out.append((i, j, bits))
     return tuple(out)
+

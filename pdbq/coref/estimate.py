@@ -33,11 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdbq.coref.groups import (FieldGroup, correction_nats, estimate_joint, from_correction, group_codes,
+                               marginal, together, u_correction)
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.levels import VALUES, FieldLevels
-from pdbq.coref.pair_model import FieldModel, PairModel, level_counts
+from pdbq.coref.pair_model import FieldModel, PairModel, interaction_bits, level_counts
 
-__all__ = ["EmSettings", "EmResult", "TrainingRule", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql",
+__all__ = ["EmSettings", "EmResult", "TrainingRule", "TrainingData", "training_data", "rule_em", "estimate_u", "training_rules", "em", "fit_pair_model", "rule_pairs_sql",
            "mutual_best", "prior_floor", "GUESS_BITS"]
 
 _NO_TF = ("list",)
@@ -78,6 +80,7 @@ class EmResult:
     iterations: int
     converged: bool
     log_likelihood: float
+    joints: dict = None  # active members of a group -> its joint m (`pdbq.coref.groups`)
 
 
 def _n_nonnull(con, k: int) -> int:
@@ -225,31 +228,73 @@ def _init_m(L: int) -> np.ndarray:
     return m / m.sum()
 
 
+def _group_state(pats, m, active, groups, joints0) -> list[list]:
+    """[active members, codes of the rows, joint m] of each group with two or more active members."""
+    out = []
+    for members in groups:
+        act = tuple(k for k in members if active[k])
+        if len(act) < 2:
+            continue
+        joint = (joints0 or {}).get(act)
+        if joint is None and joints0 and members in joints0 and act != members:
+            joint = marginal(joints0[members], tuple(m[k].size for k in members),
+                             tuple(r for r, k in enumerate(members) if active[k]))
+        out.append([act, group_codes(pats, act, tuple(m[k].size for k in act)),
+                    together([m[k] for k in act]) if joint is None else joint.copy()])
+    return out
+
+
+def _functional_lu(pats: np.ndarray, members: list[int], us: list[np.ndarray]) -> np.ndarray:
+    """ln min_{k∈T} u_k0 − Σ_{k∈T} ln u_k0 per row, T = the members exact in it (0 for |T| < 2)."""
+    if len(members) < 2:
+        return np.zeros(pats.shape[0])
+    ex = pats[:, members] == 0
+    lu0 = np.log(np.asarray([us[k][0] for k in members]))
+    total = (ex * lu0[None, :]).sum(axis=1)
+    low = np.where(ex, lu0[None, :], 0.0).min(axis=1)
+    return np.where(ex.sum(axis=1) >= 2, low - total, 0.0)
+
+
 def em(pats: np.ndarray, counts: np.ndarray, us: list[np.ndarray], m0: list[np.ndarray], prior0: float,
        active: list[bool], max_iter: int = 200, tol: float = 1e-5, fixed_m: bool = False,
-       u_strength: float | None = None) -> EmResult:
+       u_strength: float | None = None, groups: tuple[tuple[int, ...], ...] = (),
+       joints0: dict | None = None, lu_extra: np.ndarray | None = None, u_groups: tuple[tuple[int, ...], ...] = (),
+       u_free: frozenset | None = None) -> EmResult:
     """EM for m (active fields only) and the match share λ on level-vector counts, u fixed.
     `fixed_m` keeps m at `m0` (λ only). `u_strength`: also fit u of the active fields from the
     non-matching share of the pairs, with `us` as a prior worth that many pairs (u is then the
     rule's own: P(level | non-match, the rule's fields equal)); the returned m is estimated
-    against it."""
+    against it. `groups`: fields whose levels are modelled jointly among matches
+    (`pdbq.coref.groups`; their active members), starting from `joints0` (members → joint m)
+    or independence; with `fixed_m` the joints are held too. `lu_extra`: nats per row added to
+    the non-match log-likelihood (dependence among non-matches); `u_groups`: fields one of which
+    fixes the others (`pdbq.coref.comoving`): among non-matches, a pair exact on several of a
+    group's active members is as likely as one exact on the rarest of them (with the current u,
+    the rule's own where it is fitted); `u_free`: the fields whose u `u_strength` fits (None: all)."""
     K = len(us)
     m = [x.copy() for x in m0]
     u0 = us
     us = [x.copy() for x in us]
     lam = float(prior0)
     ll = -math.inf
+    gs = _group_state(pats, m, active, groups, joints0)
     for it in range(1, max_iter + 1):
         lu = np.zeros(len(counts))
         for k in range(K):
             if active[k]:
                 g = pats[:, k]
                 lu += np.where(g >= 0, np.log(us[k][np.maximum(g, 0)]), 0.0)
+        if lu_extra is not None:
+            lu = lu + lu_extra
+        for members in u_groups:
+            lu = lu + _functional_lu(pats, [k for k in members if active[k]], us)
         lm = np.zeros(len(counts))
         for k in range(K):
             if active[k]:
                 g = pats[:, k]
                 lm += np.where(g >= 0, np.log(m[k][np.maximum(g, 0)]), 0.0)
+        for act, codes, joint in gs:
+            lm += correction_nats(joint, [m[k] for k in act])[codes]
         a = math.log(lam) + lm
         b = math.log1p(-lam) + lu
         mx = np.maximum(a, b)
@@ -279,17 +324,23 @@ def em(pats: np.ndarray, counts: np.ndarray, us: list[np.ndarray], m0: list[np.n
         if u_strength is not None:
             wn = counts * (1.0 - p)
             for k in range(K):
-                if active[k]:
+                if active[k] and (u_free is None or k in u_free):
                     g = pats[:, k]
                     L = us[k].size
                     c = np.bincount(g[g >= 0], weights=wn[g >= 0], minlength=L)[:L]
                     x = (c + u_strength * u0[k]) / (c.sum() + u_strength)
                     delta = max(delta, float(np.abs(x - us[k]).max()))
                     us[k] = x
+        if not fixed_m:
+            for st in gs:
+                act, codes, joint = st
+                x = estimate_joint(np.bincount(codes, weights=w, minlength=joint.size), [new_m[k] for k in act])
+                delta = max(delta, float(np.abs(x - joint).max()))
+                st[2] = x
         m, lam = new_m, new_lam
         if delta < tol:
-            return EmResult(m, lam, it, True, ll)
-    return EmResult(m, lam, max_iter, False, ll)
+            return EmResult(m, lam, it, True, ll, {st[0]: st[2] for st in gs})
+    return EmResult(m, lam, max_iter, False, ll, {st[0]: st[2] for st in gs})
 
 
 def monotone(m: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -316,27 +367,92 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings = EmSettings()) -> tuple[PairModel, list[str]]:
-    """Estimate u, m and λ (module docstring). Returns the model and warnings."""
+@dataclass(frozen=True, eq=False)
+class TrainingData:
+    """What EM runs on: u per field, the random pairs' (patterns, counts), the training rules and
+    each rule's (patterns, counts)."""
+
+    us: list[np.ndarray]
+    u_counts: tuple
+    rules: tuple[TrainingRule, ...]
+    counts: tuple[tuple[np.ndarray, np.ndarray], ...]
+
+
+def training_data(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings = EmSettings()) -> TrainingData:
+    """u and the level-vector counts of the training rules (computed in DuckDB once)."""
+    if n < 2:
+        raise CorefInputError(f"{n} record(s): at least two are needed to estimate a match model")
+    us, u_counts = estimate_u(con, fields, n, settings)
+    rules = training_rules(con, fields, n, settings)
+    counts = tuple(u_counts if (not r.forced and n * (n - 1) // 2 <= settings.u_pairs) else
+                   level_counts(con, fields, rule_pairs_sql(r)) for r in rules)
+    return TrainingData(us, u_counts, rules, counts)
+
+
+def group_lu(pats: np.ndarray, groups: tuple[FieldGroup, ...]) -> np.ndarray | None:
+    """Nats per row that the groups' dependence among non-matches adds to the non-match
+    log-likelihood (`pdbq.coref.groups.u_correction`); None without such groups."""
+    gs = [g for g in groups if g.u_bits is not None]
+    if not gs:
+        return None
+    return sum(u_correction(g, pats) for g in gs) * math.log(2.0)
+
+
+def rule_em(data: TrainingData, i: int, fields, n: int, settings: EmSettings, groups: tuple[FieldGroup, ...] = (),
+            m0=None, joints0=None, prior0: float | None = None, own_u: bool = True,
+            dependence: PairModel | None = None) -> EmResult:
+    """EM on training rule i (from `m0`, or the default start); `groups`' members are modelled
+    jointly among matches, and their dependence among non-matches is their u_bits, not the
+    rule's own u. `dependence`: a model whose field interactions (dependence among non-matches,
+    `pdbq.coref.dependence`) enter the non-match likelihood."""
+    rule = data.rules[i]
+    pats, counts = data.counts[i]
+    lu_extra = -interaction_bits(dependence, pats).sum(axis=1) * math.log(2.0) \
+        if dependence is not None and dependence.interactions else None
+
+    active = [k not in rule.forced for k in range(len(fields))]
+    if prior0 is None:
+        prior0 = 1.0 / n if not rule.forced else 0.1
+    # pairs equal on the rule's fields are not random pairs: where fields depend on each other
+    # among non-matches (one hotel's address and phone), the others agree more often than u says
+    return em(pats, counts, data.us, m0 or [_init_m(fl.n_levels) for fl in fields], prior0, active, settings.max_iter,
+              settings.tol, u_strength=_RULE_U_STRENGTH if rule.forced and own_u else None,
+              groups=tuple(g.members for g in groups), joints0=joints0, u_groups=tuple(g.members for g in groups),
+              lu_extra=lu_extra,
+              u_free=frozenset(k for g in groups for k in g.members) if groups else None)
+
+
+def _joints(groups, results, ms) -> tuple[FieldGroup, ...]:
+    """Each group's joint m: the mean over the converged rules that left all its members free,
+    restated against the final marginals `ms` (its correction is what the rules measured)."""
+    out = []
+    for grp in groups:
+        members = grp.members
+        got = [res for _, res in results if res.joints and members in res.joints]
+        if not got:
+            continue
+        corr = np.mean([correction_nats(res.joints[members], [res.m[k] for k in members]) for res in got], axis=0)
+        out.append(FieldGroup(tuple(members), from_correction(corr, [ms[k] for k in members]), grp.u_bits))
+    return tuple(out)
+
+
+def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings = EmSettings(),
+                   groups: tuple[FieldGroup, ...] = (), data: TrainingData | None = None,
+                   dependence: PairModel | None = None) -> tuple[PairModel, list[str]]:
+    """Estimate u, m and λ (module docstring), with `groups` of fields modelled jointly among
+    matches (`pdbq.coref.groups`). Returns the model and warnings."""
     if n < 2:
         raise CorefInputError(f"{n} record(s): at least two are needed to estimate a match model")
     warnings: list[str] = []
-    us, u_counts = estimate_u(con, fields, n, settings)
-    rules = training_rules(con, fields, n, settings)
+    data = data or training_data(con, fields, n, settings)
+    us, u_counts, rules = data.us, data.u_counts, data.rules
     K = len(fields)
     m_sum = [np.zeros(fl.n_levels) for fl in fields]
     m_n = np.zeros(K)
     results, unconverged = [], []
     converged = True
-    for rule in rules:
-        pats, counts = u_counts if (not rule.forced and n * (n - 1) // 2 <= settings.u_pairs) else \
-            level_counts(con, fields, rule_pairs_sql(rule))
-        active = [k not in rule.forced for k in range(K)]
-        prior0 = 1.0 / n if not rule.forced else 0.1
-        # pairs equal on the rule's fields are not random pairs: where fields depend on each other
-        # among non-matches (one hotel's address and phone), the others agree more often than u says
-        res = em(pats, counts, us, [_init_m(fl.n_levels) for fl in fields], prior0, active, settings.max_iter, settings.tol,
-                 u_strength=_RULE_U_STRENGTH if rule.forced else None)
+    for i, rule in enumerate(rules):
+        res = rule_em(data, i, fields, n, settings, groups, dependence=dependence)
         (results if res.converged else unconverged).append((rule, res))
     if not results:
         if not unconverged:
@@ -400,7 +516,7 @@ def fit_pair_model(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSet
         "converged": converged,  # False: no training rule converged, the last iterate is used
         "guessed_m": guessed,
     }
-    return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag), warnings
+    return PairModel(fms, min(max(prior, 1e-12), 0.5), "em", diag, groups=_joints(groups, results, ms)), warnings
 
 
 def refine_prior(evidence_bits: np.ndarray, total_pairs: int, recall: float, prior0: float,

@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pdbq.coref.groups import FieldGroup, correction_bits, u_correction
 from pdbq.coref.layout import CorefInputError, PairGraph, pair_graph
 from pdbq.coref.levels import VALUES, FieldLevels
 from pdbq.coref.pair_levels import pair_levels, record_tf
 
-__all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts", "interaction_bits"]
+__all__ = ["FieldModel", "PairModel", "PairScores", "score_pairs", "level_counts", "interaction_bits", "group_bits"]
 
 LN2 = math.log(2.0)
 
@@ -78,13 +79,15 @@ class PairModel:
     ("em" or "labels"); `diagnostics`: what the fit measured (iterations, rules, ...);
     `interactions`: (i, j, bits) added to field j's contribution of a pair agreeing on fields i
     and j, which agree together more often among non-matches than independence says
-    (`pdbq.coref.dependence`, `interaction_bits`)."""
+    (`pdbq.coref.dependence`, `interaction_bits`); `groups`: fields that change together among
+    matches, their levels modelled jointly (`pdbq.coref.groups`)."""
 
     fields: tuple[FieldModel, ...]
     prior: float
     source: str = "em"
     diagnostics: dict = field(default_factory=dict)
     interactions: tuple[tuple[int, int, float], ...] = ()
+    groups: tuple[FieldGroup, ...] = ()
 
     def __post_init__(self):
         if not 0.0 < self.prior < 1.0:
@@ -97,13 +100,21 @@ class PairModel:
         for i, j, bits in self.interactions:
             if not (0 <= i < j < len(self.fields)) or not math.isfinite(bits):
                 raise CorefInputError(f"an interaction needs two field indices i < j and finite bits, got {(i, j, bits)}")
+        for g in self.groups:
+            size = int(np.prod([self.fields[k].levels.n_levels + 1 for k in g.members])) if g.members and \
+                all(0 <= k < len(self.fields) for k in g.members) else -1
+            if len(g.members) < 2 or list(g.members) != sorted(set(g.members)) or g.m.shape != (size,) \
+                    or not np.all(g.m > 0) or (g.u_bits is not None and (g.u_bits.shape != (1 << len(g.members),)
+                                                                         or not np.all(np.isfinite(g.u_bits)))):
+                raise CorefInputError(f"a field group needs two or more distinct field indices in order and a positive "
+                                      f"joint m per code, got members {g.members}")
 
     @property
     def prior_bits(self) -> float:
         return math.log2(self.prior / (1.0 - self.prior))
 
     def with_prior(self, prior: float) -> PairModel:
-        return PairModel(self.fields, prior, self.source, self.diagnostics, self.interactions)
+        return PairModel(self.fields, prior, self.source, self.diagnostics, self.interactions, self.groups)
 
     def interactions_table(self) -> list[dict]:
         """One row per interaction: the two fields and the bits a pair exact on both gets."""
@@ -122,6 +133,8 @@ class PairModel:
                         "date_format": f.levels.date_format, "swap_with": f.levels.swap_with, "words": f.levels.words, "sources": list(f.levels.sources), "tfidf": f.levels.tfidf, "m": f.m.tolist(), "u": f.u.tolist(), "tf": f.tf}
                        for f in self.fields],
             "interactions": [[self.fields[i].field, self.fields[j].field, float(b)] for i, j, b in self.interactions],
+            "groups": [{"fields": [self.fields[k].field for k in g.members], "m": g.m.tolist(),
+                        "u_bits": None if g.u_bits is None else g.u_bits.tolist()} for g in self.groups],
         }
 
     @staticmethod
@@ -131,7 +144,9 @@ class PairModel:
                                   np.asarray(x["m"], float), np.asarray(x["u"], float), bool(x["tf"])) for x in d["fields"])
         col = {f.field: k for k, f in enumerate(fields)}
         inter = tuple(sorted((col[a], col[b], float(x)) for a, b, x in d.get("interactions", [])))
-        return PairModel(fields, float(d["prior"]), d.get("source", "em"), interactions=inter)
+        groups = tuple(FieldGroup(tuple(col[f] for f in g["fields"]), np.asarray(g["m"], float),
+                                  None if g.get("u_bits") is None else np.asarray(g["u_bits"], float)) for g in d.get("groups", []))
+        return PairModel(fields, float(d["prior"]), d.get("source", "em"), interactions=inter, groups=groups)
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,6 +235,18 @@ def contributions(model: PairModel, levels: np.ndarray, a: np.ndarray, tf: np.nd
         out[:, k] += interpolated_bits(model.fields[k], levels[:, k], sim)
     if model.interactions:
         out += interaction_bits(model, levels)
+    for grp in model.groups:
+        out += group_bits(model, grp, levels)
+    return out
+
+
+def group_bits(model: PairModel, grp: FieldGroup, levels: np.ndarray) -> np.ndarray:
+    """A group's correction (`pdbq.coref.groups`) per pair, spread evenly over its non-NULL members."""
+    out = np.zeros(levels.shape, np.float64)
+    bits = correction_bits(grp, [model.fields[k].m for k in grp.members], levels) - u_correction(grp, levels)
+    sub = levels[:, list(grp.members)] >= 0
+    share = np.where(sub, bits[:, None] / np.maximum(sub.sum(axis=1), 1)[:, None], 0.0)
+    out[:, list(grp.members)] = share
     return out
 
 

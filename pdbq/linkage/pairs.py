@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pdbq.coref.autoblock import BlockingChoice, build_candidates, choose_blocking
+from pdbq.coref.comoving import fit_with_groups
 from pdbq.coref.dependence import exact_interactions
-from pdbq.coref.estimate import EmSettings, fit_from_labels, fit_pair_model, prior_floor, refine_prior
+from pdbq.coref.estimate import EmSettings, fit_from_labels, prior_floor, refine_prior
 from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
 from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
 from pdbq.coref.pair_model import PairModel, PairScores, score_pairs
@@ -87,7 +88,7 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
     if model is None and labels is not None:
         model = fit_from_labels(con, fls, records.n, labels.index, labels.entity, labels.shape, settings)
     elif model is None:
-        model, w = fit_pair_model(con, fls, records.n, settings)
+        model, w = fit_with_groups(con, fls, records.n, settings)
         warnings.extend(w)
     if fitted:
         model = replace(model, interactions=exact_interactions(con, model, settings))
