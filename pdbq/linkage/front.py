@@ -46,6 +46,7 @@ from pdbq.coref.autoblock import BlockingChoice
 from pdbq.coref.estimate import EmSettings
 from pdbq.coref.levels import FieldSpec
 from pdbq.coref.pair_model import PairModel, PairScores
+from pdbq.arrow_arrays import arrow_array
 from pdbq.files import atomic_path
 from pdbq.progress import expect_compiles, watch_compiles
 from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
@@ -268,7 +269,8 @@ def dedupe(
         res, group = _resolve(con, graph, run_config, link_only if one_to_one else None, records.ids, warnings)
         cluster = records.ids[res.labels]
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
-        table = pa.table({"id": records.ids, "cluster": cluster})
+        # built from the arrays' buffers: pyarrow.array would import pandas (35 MiB) for them
+        table = pa.table({"id": arrow_array(records.ids), "cluster": arrow_array(cluster)})
         pairs, confidence, post_diag = _outputs(table, id, output, graph, scores if scores is not None else feats,
                                                 records.ids, res.labels, probabilities, warnings, group)
         diag = {
