@@ -43,6 +43,7 @@ _LAZY = {
     "DedupeResult": "pdbq.linkage",
     "dedupe": "pdbq.linkage",
     "link": "pdbq.linkage.link",
+    "CompileNotice": "pdbq.progress",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from pdbq.coref.pair_model import PairModel, PairScores
     from pdbq.linkage import DedupeResult, dedupe
     from pdbq.linkage.link import link
+    from pdbq.progress import CompileNotice
     from pdbq.udf import connect, register, unregister
 
 
@@ -92,6 +94,7 @@ __all__ = [
     "FieldSpec",
     "PairModel",
     "PairScores",
+    "CompileNotice",
     "CorefInputError",
     "PdbqError",
     "ParseError",

@@ -21,6 +21,7 @@ import shutil
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
@@ -28,13 +29,22 @@ from typing import TextIO
 from pdbq.errors import PdbqError
 
 __all__ = ["Progress", "ProgressCallback", "ProgressBar", "CancelToken", "Cancelled", "format_progress",
-           "CompileWatch", "watch_compiles", "expect_compiles"]
+           "CompileWatch", "CompileNotice", "watch_compiles", "expect_compiles"]
 
 PHASES = ("grounding", "sampling", "compiling")
 
 
 class Cancelled(PdbqError):
     """The statement was cancelled (Ctrl-C in the shell, or `CancelToken.cancel`)."""
+
+
+class CompileNotice(UserWarning):
+    """A Python caller's notice that pdbq is compiling its kernels for this machine (first use;
+    tens of seconds, once: cached for later runs), issued when the compilation starts, before
+    the wait. It says nothing about an answer (answer-quality warnings are in a result's
+    ``diagnostics["warnings"]``): Python's default filter shows it once per message, and
+    ``warnings.filterwarnings("ignore", category=pdbq.CompileNotice)`` silences it. A caller that
+    passes a ``progress`` callback gets the same sentence there instead."""
 
 
 @dataclass(frozen=True)
@@ -311,14 +321,22 @@ class CompileWatch:
                                detail=f"{self._current} kernels" if self._current else "", notice=notice))
 
     def _announce(self) -> None:
-        """The notice said when a compilation has gone on long enough (under the lock)."""
+        """The notice said when a compilation has gone on long enough (under the lock): through
+        ``progress``, or, with no callback (a Python caller), as a `CompileNotice` warning."""
         self._announced = True
         if self._expected is not None:
             what, secs = self._expected
         else:
             what, secs = f"pdbq's {self._current} kernels", None
         about = f"about {secs:.0f} s, " if secs else ""
-        self._say(f"pdbq: compiling {what} for this machine (first use; {about}once: cached for later runs) ...")
+        notice = f"pdbq: compiling {what} for this machine (first use; {about}once: cached for later runs) ..."
+        if self.progress is not None:
+            self._say(notice)
+            return
+        try:
+            warnings.warn(notice, CompileNotice, stacklevel=2)
+        except Exception:  # noqa: BLE001 - a caller's "error" filter must not stop the compilation's thread
+            pass
 
     def _begin(self, family: str) -> None:
         now = self._clock()
@@ -331,7 +349,9 @@ class CompileWatch:
             self._since = now
             if first and ANNOUNCE_AFTER <= 0:
                 self._announce()
-        if first and self.progress is not None and (self._ticker is None or not self._ticker.is_alive()):
+        # the ticker also runs without a callback: it says the notice (as a warning) once the
+        # compilation has gone on for `ANNOUNCE_AFTER` seconds
+        if first and (self._ticker is None or not self._ticker.is_alive()):
             self._ticker = threading.Thread(target=self._tick, name="pdbq-compile-progress", daemon=True)
             self._ticker.start()
 

@@ -180,3 +180,127 @@ def test_a_query_loads_only_the_kernels_of_the_method_it_runs():
     gibbs = _kernels_loaded("SELECT v.i, PROB(v) FROM x AS v USING GIBBS WITH (steps = 2000, seed = 1)")
     assert any(k.startswith("pdbq.inference.mcmc.kernels.") for k in gibbs), gibbs
     assert not [k for k in gibbs if k.startswith("pdbq.inference.exact.upward_kernel.")], gibbs
+
+
+def _compile_notices(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, pdbq.CompileNotice)]
+
+
+def test_a_python_query_that_compiles_warns_before_the_wait(db, monkeypatch, at_once):
+    # no progress callback (a plain Python caller): the notice is a CompileNotice warning issued
+    # when the compilation starts, before the kernel exists; the answer's warnings stay empty
+    import warnings
+
+    kernel = _fresh_kernel()
+    real = execute_module.warm_up
+    overloads_when_warned: list[int] = []
+
+    def warm_up(tier):
+        kernel(np.ones(2))
+        return real(tier)
+
+    def record(message, category, *args, **kwargs):
+        overloads_when_warned.append(len(kernel.overloads))
+        caught.append(warnings.WarningMessage(message, category, *args, **kwargs))
+
+    monkeypatch.setattr(execute_module, "warm_up", warm_up)
+    caught: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", record)
+        r = db.execute("SELECT s.name, PROB(s) FROM smokes AS s USING EXACT")
+    notices = _compile_notices(caught)
+    assert len(notices) == 1 and notices[0].startswith("pdbq: compiling"), [str(w.message) for w in caught]
+    assert overloads_when_warned[0] == 0, "the notice came after the compilation, not before it"
+    assert r.diagnostics["warnings"] == [] and len(r.diagnostics["notices"]) == 1
+
+
+def test_the_python_notice_is_filterable_and_not_said_twice_with_a_callback(db, monkeypatch, at_once):
+    import warnings
+
+    real = execute_module.warm_up
+    kernels = [_fresh_kernel() for _ in range(2)]
+
+    def warm_up(tier):
+        kernels[0 if calls else 1](np.ones(2))
+        calls.append(tier)
+        return real(tier)
+
+    calls: list[str] = []
+    monkeypatch.setattr(execute_module, "warm_up", warm_up)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=pdbq.CompileNotice)
+        db.execute("SELECT s.name, PROB(s) FROM smokes AS s USING EXACT")
+    assert _compile_notices(caught) == []
+    seen: list[Progress] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        db.execute("SELECT s.name, PROB(s) FROM smokes AS s USING EXACT", progress=seen.append)
+    assert _compile_notices(caught) == [] and [p for p in seen if p.notice], "the callback, not a warning"
+
+
+def test_without_a_callback_a_long_compilation_warns_while_it_runs(monkeypatch):
+    # the ticker issues the warning once the threshold has passed, while the compilation runs
+    # (polled: a loaded machine may run the ticker late, but the compilation has not ended)
+    import time
+    import warnings
+
+    monkeypatch.setattr(progress_module, "ANNOUNCE_AFTER", 0.05)
+    caught: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", lambda message, category, *a, **k: caught.append((message, category)))
+        w = CompileWatch()
+        w.expect("the test's kernels", 3.0)
+        w._begin("graph")
+        give_up = time.monotonic() + 120
+        while not caught and time.monotonic() < give_up:
+            time.sleep(0.05)
+        w._end("graph", "m.k")
+        summary = w.settle()
+    assert [c for _, c in caught] == [pdbq.CompileNotice]
+    assert str(caught[0][0]).startswith("pdbq: compiling the test's kernels") and "about 3 s" in str(caught[0][0])
+    assert summary is not None and w.notices == [summary]
+
+
+def test_a_terminal_bar_is_redrawn_while_a_compilation_runs(monkeypatch):
+    # what keeps the shell from a silent pause: reports reach the bar every tick during the
+    # compilation, not only its two notices (counted, not timed: we wait for three redraws)
+    import time
+
+    monkeypatch.setattr(progress_module, "ANNOUNCE_AFTER", 0.0)
+    seen: list[Progress] = []
+    w = CompileWatch(seen.append)
+    w._begin("graph")
+    give_up = time.monotonic() + 120
+    while len([p for p in seen if p.notice is None]) < 3 and time.monotonic() < give_up:
+        time.sleep(0.05)
+    w._end("graph", "m.k")
+    w.settle()
+    ticks = [p for p in seen if p.notice is None]
+    assert len(ticks) >= 3 and all(p.phase == "compiling" and p.detail == "graph kernels" for p in ticks)
+    assert seen[0].notice and seen[0].notice.startswith("pdbq: compiling")
+
+
+def test_a_python_dedupe_that_compiles_warns_before_the_wait(monkeypatch, tmp_path, at_once):
+    import warnings
+
+    from pdbq.linkage import front
+
+    kernel = _fresh_kernel()
+    real = front.load_records
+
+    def load_records(*a, **k):  # something to compile inside the call, as on a fresh install
+        kernel(np.ones(2))
+        return real(*a, **k)
+
+    monkeypatch.setattr(front, "load_records", load_records)
+    path = tmp_path / "people.csv"
+    path.write_text("id,name\n1,ann smith\n2,ann smith\n3,bob jones\n4,carl white\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pdbq.dedupe(str(path), id="id", fields=["name"])
+    assert len(_compile_notices(caught)) == 1, [str(w.message) for w in caught]
+    assert "entity resolution kernels" in _compile_notices(caught)[0]
+    assert not [w for w in res.warnings if "compil" in w]

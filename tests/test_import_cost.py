@@ -60,3 +60,15 @@ def test_every_public_name_resolves():
     assert pdbq.coref.metrics.b_cubed is not None  # a subpackage used as an attribute
     with pytest.raises(AttributeError):
         pdbq.no_such_name  # noqa: B018
+
+
+def test_a_small_dedupe_run_does_not_import_pandas(tmp_path):
+    # pandas costs 35 MiB of a small run's peak memory: only Result.df() and the like need it
+    path = tmp_path / "people.csv"
+    from pdbq.linkage.warmup import _records  # the warm-up's 40 records: names with typos, cities, years
+
+    path.write_text("id,name,city,born\n" + "".join(f"{i},{n},{c},{b}\n" for i, n, c, b in _records()))
+    body = ("from pdbq.shell.cli import main\n    try:\n        code = main(['dedupe', %r, '--id', 'id', "
+            "'--fields', 'name,city,born'])\n    except SystemExit as e:\n        code = e.code" % str(path))
+    got = _loaded(body)
+    assert got["code"] == 0 and "pandas" not in got["loaded"], got

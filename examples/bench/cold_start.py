@@ -71,7 +71,8 @@ CREATE VARIABLE spin(i INT) DOMAIN BOOLEAN FROM (SELECT i FROM ids);
 CREATE RULE couple WEIGHT 0.3 FUNCTION EQUAL AS spin(a) = spin(b) :- edges(a, b);
 CREATE RULE field WEIGHT 0.1 AS spin(^a) :- ids(a), a % 7 = 0;''')
 r = db.execute("SELECT s.i, PROB(s) FROM spin AS s WHERE s.i < 5 USING AUTO WITH (seed = 1)", progress=True)
-print(r.diagnostics["method"], [round(x, 6) for x in r.arrow().column(1).to_pylist()], flush=True)
+print(r.diagnostics["method"], [None if x is None else round(x, 6) for x in r.arrow().column(1).to_pylist()],
+      r.diagnostics["warnings"][:1], flush=True)
 """
 
 ANNEAL = """

@@ -19,6 +19,7 @@ estimated model (below: a table of three records is too small to estimate anythi
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, replace
@@ -45,7 +46,9 @@ from pdbq.coref.autoblock import BlockingChoice
 from pdbq.coref.estimate import EmSettings
 from pdbq.coref.levels import FieldSpec
 from pdbq.coref.pair_model import PairModel, PairScores
+from pdbq.arrow_arrays import arrow_array
 from pdbq.files import atomic_path
+from pdbq.progress import expect_compiles, watch_compiles
 from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve_map
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import bound_prior, estimate_and_score
@@ -138,6 +141,22 @@ def _default_blocking(records, comparisons) -> tuple[Blocking, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _announcing_compiles(fn):
+    """A Python call's first use on a machine says so before the kernels' compilation (a
+    `pdbq.CompileNotice` warning); inside the ``pdbq dedupe`` command the command's own watch
+    (its progress bar) is the one that speaks."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        with watch_compiles():
+            # about 12 CPU s on a 2-core machine (docs/benchmarks.md, "Cold start")
+            expect_compiles("pdbq's entity resolution kernels", 12.0)
+            return fn(*args, **kwargs)
+
+    return call
+
+
+@_announcing_compiles
 def dedupe(
     source,
     *,
@@ -250,7 +269,8 @@ def dedupe(
         res, group = _resolve(con, graph, run_config, link_only if one_to_one else None, records.ids, warnings)
         cluster = records.ids[res.labels]
         extra.update(_store(con, stored, pair_model, records.n, n_pairs, warnings))
-        table = pa.table({"id": records.ids, "cluster": cluster})
+        # built from the arrays' buffers: pyarrow.array would import pandas (35 MiB) for them
+        table = pa.table({"id": arrow_array(records.ids), "cluster": arrow_array(cluster)})
         pairs, confidence, post_diag = _outputs(table, id, output, graph, scores if scores is not None else feats,
                                                 records.ids, res.labels, probabilities, warnings, group)
         diag = {

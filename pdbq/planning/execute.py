@@ -19,6 +19,7 @@ from pdbq.answers.engine import DEFAULT_TIME_LIMIT, EngineAnswer, answer
 from pdbq.answers.plot import MAX_LINES as TRACE_MAX_LINES
 from pdbq.answers.warmup import warm_up
 from pdbq.answers.estimates import Marginals, check_estimate, clean_stderr, estimates_table
+from pdbq.catalog.cluster import is_cluster
 from pdbq.errors import InferenceError
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.mcmc.gibbs import RoundInfo
@@ -189,14 +190,17 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
 
 
 def _execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None, cancel: Any) -> QueryAnswer:
-    from pdbq.planning.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
-
     # the catalog read once: a query's store check reuses it (or the check kept from the last one)
     kept = kept_state(db)
     definitions = None if kept is not None else read_definitions(db)
     variables = kept.variables if kept is not None else definitions[0][0]
-    if is_cluster_query(db, stmt, variables):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
-        return execute_cluster_query(db, stmt, cancel)
+    # the cluster machinery (coreference models, entity moves, Dask) is imported only for a
+    # catalog that has a DOMAIN CLUSTER relation
+    if any(is_cluster(v) for v in variables.values()):
+        from pdbq.planning.coref_query import execute_cluster_query, is_cluster_query  # noqa: PLC0415
+
+        if is_cluster_query(db, stmt, variables):  # DOMAIN CLUSTER relations: entity moves, not Gibbs
+            return execute_cluster_query(db, stmt, cancel)
     for e in stmt.estimates:
         if e.other is not None:
             raise InferenceError(f"{e.kind.value}({e.alias} = {e.other}) compares two aliases of one DOMAIN CLUSTER "

@@ -2,7 +2,7 @@
 commands (`dot_commands`), the database it opens (`session`), output streams (`streams`),
 completion and syntax highlighting; tables are drawn by `pdbq.answers.render`."""
 
-from pdbq.shell.cli import build_arg_parser, main
+from pdbq.shell.cli import build_arg_parser, main, run
 
 
 def __getattr__(name: str):
@@ -14,4 +14,4 @@ def __getattr__(name: str):
         return Shell
     raise AttributeError(f"module 'pdbq.shell' has no attribute {name!r}")
 
-__all__ = ["Shell", "build_arg_parser", "main"]
+__all__ = ["Shell", "build_arg_parser", "main", "run"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from pdbq.errors import PdbqError
 from pdbq.shell.session import version_text
@@ -67,6 +67,28 @@ class _Append(argparse.Action):
         items = list(getattr(namespace, self.dest, None) or [])
         items.append((self.kind, values))
         setattr(namespace, self.dest, items)
+
+
+def run() -> NoReturn:
+    """The ``pdbq`` command: `main`, then leave without tearing the interpreter down.
+
+    Python's teardown of the engine's modules (numba's, LLVM's, DuckDB's) costs about 0.35 CPU
+    seconds after the last answer is printed, a sixth of a short script's run. `main` has closed
+    the database by then; exit handlers still run and the output is flushed first."""
+    code = main()
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    import atexit  # noqa: PLC0415
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe or stream: nothing more can reach it
+    os._exit(code if isinstance(code, int) else 1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -261,11 +261,13 @@ class Shell(DotCommands):
         worker = threading.Thread(target=target, name="pdbq-statement", daemon=True)
         worker.start()
         presses = 0
-        # Poll with sleep rather than Thread.join: a join interrupted by Ctrl-C can mark a
-        # still-running thread as finished (CPython 3.11), and sleep is safe to interrupt.
+        # Wait on the event rather than Thread.join: a join interrupted by Ctrl-C can mark a
+        # still-running thread as finished (CPython 3.11), and an event's timed wait is safe to
+        # interrupt; it returns as soon as the statement ends (a sleep between checks added up
+        # to 10 ms to every statement of a script).
         while not done.is_set():
             try:
-                time.sleep(0.02)
+                done.wait(0.02)
             except KeyboardInterrupt:
                 presses += 1
                 token.cancel()

@@ -68,8 +68,8 @@ _SETTER = "pdbq_set"
 _types = getattr(duckdb, "sqltypes", None) or importlib.import_module("duckdb.typing")
 _VARCHAR = _types.VARCHAR
 _DOUBLE = _types.DOUBLE
-_KEYS = duckdb.list_type(_VARCHAR)
-_DIST = duckdb.map_type(_VARCHAR, _DOUBLE)
+# the list and map types are made by the connection being registered: the module-level
+# duckdb.list_type opens DuckDB's default connection (70 ms) that nothing else uses
 
 _lock = threading.Lock()  # guards the counter and the session table
 _runs = 0
@@ -188,9 +188,10 @@ def register(con: duckdb.DuckDBPyConnection, *, database: Database | None = None
         session.options = opts
     created: list[str] = []
     try:
+        keys, dist = con.list_type(_VARCHAR), con.map_type(_VARCHAR, _DOUBLE)
         for function in FUNCTIONS:
-            ret = {"pdbq_dist": _DIST, "pdbq_map": _VARCHAR}.get(function, _DOUBLE)
-            con.create_function(_impl_name(function), _batch_function(session, function), [_VARCHAR, _KEYS], ret,
+            ret = {"pdbq_dist": dist, "pdbq_map": _VARCHAR}.get(function, _DOUBLE)
+            con.create_function(_impl_name(function), _batch_function(session, function), [_VARCHAR, keys], ret,
                                 type="arrow", null_handling="special", side_effects=True)
             created.append(function)
             con.execute(_macro_sql(function))
