@@ -25,26 +25,27 @@ import contextlib
 import functools
 import os
 import sys
-from types import FrameType, TracebackType
 from collections.abc import Callable
+from types import FrameType, TracebackType
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from pdbq.coref.metrics import register_sql as register_coref_sql
 from pdbq.api.result import Result
 from pdbq.catalog.store import Catalog, transaction
+from pdbq.coref.metrics import register_sql as register_coref_sql
 from pdbq.errors import ParseError, PdbqError
 from pdbq.graph.cache import DEFAULT_CACHE_BYTES, GraphCache
 from pdbq.language.nodes import (
+    AlterRelation,
     CreateRule,
     CreateVariable,
     Drop,
     DropRelation,
+    ExplainMatch,
     ExportUai,
     ImportUai,
-    ExplainMatch,
     LearnWeights,
     PassThrough,
     ProbQuery,
@@ -53,7 +54,7 @@ from pdbq.language.nodes import (
     Statement,
 )
 
-__all__ = ["connect", "Database"]
+__all__ = ["Database", "connect"]
 
 
 def _parse_script(text: str, params: Any = None) -> list[Statement]:
@@ -172,7 +173,7 @@ class Database:
         if cancel is None:
             statements = _parse_script(script, parameters)
         else:  # a long statement parses for seconds: the cancel is read while it does
-            from pdbq.language.parser import parse_checked  # noqa: PLC0415
+            from pdbq.language.parser import parse_checked
 
             with parse_checked(cancel.check):
                 statements = _parse_script(script, parameters)
@@ -182,7 +183,7 @@ class Database:
             from pdbq.progress import ProgressBar
 
             progress = bar = ProgressBar()
-        from pdbq.api.scans import python_tables  # noqa: PLC0415
+        from pdbq.api.scans import python_tables
 
         frame = _frame if _frame is not None else sys._getframe(1)
         try:
@@ -208,7 +209,7 @@ class Database:
         statements = _parse_script(text, parameters)
         if not statements:
             return None
-        from pdbq.api.scans import python_tables  # noqa: PLC0415
+        from pdbq.api.scans import python_tables
 
         frame = sys._getframe(1)
         try:
@@ -244,12 +245,12 @@ class Database:
         if isinstance(stmt, SaveAnswer):
             return self._save(stmt, progress=progress, cancel=cancel)
         if isinstance(stmt, ImportUai):
-            from pdbq.api.save import run_import  # noqa: PLC0415
+            from pdbq.api.save import run_import
 
             run_import(self, stmt, cancel)
             return None
         if isinstance(stmt, ExportUai):
-            from pdbq.api.save import run_export  # noqa: PLC0415
+            from pdbq.api.save import run_export
 
             run_export(self, stmt)
             return None
@@ -268,10 +269,20 @@ class Database:
             with transaction(self._con):
                 self._catalog.check_relation_drop(stmt)
                 return self._pass_through(PassThrough(stmt.sql, stmt.line, stmt.col), last=last, params=params)
+        if isinstance(stmt, AlterRelation):
+            readers = self._catalog.readers(stmt.name)
+            if not readers:
+                return self._pass_through(PassThrough(stmt.sql, stmt.line, stmt.col), last=last, params=params)
+            # a rename or a column change of what a rule reads breaks it at the next query: the
+            # change and the check commit together, or neither does
+            with transaction(self._con):
+                out = self._pass_through(PassThrough(stmt.sql, stmt.line, stmt.col), last=last, params=params)
+                self._catalog.check_relation_change(stmt, readers)
+                return out
         if isinstance(stmt, LearnWeights) or (isinstance(stmt, Show) and stmt.kind in ("WEIGHTS", "CALIBRATION")):
             return self._learning(stmt, progress=progress, cancel=cancel)
         if isinstance(stmt, Show) and stmt.kind in ("TABLES", "ALL TABLES"):
-            from pdbq.api.save import user_tables  # noqa: PLC0415
+            from pdbq.api.save import user_tables
 
             return Result(user_tables(self._con, stmt.kind), connection=self._con, database=self)
         if isinstance(stmt, Show):
@@ -282,7 +293,7 @@ class Database:
         if isinstance(stmt, ProbQuery):
             return self._query(stmt, progress=progress, cancel=cancel)
         if isinstance(stmt, ExplainMatch):
-            from pdbq.planning.coref_explain import explain_match  # noqa: PLC0415
+            from pdbq.planning.coref_explain import explain_match
 
             with self.scratch():
                 answer = explain_match(self, stmt)
@@ -303,12 +314,12 @@ class Database:
         return Result(rel.to_arrow_table(), connection=con, database=self)
 
     def _save(self, stmt: SaveAnswer, *, progress: Any = None, cancel: Any = None) -> Result | None:
-        from pdbq.api.save import run_save  # noqa: PLC0415
-        from pdbq.planning.execute import execute_query  # noqa: PLC0415
+        from pdbq.api.save import run_save
+        from pdbq.planning.execute import execute_query
 
         with self.scratch():
             if isinstance(stmt.query, ExplainMatch):
-                from pdbq.planning.coref_explain import explain_match  # noqa: PLC0415
+                from pdbq.planning.coref_explain import explain_match
 
                 answer = explain_match(self, stmt.query)
             else:
@@ -322,13 +333,13 @@ class Database:
         """What the first query would do before inference, done right after an import committed
         (`pdbq.planning.after_import`); errors are the caller's to ignore (the next query reports
         them)."""
-        from pdbq.planning.after_import import prepare_after_import  # noqa: PLC0415
+        from pdbq.planning.after_import import prepare_after_import
 
         prepare_after_import(self, relation)
 
     def _query(self, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> Result:
         # imported on first use: the engine loads numba, which a shell start-up need not pay for
-        from pdbq.planning.execute import execute_query  # noqa: PLC0415
+        from pdbq.planning.execute import execute_query
 
         with self.scratch():
             answer = execute_query(self, stmt, progress=progress, cancel=cancel)
@@ -337,8 +348,8 @@ class Database:
     def _learning(self, stmt: LearnWeights | Show, *, progress: Any = None, cancel: Any = None) -> Result:
         """LEARN WEIGHTS / SHOW WEIGHTS / SHOW CALIBRATION (pdbq.learning): a progress report
         per epoch; a cancel stops learning after the current epoch and keeps its weights."""
-        from pdbq.learning.statement import run_statement  # noqa: PLC0415
-        from pdbq.progress import Progress  # noqa: PLC0415
+        from pdbq.learning.statement import run_statement
+        from pdbq.progress import Progress
 
         def on_epoch(info: Any) -> bool:
             if progress is not None:
@@ -353,7 +364,7 @@ class Database:
         database when this database is read-only (`pdbq.grounding.scratch`); a no-op otherwise."""
         if not self.read_only:
             return contextlib.nullcontext()
-        from pdbq.grounding.scratch import scratch_session  # noqa: PLC0415
+        from pdbq.grounding.scratch import scratch_session
 
         return scratch_session(self._con)
 

@@ -41,24 +41,31 @@ from pdbq.catalog.names import (
     duckdb_relations,
     fetch_one,
     in_transaction,
+    name_table,
     normalize,
     relation_columns,
-    name_table,
     transaction,
     unknown,
 )
 from pdbq.catalog.text import domain_sql, rule_sql, statement_sql, weight_sql
 from pdbq.errors import CatalogError, PdbqError, SchemaVersionError, suggest
-from pdbq.language.nodes import Column, CreateRule, CreateVariable, Drop, DropRelation
+from pdbq.language.nodes import (
+    AlterRelation,
+    Column,
+    CreateRule,
+    CreateVariable,
+    Drop,
+    DropRelation,
+)
 
 __all__ = [
-    "Catalog",
     "SCHEMA_VERSION",
+    "Catalog",
+    "check_schema_version",
+    "in_transaction",
     "schema_sql",
     "stored_schema_version",
-    "check_schema_version",
     "transaction",
-    "in_transaction",
 ]
 
 _TABLES = ("pdbq_meta", "pdbq_variables", "pdbq_rules")
@@ -131,7 +138,9 @@ def check_schema_version(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _reparse(definition: str, expected: type) -> CreateVariable | CreateRule:
-    from pdbq.language.parser import parse_statement  # the language layer; imported when needed
+    from pdbq.language.parser import (
+        parse_statement,  # the language layer; imported when needed
+    )
 
     node = parse_statement(definition)
     if not isinstance(node, expected):
@@ -479,6 +488,30 @@ class Catalog:
             self.drop(Drop("RULE", rule))
         for name in readers:
             self.drop(Drop("VARIABLE", name))
+
+    @_one_lookup
+    def check_relation_change(self, node: AlterRelation, before: set[str]) -> None:
+        """After DuckDB ran an ``ALTER`` / ``CREATE OR REPLACE`` of a relation (in the caller's
+        transaction): a CatalogError, naming the rule or variable relation, when one that read the
+        relation (``before``: what read it, found before the change) no longer validates."""
+        variables, rules = self.definitions()
+        scope = self._scope()
+        for name in sorted(before):
+            try:
+                if name in variables:
+                    validate.check_variable(scope, dataclasses.replace(variables[name], or_replace=True))
+                else:
+                    validate.check_rule(scope, rules[name], check_name=False)
+            except CatalogError as e:
+                what = "variable relation" if name in variables else "rule"
+                raise CatalogError(
+                    f"cannot {node.sql.split(None, 1)[0].upper()} {node.kind.lower()} {node.name}: {what} '{name}' "
+                    f"reads it and would no longer be valid ({e}); drop or replace it first") from e
+
+    def readers(self, name: str) -> set[str]:
+        """The rules and variable relations that read ``name`` (directly or through views)."""
+        rules, readers = self._reading({name})
+        return set(rules) | set(readers)
 
     def _drop_imported(self, name: str) -> None:
         """A relation imported from a file (pdbq.io) owns the tables its registry row lists

@@ -182,6 +182,19 @@ class DropRelation:
 
 
 @dataclass(frozen=True)
+class AlterRelation:
+    """DuckDB's ``ALTER TABLE|VIEW name ...`` or ``CREATE OR REPLACE TABLE|VIEW name ...``: sent to
+    DuckDB as written, then the rules and variable relations that read ``name`` are checked against
+    the changed relation, and the change is undone (an error naming them) when one no longer holds."""
+
+    sql: str
+    kind: str  # "TABLE" | "VIEW"
+    name: str  # lower-cased, without a schema
+    line: int = 1
+    col: int = 1
+
+
+@dataclass(frozen=True)
 class Show:
     # "VARIABLES" | "RULES" | "WEIGHTS" | "CALIBRATION" | "TABLES" | "ALL TABLES" (DuckDB's, without pdbq's storage)
     kind: str
@@ -328,43 +341,44 @@ class ExplainMatch:
     text: str = ""
 
 
-Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, DropRelation, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai,
+Statement = Union[PassThrough, CreateVariable, CreateRule, Drop, DropRelation, AlterRelation, Show, ProbQuery, LearnWeights, SaveAnswer, ImportUai,
                   ExportUai, ExplainMatch]
 
 __all__ = [
-    "DropRelation",
-    "ExplainMatch",
-    "Semantics",
-    "FactorFunction",
-    "DomainKind",
-    "Domain",
+    "ANSWER_SOURCE",
     "MAX_CATEGORIES",
-    "Column",
-    "TermKind",
-    "Term",
+    "AlterRelation",
     "Atom",
-    "HeadKind",
-    "Head",
-    "WeightKind",
-    "Weight",
-    "PassThrough",
-    "CreateVariable",
+    "Column",
     "CreateRule",
+    "CreateVariable",
+    "Domain",
+    "DomainKind",
     "Drop",
-    "Show",
-    "EstimateKind",
+    "DropRelation",
     "Estimate",
+    "EstimateKind",
+    "ExplainMatch",
+    "ExportUai",
+    "FactorFunction",
     "GivenAtom",
     "GivenQuery",
-    "Method",
-    "OptionValue",
-    "ProbQuery",
+    "Head",
+    "HeadKind",
+    "ImportUai",
     "LearnMethod",
     "LearnWeights",
-    "SaveKind",
-    "ANSWER_SOURCE",
+    "Method",
+    "OptionValue",
+    "PassThrough",
+    "ProbQuery",
     "SaveAnswer",
-    "ImportUai",
-    "ExportUai",
+    "SaveKind",
+    "Semantics",
+    "Show",
     "Statement",
+    "Term",
+    "TermKind",
+    "Weight",
+    "WeightKind",
 ]

@@ -21,8 +21,16 @@ from sqlglot.tokens import Token, TokenType
 
 from pdbq.errors import ParseError, suggest
 from pdbq.language import expressions as px
-from pdbq.language.dialect import PARSE_CHECK, QUERY_START_TOKENS, PdbqDialect, looks_probabilistic
+from pdbq.language.dialect import (
+    PARSE_CHECK,
+    QUERY_START_TOKENS,
+    PdbqDialect,
+    looks_probabilistic,
+)
+from pdbq.language.explain_match import find_explain_match
 from pdbq.language.nodes import (
+    ANSWER_SOURCE,
+    AlterRelation,
     Atom,
     Column,
     CreateRule,
@@ -33,18 +41,22 @@ from pdbq.language.nodes import (
     DropRelation,
     Estimate,
     EstimateKind,
+    ExplainMatch,
+    ExportUai,
     FactorFunction,
     GivenAtom,
     GivenQuery,
     Head,
     HeadKind,
+    ImportUai,
     LearnMethod,
     LearnWeights,
     Method,
     OptionValue,
     PassThrough,
-    ExplainMatch,
     ProbQuery,
+    SaveAnswer,
+    SaveKind,
     Semantics,
     Show,
     Statement,
@@ -53,13 +65,11 @@ from pdbq.language.nodes import (
     Weight,
     WeightKind,
 )
-from pdbq.language.nodes import ANSWER_SOURCE, ExportUai, ImportUai, SaveAnswer, SaveKind
 from pdbq.language.params import Params, bind_parameters
 from pdbq.language.split import Chunk, position, split_script
 from pdbq.language.wrappers import VIEW_ADVICE, UaiStatement, find_uai, find_wrapper
-from pdbq.language.explain_match import find_explain_match
 
-__all__ = ["parse_script", "parse_statement", "parse_checked", "PLACEHOLDER_PREFIX"]
+__all__ = ["PLACEHOLDER_PREFIX", "parse_checked", "parse_script", "parse_statement"]
 
 #: Estimate i of a ProbQuery is the column ``<alias>.__pdbq_est_<i>`` in its ``select``.
 PLACEHOLDER_PREFIX = "__pdbq_est_"
@@ -161,6 +171,29 @@ def _relation_drop(chunk: Chunk) -> DropRelation | None:
                         line=chunk.line, col=chunk.col)
 
 
+def _relation_change(chunk: Chunk) -> AlterRelation | None:
+    """``ALTER TABLE|VIEW`` or ``CREATE OR REPLACE TABLE|VIEW`` of a relation in the current schema,
+    for pdbq's check of what reads it; None for anything else (DuckDB judges it)."""
+    tokens = chunk.tokens
+    if len(tokens) < 3 or tokens[0].token_type not in (TokenType.ALTER, TokenType.CREATE):
+        return None
+    if tokens[0].token_type == TokenType.CREATE and tokens[1].text.upper() != "OR":
+        return None
+    try:
+        tree = sqlglot.parse_one(chunk.sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return None
+    if isinstance(tree, exp.Create) and not tree.args.get("replace"):
+        return None
+    kind = str(tree.args.get("kind") or "").upper()
+    target = tree.this.this if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema) else tree.this
+    if not isinstance(tree, (exp.Alter, exp.Create)) or kind not in ("TABLE", "VIEW") or not isinstance(target, exp.Table):
+        return None
+    if target.args.get("catalog") or (target.db and target.db.lower() != "main"):
+        return None
+    return AlterRelation(sql=chunk.sql, kind=kind, name=target.name.lower(), line=chunk.line, col=chunk.col)
+
+
 def _parse_chunk(text: str, chunk: Chunk, params: Params | None = None) -> Statement:
     try:
         return _parse_one(text, chunk, params)
@@ -188,7 +221,8 @@ def _parse_one(text: str, chunk: Chunk, params: Params | None = None) -> Stateme
     if wrapper is not None:
         return _save_answer(wrapper, text, chunk, params)
     if not _is_pdbq(chunk.tokens):
-        return _relation_drop(chunk) or PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col)
+        return (_relation_drop(chunk) or _relation_change(chunk)
+                or PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col))
     _check_numbers(text, chunk)
     tree = _run_parser(text, chunk)
     if params is not None:

@@ -267,16 +267,17 @@ def joint(
     runner = _Runner(db, normalize_given(given), _as_method(method), options)
     rows: list[tuple[tuple, float, float]] = []
 
-    def walk(i: int, assigned: dict[Var, Any], p: float, rel_var: float) -> None:
-        # p: P(assignment so far); rel_var: its relative variance (delta method on a product)
+    def walk(i: int, assigned: dict[Var, Any], p: float, var: float) -> None:
+        # p: P(assignment so far); var: its variance, that of a product of independent estimates
+        # (Var XY = q²·Var X + p²·s² + Var X·s²) kept absolute, so a tiny q never divides anything
         if i == len(pairs):
-            rows.append((tuple(assigned[v] for v in pairs), p, p * math.sqrt(rel_var)))
+            rows.append((tuple(assigned[v] for v in pairs), p, math.sqrt(var)))
             return
         values, ps, ses = runner.conditional(pairs[i], assigned)
         for value, q, s in zip(values, ps, ses):
             if q == 0.0 and s == 0.0:
                 continue
-            walk(i + 1, {**assigned, pairs[i]: value}, p * q, rel_var + ((s / q) ** 2 if q > 0 else math.inf))
+            walk(i + 1, {**assigned, pairs[i]: value}, p * q, q * q * var + p * p * s * s + var * s * s)
 
     walk(0, {}, 1.0, 0.0)
     names = [f"{rel}({', '.join(repr(k) for k in key)})" for rel, key in pairs]
