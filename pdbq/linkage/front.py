@@ -453,12 +453,18 @@ def _posterior(graph, candidates, ids, labels, probabilities, warnings, group=No
                                "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}
 
 
-def id_named(clusters: pa.Table, id: str) -> pa.Table:
-    """The (id, cluster) table as written out: its first column named as the records' own id
-    column (``person_id``), unless that name is ``cluster``."""
-    if id.lower() == "cluster" or clusters.column_names != ["id", "cluster"]:
-        return clusters  # a link's (source, id, cluster) keeps its names: two sources, two id columns
-    return clusters.rename_columns([id, "cluster"])
+def id_named(clusters: pa.Table, id: str, right_id: str | None = None) -> pa.Table:
+    """The (id, cluster) table as written out: its id column named as the records' own id column
+    (``person_id``), unless that name is ``cluster`` or ``source``. A link's (source, id, cluster)
+    keeps ``id`` only where its two sources name their id columns differently (``right_id``)."""
+    names = clusters.column_names
+    if id.lower() in ("cluster", "source"):
+        return clusters
+    if names == ["id", "cluster"]:
+        return clusters.rename_columns([id, "cluster"])
+    if names == ["source", "id", "cluster"] and (right_id is None or right_id == id):
+        return clusters.rename_columns(["source", id, "cluster"])
+    return clusters
 
 
 def _write(table: pa.Table, path: Path) -> None:
