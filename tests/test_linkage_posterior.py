@@ -224,7 +224,15 @@ def test_cli_pairs_confidence_explain_link_and_calibration(tmp_path, capsys):
     capsys.readouterr()
     assert cli_main([str(a), "--id", "pid", "--fields", "name,city", "--link", str(b)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "source,id,cluster" and len(lines) == 7
+    assert lines[0] == "source,pid,cluster" and len(lines) == 7  # the sources' own id column name
+    linked = tmp_path / "linked.csv"
+    assert cli_main([str(a), "--id", "pid", "--fields", "name,city", "--link", str(b), "--out", str(linked)]) == 0
+    assert linked.read_text().splitlines()[0].replace('"', "") == "source,pid,cluster"
+    c = tmp_path / "c.csv"
+    c.write_text("ref,name,city\n1,John Smith,Leeds\n9,Mary Jones,York\n")
+    assert cli_main([str(a), "--id", "pid", "--link-id", "ref", "--fields", "name,city", "--link", str(c),
+                     "--out", str(linked)]) == 0  # two names for one column: a neutral one
+    assert linked.read_text().splitlines()[0].replace('"', "") == "source,id,cluster"
     assert cli_main([str(a), "--id", "pid", "--fields", "name", "--gold", str(gold), "--calibration", "x.png"]) == 2
     assert "--calibration needs --gold" in capsys.readouterr().err
     pytest.importorskip("matplotlib")

@@ -87,6 +87,12 @@ def _n_nonnull(con, k: int) -> int:
     return int(con.execute(f"SELECT count(v{k}) FROM {VALUES}").fetchall()[0][0])
 
 
+def uncomparable(con, fields: tuple[FieldLevels, ...]) -> list[int]:
+    """Indices of the fields (values prepared) with fewer than two non-NULL values: no pair of
+    records can agree or disagree on them, so they carry no evidence either way."""
+    return [k for k in range(len(fields)) if _n_nonnull(con, k) < 2]
+
+
 def estimate_u(con, fields: tuple[FieldLevels, ...], n: int, settings: EmSettings) -> tuple[list[np.ndarray], tuple]:
     """u per field and level (module docstring), and the (patterns, counts) of the pairs used."""
     total = n * (n - 1) // 2

@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"warning: {w}\n")
         _print_model(res, args.show_model)
         if args.out is None:
-            _write_stdout(id_named(res.clusters, args.id))
+            _write_stdout(id_named(res.clusters, args.id, args.link_id if args.link else None))
         d = res.diagnostics
         for key, what in (("used_model", "scored with stored"), ("stored_model", "stored")):
             if key in d:

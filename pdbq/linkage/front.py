@@ -53,7 +53,8 @@ from pdbq.inference.coreference.resolve import CorefConfig, group_clash, resolve
 from pdbq.linkage.labels import Labels, read_labels
 from pdbq.linkage.pairs import bound_prior, estimate_and_score
 from pdbq.linkage.posterior import POSTERIOR_CONFIG, match_probabilities, overconfidence_warning
-from pdbq.linkage.sources import cross_source, cross_source_prior, duplicate_free, exclusive_prior, source_groups
+from pdbq.linkage.sources import (cross_source, cross_source_prior, duplicate_free, exclusive_prior, source_count,
+                                  source_groups)
 from pdbq.linkage.stored import check_can_store, connection_of, store_model, stored_model
 
 __all__ = ["dedupe", "DedupeResult", "DEFAULT_CONFIG", "POSTERIOR_CONFIG", "evaluate"]
@@ -224,6 +225,11 @@ def dedupe(
     try:
         wanted = [c.field for c in comparisons] if comparisons else list(fields)
         records = load_records(con, source, id, list(dict.fromkeys(wanted)))
+        if link_only is not None and link_only not in records.columns:
+            from pdbq.errors import suggest  # noqa: PLC0415
+
+            raise CorefInputError(f"link_only names {link_only!r}, which is not a column of the records."
+                                  f"{suggest(link_only, records.columns)}")
         for f, k in records.null_counts.items():
             if k and nulls == "error":
                 raise CorefInputError(f"field {f!r} has {k} NULL value(s) (nulls='error')")
@@ -358,6 +364,8 @@ def _detect_one_to_one(con, column, pair_model, stored, extra) -> bool:
     it links as it did when stored, without the constraint unless asked)."""
     if stored.get("used_model") is not None:
         return False
+    if source_count(con, column) != 2:
+        return False  # the constraint is between two sources' records: more (or one) is not detected
     verdict, evidence = duplicate_free(con, column, pair_model)
     extra["one_to_one"] = {"detected": verdict, "evidence": evidence}
     return verdict
@@ -476,12 +484,18 @@ def _posterior(graph, candidates, ids, labels, probabilities, warnings, group=No
                                "posterior_proposals": post.proposals, "posterior_accepted": post.accepted}
 
 
-def id_named(clusters: pa.Table, id: str) -> pa.Table:
-    """The (id, cluster) table as written out: its first column named as the records' own id
-    column (``person_id``), unless that name is ``cluster``."""
-    if id.lower() == "cluster" or clusters.column_names != ["id", "cluster"]:
-        return clusters  # a link's (source, id, cluster) keeps its names: two sources, two id columns
-    return clusters.rename_columns([id, "cluster"])
+def id_named(clusters: pa.Table, id: str, right_id: str | None = None) -> pa.Table:
+    """The (id, cluster) table as written out: its id column named as the records' own id column
+    (``person_id``), unless that name is ``cluster`` or ``source``. A link's (source, id, cluster)
+    keeps ``id`` only where its two sources name their id columns differently (``right_id``)."""
+    names = clusters.column_names
+    if id.lower() in ("cluster", "source"):
+        return clusters
+    if names == ["id", "cluster"]:
+        return clusters.rename_columns([id, "cluster"])
+    if names == ["source", "id", "cluster"] and (right_id is None or right_id == id):
+        return clusters.rename_columns(["source", id, "cluster"])
+    return clusters
 
 
 def _write(table: pa.Table, path: Path) -> None:

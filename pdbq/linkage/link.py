@@ -40,7 +40,7 @@ from sqlglot import exp
 
 from pdbq.coref.layout import CorefInputError
 from pdbq.coref.model import source_relation
-from pdbq.linkage import _write, dedupe
+from pdbq.linkage import _write, dedupe, id_named
 from pdbq.linkage.stored import connection_of, stored_model
 
 __all__ = ["MODES", "link"]
@@ -179,7 +179,7 @@ def link(left, right, *, id: str, right_id: str | None = None, fields: list[str]
                         "source_r": pa.array(src[kr], pa.string()), "id_r": cols["id_r"]}
             pairs = pa.table({**cols, "match_probability": pairs.column("match_probability"), "se": pairs.column("se")})
         if output is not None:
-            _write(clusters, Path(output))
+            _write(id_named(clusters, id, right_id), Path(output))
         # explain() takes record ids: the original ones when no id repeats across sources
         ids = orig if np.unique(orig).size == orig.size else np.array([f"{s}:{i}" for s, i in zip(src, orig)], dtype=object)
         diag = {**res.diagnostics, "mode": mode}

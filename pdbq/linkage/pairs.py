@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pdbq.coref.autoblock import BlockingChoice, build_candidates, choose_blocking
 from pdbq.coref.comoving import fit_with_groups
 from pdbq.coref.dependence import exact_interactions
-from pdbq.coref.estimate import EmSettings, fit_from_labels, prior_floor, refine_prior
+from pdbq.coref.estimate import EmSettings, fit_from_labels, prior_floor, refine_prior, uncomparable
 from pdbq.coref.levels import FieldSpec, prepare_values, sniff_fields
 from pdbq.coref.model import MENTION, PAIRS, RECORDS, Blocking, CorefModel, Records, candidate_pairs
 from pdbq.coref.pair_model import PairModel, PairScores, score_pairs
@@ -85,6 +85,12 @@ def estimate_and_score(con, records: Records, fields: list[str], *, specs: dict[
             raise CorefInputError(f"the pair model compares field {missing[0]!r}, which is not a column of the records")
     prepare_values(con, RECORDS, MENTION, records.columns, fls)
     fitted = model is None
+    # a field pdbq derived (model codes read out of a text column) that fewer than two records
+    # have carries no evidence: left out; a field the caller named is judged in the fit (an error)
+    empty = [k for k in uncomparable(con, fls) if fls[k].field not in fields] if fitted else []
+    if empty:
+        fls = tuple(f for k, f in enumerate(fls) if k not in empty)
+        prepare_values(con, RECORDS, MENTION, records.columns, fls)
     if model is None and labels is not None:
         model = fit_from_labels(con, fls, records.n, labels.index, labels.entity, labels.shape, settings)
     elif model is None:

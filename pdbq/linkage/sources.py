@@ -96,8 +96,14 @@ DUPLICATE_FREE_RATIO = 0.2
 _MIN_CROSS_EQUAL = 10
 
 
+def source_count(con, column: str) -> int:
+    """How many distinct non-NULL values `column` takes in the loaded records."""
+    q = exp.select(exp.func("count", exp.Distinct(expressions=[exp.column(_q(column))]))).from_(RECORDS)
+    return int(con.execute(q.sql(dialect="duckdb")).fetchall()[0][0])
+
+
 def duplicate_free(con, column: str, model: PairModel) -> tuple[bool, dict]:
-    """Whether each of the two sources (records of `column` 0 and 1 in the loaded records, the
+    """Whether each of the two sources (the two values of `column` in the loaded records, the
     values prepared for `model`'s fields) is free of duplicates, read from the data: (verdict,
     evidence per source: the field and the ratio that decided).
 
@@ -115,7 +121,7 @@ def duplicate_free(con, column: str, model: PairModel) -> tuple[bool, dict]:
         if fm.levels.kind == "list":
             continue
         row = con.execute(
-            f"WITH v AS (SELECT x.v{k} AS v, r.{src} AS s FROM {VALUES} x JOIN {RECORDS} r ON r.{_q(MENTION).sql(dialect='duckdb')} = x.m "
+            f"WITH v AS (SELECT x.v{k} AS v, CASE WHEN r.{src} = (SELECT min({src}) FROM {RECORDS}) THEN 0 ELSE 1 END AS s FROM {VALUES} x JOIN {RECORDS} r ON r.{_q(MENTION).sql(dialect='duckdb')} = x.m "
             f"WHERE x.v{k} IS NOT NULL), c AS (SELECT count(*) FILTER (s = 0) AS a, count(*) FILTER (s = 1) AS b FROM v GROUP BY v) "
             f"SELECT sum(a * (a - 1) / 2), sum(b * (b - 1) / 2), sum(a * b), sum(a), sum(b) FROM c").fetchall()[0]
         wa, wb, cr, na, nb = (float(x or 0) for x in row)

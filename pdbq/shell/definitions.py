@@ -63,7 +63,7 @@ def _value(value: Any, column_type: str) -> exp.Expression:
 
 
 def _insert_lines(con: Any, table: str) -> Iterator[str]:
-    target = exp.to_table(table, dialect="duckdb")
+    target = exp.table_(exp.to_identifier(table))  # any name, quotes inside it too (quoted where needed)
     types = [r[0] for r in con.execute(
         "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND NOT internal ORDER BY column_index",
         [table]).fetchall()]
@@ -84,10 +84,39 @@ def _references(sql: str, names: set[str]) -> bool:
     return bool(words & names)
 
 
+def _name(text: str) -> str:
+    return exp.to_identifier(text, quoted=True).sql(dialect="duckdb")
+
+
+def _types_and_sequences(con: Any, wanted: str | None) -> Iterator[str]:
+    """Named ENUM types and sequences (at their current value): tables' columns and defaults use them."""
+    for type_name, labels in con.execute(
+            "SELECT type_name, labels FROM duckdb_types() WHERE NOT internal AND logical_type = 'ENUM' "
+            "AND schema_name = current_schema() ORDER BY type_name").fetchall():
+        if wanted is None or type_name.lower() == wanted:
+            values = ", ".join(exp.Literal.string(v).sql(dialect="duckdb") for v in labels)
+            yield f"CREATE TYPE {_name(type_name)} AS ENUM ({values});"
+    for seq, sql in con.execute("SELECT sequence_name, sql FROM duckdb_sequences() WHERE NOT temporary "
+                                "AND schema_name = current_schema() ORDER BY sequence_name").fetchall():
+        if wanted is None or seq.lower() == wanted:
+            yield sql.strip()
+
+
+def _macros(con: Any, wanted: str | None) -> Iterator[str]:
+    """User macros (scalar and table), after the tables a table macro may read."""
+    for fname, kind, body, params in con.execute(
+            "SELECT function_name, function_type, macro_definition, parameters FROM duckdb_functions() "
+            "WHERE NOT internal AND function_type IN ('macro', 'table_macro') AND schema_name = current_schema() "
+            "ORDER BY function_name").fetchall():
+        if wanted is None or fname.lower() == wanted:
+            args = ", ".join(_name(p) for p in params)
+            yield f"CREATE MACRO {_name(fname)}({args}) AS {'TABLE ' if kind == 'table_macro' else ''}{body};"
+
+
 def dump_lines(db: Any, name: str | None = None) -> Iterator[str]:
-    """The statements that rebuild ``db`` (or only the table, view, variable relation or rule
-    ``name``): tables and their rows, views, variable relations, rules, then views that read
-    variable relations."""
+    """The statements that rebuild ``db`` (or only the table, view, variable relation, rule, type,
+    sequence or macro ``name``): ENUM types and sequences, tables and their rows, macros, views,
+    variable relations, rules, then views that read variable relations."""
     catalog = db.catalog
     variables = catalog.variables()
     rules = catalog.rules()
@@ -100,6 +129,7 @@ def dump_lines(db: Any, name: str | None = None) -> Iterator[str]:
         if learned and wanted is None and con.execute("SELECT count(*) FROM pdbq_learned_weights").fetchall()[0][0]:
             yield "-- Learned weights (LEARN WEIGHTS) are not part of this script: copy the database file to keep them."
         yield "BEGIN TRANSACTION;"
+        yield from _types_and_sequences(con, wanted)
         tables = con.execute(
             "SELECT table_name, sql FROM duckdb_tables() WHERE NOT internal AND NOT starts_with(table_name, 'pdbq_') "
             "ORDER BY table_name").fetchall()
@@ -107,6 +137,7 @@ def dump_lines(db: Any, name: str | None = None) -> Iterator[str]:
             if wanted is None or table.lower() == wanted:
                 yield sql.strip()
                 yield from _insert_lines(con, table)
+        yield from _macros(con, wanted)
         views = [(v, sql) for v, sql in con.execute(
             "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND NOT starts_with(view_name, 'pdbq_') "
             "ORDER BY view_name").fetchall() if v.lower() not in pdbq_names]
