@@ -380,6 +380,28 @@ def test_auto_runs_its_pilot_and_its_moves_on_dask(client):
     assert r.n_blocks > 0  # the chosen block moves ran in the groups on the workers
 
 
+def test_auto_whose_moves_keep_no_sample_answers_from_its_pilot():
+    """The time limit can end the run with the moves before it keeps a sample, and a caller's
+    chains (Dask's rounds) then give back a plain result: AUTO answers from its pilot and says
+    why (this raised AttributeError on a loaded machine)."""
+    import time
+
+    from pdbq.inference.moves.move_choice import choose_moves, run_auto
+
+    g = _walled_chain(12)
+
+    def chains(graph, targets, cfg, mixing=None, blocks=None, sweeps=1, deadline=None, **kw):
+        if mixing is None:  # the pilot
+            return run_gibbs(graph, targets, cfg, deadline=deadline, **kw)
+        return run_gibbs(graph, targets, cfg, deadline=time.perf_counter(), **kw)  # no time left: no sample
+
+    cfg = GibbsConfig(chains=4, seed=2, threads=1, steps=2_000)
+    moves = dataclasses.replace(choose_moves(g).without_cutset(), static=False)
+    r, why = run_auto(g, np.array([0, 11]), cfg, moves, chains=chains)
+    assert "did not mix" in why and "kept no sample" in why, why
+    assert r.steps > 0 and any("from the plain pilot" in w for w in r.warnings), r.warnings
+
+
 @pytest.mark.parametrize("graph", ["walled", "grid"])
 def test_auto_on_dask_is_auto_in_process_bit_for_bit(client, graph):
     """AUTO's pilot, its choice (exact blocks on hard walls, cluster moves on a strongly coupled
