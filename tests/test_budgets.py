@@ -16,6 +16,7 @@ import pytest
 
 import pdbq
 from pdbq.answers.engine import answer
+from pdbq.errors import TimeLimitError
 from pdbq.graph.builder import GraphBuilder, csr_from_edges
 from pdbq.graph.layout import NO_TABLE, FactorGraph, validate
 from pdbq.inference.mcmc.config import GibbsConfig
@@ -134,10 +135,16 @@ def test_sql_time_limit_bounds_the_query_and_explain_shows_burn_in(movies_model)
 
 
 def test_sql_answers_null_when_the_budget_is_gone(movies_model):
-    r = movies_model.execute(
-        "SELECT m.movie, PROB(m) AS p, STDERR(m) AS se, MAP(m) AS v FROM is_popular m "
-        "USING GIBBS WITH (time_limit = 0.000001, seed = 1)"
-    )
+    try:
+        r = movies_model.execute(
+            "SELECT m.movie, PROB(m) AS p, STDERR(m) AS se, MAP(m) AS v FROM is_popular m "
+            "USING GIBBS WITH (time_limit = 0.000001, seed = 1)"
+        )
+    except TimeLimitError as e:
+        # on a busy machine the budget can run out while the query is still being planned: then
+        # nothing is answered, and the error says so (never a number)
+        assert "time_limit 1e-06 s ran out" in str(e) and "nothing was answered" in str(e), str(e)
+        return
     rows = r.fetchall()
     assert rows and all(p is None and se is None and v is None for _, p, se, v in rows), rows
     assert any("NULL" in w for w in r.diagnostics["warnings"])

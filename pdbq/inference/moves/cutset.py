@@ -593,26 +593,31 @@ def cutset_kernel(graph: FactorGraph, cs: Cutset, p, *, naive: bool = False) -> 
     logp, probs = np.zeros(kmax), np.zeros(kmax)
     rem_vars = np.concatenate([b.vars for b in cs.blocks]) if cs.blocks else np.zeros(0, dtype=np.int64)
     rem_states = state_table(card[rem_vars]) if rem_vars.size else np.zeros((1, 0), dtype=np.int64)
+    n_rem = rem_states.shape[0]
+    rem_codes = (rem_states * strides[rem_vars]).sum(axis=1)
+    # the backward draw reads only the cutset's values (the remainder is what it draws): one
+    # draw per cutset state instead of one per (state, conditional entry), which made this
+    # quadratic in the state count
+    draws: dict[bytes, np.ndarray] = {}
     cols, vals = [], []
     for j in range(cs.n_groups):
         gv = ca.cut_var[ca.g_off[j] : ca.g_off[j + 1]]
         confs = state_table(card[gv])
-        c_j = np.zeros((n_states, confs.shape[0] * rem_states.shape[0]), dtype=np.int64)
+        c_j = np.zeros((n_states, confs.shape[0] * n_rem), dtype=np.int64)
         w_j = np.zeros_like(c_j, dtype=np.float64)
         for s in range(n_states):
             x = states[s].copy()
             n = collapsed_conditional(pk, ca, j, x, psi, coords, card, logp, probs, naive)
             cond = probs[:n].copy()
-            col = 0
             for a in range(n):
                 x[gv] = confs[a]
-                draw = _draw_probabilities(pk, x, rem_vars, rem_states, psi, coords)
-                for r_i in range(rem_states.shape[0]):
-                    y = x.copy()
-                    y[rem_vars] = rem_states[r_i]
-                    c_j[s, col] = int((y * strides).sum())
-                    w_j[s, col] = p[j] * cond[a] * draw[r_i]
-                    col += 1
+                x[rem_vars] = 0
+                key = x.tobytes()
+                if key not in draws:
+                    draws[key] = _draw_probabilities(pk, x, rem_vars, rem_states, psi, coords)
+                span = slice(a * n_rem, (a + 1) * n_rem)
+                c_j[s, span] = int((x * strides).sum()) + rem_codes
+                w_j[s, span] = p[j] * cond[a] * draws[key]
         cols.append(c_j)
         vals.append(w_j)
     return Kernel(np.concatenate(cols, axis=1), np.concatenate(vals, axis=1))

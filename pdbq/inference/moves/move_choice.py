@@ -76,7 +76,7 @@ from pdbq.inference.mcmc.gibbs import BURN_IN_SHARE, GibbsResult, ImpossibleStat
 from pdbq.inference.mcmc.run_book import MIN_ESS
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
 from pdbq.inference.moves.blocks import block_edges, build_blocks
-from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
+from pdbq.inference.moves.mixing import MixingResult, block_set, describe_moves, run_mixing
 from pdbq.inference.moves.static_blocks import describe_static, static_blocks, static_moves, upward
 from pdbq.inference.moves.static_blocks import draw_seconds as static_draw_seconds
 from pdbq.inference.moves.tied import split_components, tied_blocks, tied_components
@@ -683,5 +683,8 @@ def run_auto(
                 why = (f"the largest exact block holds {largest} of {free} variables (< {BLOCK_SHARE:.0%}), "
                        f"so mode jumps ({JUMP_MODES} local modes) and replica exchange ({HOT_COPIES} copies) instead")
     r = _with_moves(graph, targets, rest, mixing, cached, deadline, kw, chains)
+    # a run the time limit ended before it kept a sample may come back as a plain result
+    # (Dask's rounds): it has no moves to describe
+    said = describe_moves(r) if isinstance(r, MixingResult) else "the moves kept no sample before the time limit"
     return _or_pilot(r, pilot), (f"{moves.reason}; a plain pilot {_verdict(pilot, rhat)}: "
-               + (why + "; " if why else "") + describe_moves(r))
+               + (why + "; " if why else "") + said)
