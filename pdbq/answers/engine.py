@@ -712,8 +712,9 @@ def _try_exact(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, sites:
         until = plan.deadline
     # the elimination's kernels, compiled on a machine's first use: not the query's time
     w = warm_up("exact")
-    if w is not None and until is not None:
-        until += w.seconds
+    compiled = 0.0 if w is None else w.seconds
+    if until is not None:
+        until += compiled
     w0, c0 = time.perf_counter(), time.thread_time()
     # a hedged elimination also refuses a first large clique that cannot end by its deadline
     # at the speed the calibrated cost model expects at the measured CPU share
@@ -730,11 +731,11 @@ def _try_exact(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, sites:
         hedge.stopped = True
         hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
         CALIBRATION.record(decision.estimated_seconds, hedge.exact_cpu, finished=False)
-        left = begun + limit_exact - time.perf_counter()
+        left = begun + limit_exact + compiled - time.perf_counter()
         reason += (f"; exact elimination ran over its share: stopped after {hedge.exact_seconds:.2g} s "
                    f"({hedge.exact_cpu:.2g} s of CPU: {_share_text(hedge.exact_cpu, hedge.exact_seconds)}), so "
                    f"the remaining {max(left, 0.0):.2g} s sampled ({e})")
-        return Method.QAM, reason, hedge, limit_exact, None
+        return Method.QAM, reason, hedge, limit_exact + compiled, None  # the compile was not the query's time
     if hedge is not None:
         hedge.exact_seconds, hedge.exact_cpu = time.perf_counter() - w0, time.thread_time() - c0
         if need_marginals and free_q.size >= sites.size:
