@@ -1,0 +1,85 @@
+"""Every graph a query hands to the kernels has the warm-up graph's numba signature.
+
+numba types a read-only array apart from a writable one: a graph holding one (an Arrow buffer
+read without a copy, as the one-part tables of an imported network were) is a new signature of
+every sampling kernel it reaches, compiled inside the query, after the warm-up and past its
+deadline (DBN_11's default query: 6.9–12.3 s for a 5 s limit on a loaded machine, the seconds in
+numba's compiler). The models are drawn: imported networks (random domains and scopes) and rule
+models of one and of several rules.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pdbq
+from pdbq.answers.warmup import _tiny_graph
+from pdbq.graph.from_store import full_graph, query_graph
+from pdbq.grounding import ground_all, stored_evidence
+from pdbq.io.uai import read_uai
+
+_SETTINGS = dict(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+                 print_blob=True)
+_WARM = numba.typeof(_tiny_graph()[0])
+
+
+def _uai_text(rng: np.random.Generator, n: int) -> str:
+    card = rng.integers(2, 4, size=n)
+    scopes = [[i] for i in range(n)] + [sorted(rng.choice(n, size=min(n, int(rng.integers(2, 4))), replace=False).tolist())
+                                        for _ in range(int(rng.integers(1, 2 * n)))]
+    lines = ["MARKOV", str(n), " ".join(map(str, card)), str(len(scopes))]
+    lines += [f"{len(s)} " + " ".join(map(str, s)) for s in scopes]
+    for s in scopes:
+        size = int(np.prod(card[s]))
+        lines += [str(size), " ".join(f"{x:.4f}" for x in rng.uniform(0.05, 1.0, size=size))]
+    return "\n".join(lines) + "\n"
+
+
+def _graphs(db):
+    con, V, R = db.duckdb, db.catalog.variables(), db.catalog.rules()
+    ground_all(con, V, R)
+    ev = stored_evidence(con)
+    whole, _, _ = full_graph(con, V, R)
+    part, _, _ = query_graph(con, V, R, np.array([0]), ev)
+    return whole, part
+
+
+def _check(graph) -> None:
+    got = numba.typeof(graph)
+    if got != _WARM:
+        diff = [(f, str(a), str(b)) for f, a, b in zip(graph._fields, got.types, _WARM.types) if a != b]
+        raise AssertionError(f"graph arrays typed apart from the warm-up's (kernels recompile in the query): {diff}")
+
+
+@settings(**_SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 9))
+def test_an_imported_network_has_the_warm_up_signature(tmp_path_factory, seed, n):
+    path = tmp_path_factory.mktemp("net") / "net.uai"
+    path.write_text(_uai_text(np.random.default_rng(seed), n))
+    db = pdbq.connect()
+    try:
+        read_uai(db, path, "net")
+        for g in _graphs(db):
+            _check(g)
+    finally:
+        db.close()
+
+
+@settings(**_SETTINGS)
+@given(n_rules=st.integers(1, 3), weight=st.floats(-3, 3, allow_nan=False), rows=st.integers(2, 6))
+def test_a_rule_model_has_the_warm_up_signature(n_rules, weight, rows):
+    db = pdbq.connect()
+    try:
+        db.execute(f"CREATE TABLE people AS SELECT range AS p FROM range({rows})")
+        db.execute("CREATE TABLE friends AS SELECT a.p AS a, b.p AS b FROM people a, people b WHERE a.p < b.p")
+        db.execute("CREATE VARIABLE smokes(p INT) DOMAIN BOOLEAN FROM (SELECT p FROM people)")
+        db.execute(f"CREATE RULE r0 WEIGHT {weight} FUNCTION EQUAL AS smokes(a) = smokes(b) :- friends(a, b)")
+        for k in range(1, n_rules):
+            db.execute(f"CREATE RULE r{k} WEIGHT {weight / (k + 1)} AS smokes(^p) :- people(p), p % {k + 1} = 0")
+        for g in _graphs(db):
+            _check(g)
+    finally:
+        db.close()
