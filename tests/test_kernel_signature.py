@@ -21,8 +21,8 @@ from pdbq.graph.from_store import full_graph, query_graph
 from pdbq.grounding import ground_all, stored_evidence
 from pdbq.io.uai import read_uai
 
-_SETTINGS = dict(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
-                 print_blob=True)
+_SETTINGS = {"max_examples": 12, "deadline": None, "suppress_health_check": [HealthCheck.function_scoped_fixture],
+             "print_blob": True}
 _WARM = numba.typeof(_tiny_graph()[0])
 
 
