@@ -69,6 +69,8 @@ from pdbq.inference.moves.domains import (
     domain_blocks,
     exact_sweeps,
     slow_variables,
+    split_patch_warning,
+    split_patches,
     sweeps_per_cycle,
     whole_domain_blocks,
 )
@@ -381,6 +383,10 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     rest = _less_time(rest, t0)
     mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
     r = _with_moves(graph, targets, rest, mixing, blocks, deadline, kw, chains, sweeps)
+    # an ordered model's patch flips as one: part of it in a block leaves the rest holding its state
+    split = split_patch_warning(*split_patches(graph, slow, blocks)) if moves.ordered else None
+    if split is not None:
+        r = dataclasses.replace(r, warnings=tuple(r.warnings) + (split,))
     return r, describe_domains(blocks, int(slow.size), cut, sweeps)
 
 
