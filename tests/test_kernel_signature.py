@@ -83,3 +83,67 @@ def test_a_rule_model_has_the_warm_up_signature(n_rules, weight, rows):
             _check(g)
     finally:
         db.close()
+
+
+def _signatures() -> dict[str, set[str]]:
+    import sys
+
+    from numba.core.dispatcher import Dispatcher
+
+    out: dict[str, set[str]] = {}
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("pdbq.") and mod is not None:
+            for k, v in list(vars(mod).items()):
+                if isinstance(v, Dispatcher):
+                    out[f"{name}.{k}"] = set(map(str, v.signatures))
+    return out
+
+
+def test_batch_statistics_has_one_signature_for_sliced_and_whole_stores():
+    from pdbq.inference.mcmc.estimates import (
+        _batch_stats_kernel,
+        _geyer_kernel,
+        batch_statistics,
+    )
+
+    rng = np.random.default_rng(0)
+    whole = rng.random((3, 24, 4, 2))
+    counts = np.full((3, 24, 4), 7, dtype=np.int64)
+    sliced = batch_statistics(whole[:, 2:], counts[:, 2:])
+    contiguous = batch_statistics(np.ascontiguousarray(whole[:, 2:]), np.ascontiguousarray(counts[:, 2:]))
+    for a, b in zip(sliced, contiguous):
+        np.testing.assert_array_equal(a, b)
+    assert len(_batch_stats_kernel.signatures) == 1 and len(_geyer_kernel.signatures) == 1
+
+
+@settings(**{**_SETTINGS, "max_examples": 4})
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(3, 9), chains=st.integers(1, 4))
+def test_a_sampled_query_after_the_warm_up_compiles_nothing(tmp_path_factory, seed, n, chains):
+    """Every kernel signature a sampling query meets was compiled (or loaded) by the warm-up, so
+    none is compiled inside a query's time limit (sampled answers of drawn imports, AUTO forced
+    to sample, plain and with the mixing moves; runs of fixed length, nothing timed)."""
+    from pdbq.answers.engine import answer
+    from pdbq.answers.warmup import warm_up
+    from pdbq.language.nodes import Method
+    from pdbq.planning.options import QueryOptions
+
+    for tier in ("core", "moves"):
+        warm_up(tier)
+    path = tmp_path_factory.mktemp("net") / "net.uai"
+    path.write_text(_uai_text(np.random.default_rng(seed), n))
+    db = pdbq.connect()
+    try:
+        read_uai(db, path, "net")
+        whole, part = _graphs(db)
+    finally:
+        db.close()
+    before = _signatures()
+    for g in (whole, part):
+        q = np.flatnonzero(g.evidence < 0)
+        for opts in (QueryOptions(exact_budget=0.0, steps=20_000, chains=chains, seed=seed % 1000),
+                     QueryOptions(exact_budget=0.0, steps=20_000, chains=chains, seed=seed % 1000, blocks="auto",
+                                  tempering=2, jumps=2)):
+            answer(g, q, Method.AUTO, opts)
+    after = _signatures()
+    new = {k: sorted(after[k] - before.get(k, set())) for k in after if after[k] - before.get(k, set())}
+    assert not new, f"kernels typed anew inside a query (compiled past its deadline on a fresh install): {new}"

@@ -121,7 +121,7 @@ def instances(args) -> list[tuple[str, object, np.ndarray]]:
         folder = _data(args.data)
         for p in sorted(folder.glob("*.uai")):
             if Path(f"{p}.MAR").exists() and (not args.only or p.stem in args.only):
-                g = read_uai_graph(p, f"{p}.evid")
+                g = read_uai_graph(p, f"{p}.evid").graph
                 mar = read_mar(f"{p}.MAR")
                 ex = np.zeros((g.n_vars, int(g.cardinality.max())))
                 for v, m in enumerate(mar):
