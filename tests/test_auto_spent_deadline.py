@@ -58,3 +58,22 @@ def test_no_move_is_set_up_after_the_deadline(no_set_up, seed, side, chains):
     r, why = move_choice.run_auto(g, targets, cfg, moves, deadline=time.perf_counter() - 1.0)
     assert "time limit ended the query with the plain pilot" in why
     assert any("before any mixing move was set up" in w for w in r.warnings)
+
+
+@given(seed=st.integers(0, 2**32 - 1), side=st.integers(3, 6))
+@settings(max_examples=5, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_cutset_is_not_built_once_the_time_is_up(monkeypatch, seed, side):
+    from pdbq.errors import TimeLimitError  # noqa: PLC0415
+    from pdbq.inference.moves import cutset  # noqa: PLC0415
+
+    def refuse(*a, **k):
+        raise AssertionError("the cutset's blocks were built after the time was up")
+
+    monkeypatch.setattr(cutset, "_build", refuse)
+    searched = cutset._remainder_order
+    # the order searches end on their own (as on a graph they finish before a look at the clock);
+    # the time is up when the blocks would be built
+    monkeypatch.setattr(cutset, "_remainder_order", lambda scopes, in_c, card, stop: searched(scopes, in_c, card, None))
+    g = _grid(np.random.default_rng(seed), side)
+    with pytest.raises(TimeLimitError):
+        cutset.choose_cutset(g, max_table=4, max_vars=g.n_vars, should_stop=lambda: True)
