@@ -63,8 +63,8 @@ def test_no_move_is_set_up_after_the_deadline(no_set_up, seed, side, chains):
 @given(seed=st.integers(0, 2**32 - 1), side=st.integers(3, 6))
 @settings(max_examples=5, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_cutset_is_not_built_once_the_time_is_up(monkeypatch, seed, side):
-    from pdbq.errors import TimeLimitError  # noqa: PLC0415
-    from pdbq.inference.moves import cutset  # noqa: PLC0415
+    from pdbq.errors import TimeLimitError
+    from pdbq.inference.moves import cutset
 
     def refuse(*a, **k):
         raise AssertionError("the cutset's blocks were built after the time was up")
