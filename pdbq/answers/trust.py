@@ -23,6 +23,7 @@ _UNTRUSTING = (
     ("swaps between copies", "the tempering copies barely exchange states"),
     ("cross-check", "the answers disagree with a deterministic cross-check"),
     ("no chain visited", "a high-probability state no chain visited"),
+    ("partial domain blocks", "a slowly mixing patch was too large to draw as one block"),
 )
 # Below this share of the cores the chains' threads could use, the load of other programs is
 # named as a cause of a flagged answer (a quarter of the time limit or more went to them).

@@ -31,7 +31,7 @@ import sqlglot.expressions as exp
 
 from pdbq.arrays import union, unique
 from pdbq.errors import GroundingError
-from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, RAW_VALUE, FactorGraph, GraphError, validate
+from pdbq.graph.layout import NO_EVIDENCE, NO_GROUP, NO_TABLE, RAW_VALUE, FactorGraph, GraphError, validate, writable
 from pdbq.graph.subgraph import subgraph
 from pdbq.graph.cache import CachedGraph, GraphCache, graph_key
 from pdbq.grounding.ground import GroundingStats, Prepared, ground_all, model_size_bound, prepare, store_token, tie_json, transaction
@@ -281,6 +281,7 @@ def graph_from_store(
         semantics=_cat(parts.sem, np.int8),
         group_weight=_cat(parts.gw, np.int32),
     )
+    graph = writable(graph)
     return (validate(graph) if check else graph), vids, tuple(parts.spans)
 
 

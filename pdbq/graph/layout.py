@@ -35,7 +35,7 @@ import numpy as np
 from pdbq.errors import PdbqError
 from pdbq.language.nodes import FactorFunction, Semantics
 
-__all__ = ["FactorGraph", "GraphError", "validate", "NO_EVIDENCE", "NO_GROUP", "RAW_VALUE", "NO_TABLE"]
+__all__ = ["FactorGraph", "GraphError", "validate", "writable", "NO_EVIDENCE", "NO_GROUP", "RAW_VALUE", "NO_TABLE"]
 
 NO_EVIDENCE = -1
 NO_GROUP = -1
@@ -119,6 +119,18 @@ _FUNCTION_CODES = np.array(sorted(int(f) for f in FactorFunction), dtype=np.int6
 _KNOWN_FUNCTION = np.zeros(256, dtype=bool)
 _KNOWN_FUNCTION[_FUNCTION_CODES] = True
 _SEMANTICS_CODES = np.array(sorted(int(s) for s in Semantics), dtype=np.int64)
+
+
+def writable(g: FactorGraph) -> FactorGraph:
+    """``g`` with every array writable (a read-only one copied; the others kept as they are).
+
+    numba types a read-only array apart from a writable one, so a graph holding one (an Arrow
+    buffer read without a copy) is another signature of every kernel it reaches: compiled during
+    the query, outside the warm-up and past its deadline (seconds per kernel on a loaded machine).
+    Every graph the kernels see is therefore writable, as the warm-up's is."""
+    if all(a.flags.writeable for a in g):
+        return g
+    return g._replace(**{k: a.copy() for k, a in zip(g._fields, g) if not a.flags.writeable})
 
 
 def validate(g: FactorGraph) -> FactorGraph:

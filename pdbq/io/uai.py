@@ -37,7 +37,7 @@ from pdbq.errors import CatalogError, PdbqError
 from pdbq.files import atomic_write_text
 from pdbq.graph.builder import csr_from_edges
 from pdbq.graph.from_store import full_graph
-from pdbq.graph.layout import NO_GROUP, FactorGraph, validate
+from pdbq.graph.layout import NO_GROUP, FactorGraph, validate, writable
 from pdbq.graph.subgraph import subgraph
 from pdbq.grounding.ground import prepare
 from pdbq.grounding.imported import create_import, evidence_source, variable_source
@@ -370,7 +370,7 @@ def _table_graph(card: np.ndarray, scope_vars: np.ndarray, offsets: np.ndarray, 
         semantics=np.zeros(0, dtype=np.int8),
         group_weight=np.zeros(0, dtype=np.int32),
     )
-    return validate(g)
+    return validate(writable(g))
 
 
 def read_evid(path: PathLike, cardinality: np.ndarray | None = None, *,

@@ -225,7 +225,15 @@ def effective_sample_size(
     return np.where(none, fallback, out)
 
 
-@njit(cache=True)
+# The batch stores reach the kernels below as slices of a larger store (layout 'A') or, with one
+# chain or a full store, as contiguous arrays (layout 'C'): two numba signatures, the second
+# compiled inside whichever query first met it (seconds on a loaded machine, past its deadline;
+# Grids_12's default query). One explicit signature of 'A' arrays takes both.
+_STORE = "float64[:, :, :, :], int64[:, :, :], int64"
+_OUT = "float64[:, ::1]"
+
+
+@njit(f"void({_STORE}, {_OUT}, {_OUT}, {_OUT}, {_OUT}, boolean)", cache=True)
 def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
     """Streaming passes over a [chains, batches, targets, card] store (memory order, no
     temporaries the size of the store, which can be hundreds of MB): the pooled mean, the
@@ -355,7 +363,7 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
                 rhat_v[t, k] = np.inf
 
 
-@njit(cache=True)
+@njit(f"void({_STORE}, {_OUT}, {_OUT})", cache=True)
 def _geyer_kernel(sums, counts, nh, se, ess):
     """Multi-chain effective sample size of the batch-mean series and the standard error it
     implies, per target and value (Vehtari et al. 2021, as Stan computes it): the last ``2·nh``

@@ -49,7 +49,7 @@ from pdbq.inference.mcmc.kernels import KernelGraph
 
 __all__ = ["SLOW_ESS_RATIO", "BLOCK_TIME_SHARE", "DRAW_COST", "slow_variables", "domain_blocks",
            "sweeps_per_cycle", "describe_domains", "whole_domain_blocks", "slow_patches", "exact_sweeps", "cycle_cost",
-           "describe_whole_domain"]
+           "describe_whole_domain", "split_patches", "split_patch_warning"]
 
 SLOW_ESS_RATIO = 0.01
 BLOCK_TIME_SHARE = 0.75
@@ -188,6 +188,37 @@ def whole_domain_blocks(graph: FactorGraph, slow: np.ndarray, ess_of: np.ndarray
             return kept if affordable(kept) else None
         table *= 2
     return None
+
+
+def split_patches(graph: FactorGraph, slow: np.ndarray, blocks: list[Block], edges=None) -> tuple[int, int]:
+    """(patches of the ``slow`` variables no single block of ``blocks`` holds whole, the slow
+    variables of those patches outside every block)."""
+    held = np.zeros(graph.n_vars, dtype=bool)
+    for b in blocks:
+        held[b.vars] = True
+    split, outside = 0, 0
+    for p in slow_patches(graph, slow, block_edges(graph) if edges is None else edges):
+        if not any(b.size >= p.size and np.isin(p, b.vars).all() for b in blocks):
+            split += 1
+            outside += int(np.count_nonzero(~held[p]))
+    return split, outside
+
+
+def split_patch_warning(n_split: int, n_outside: int) -> str | None:
+    """The warning for an ordered model's domain blocks that do not hold a slow patch whole.
+
+    Such a patch flips as one (its pilot ESS is low because its variables move together), so a
+    block over part of it is drawn given the rest of the patch, which holds the patch's state:
+    the chains can keep one state of it for the whole run. They then agree with each other, their
+    batch means are steady, and split R-hat and ESS pass while the other state's probability is
+    missing (a 10×10 ferromagnetic grid, a 96-variable block of its 100: off by 0.058 with a
+    standard error of 0.0002)."""
+    if n_split == 0:
+        return None
+    return (f"partial domain blocks: {n_split} slowly mixing patch(es) that flip as one were too large to draw as "
+            f"one exact block ({n_outside} of their variables lie outside every block and hold the patch's state), so "
+            "a state of the patch the chains never reached may carry probability these answers miss, which the chains' "
+            "agreement cannot show")
 
 
 def exact_sweeps(blocks: list[Block], kernel: KernelGraph, sites: np.ndarray) -> int:

@@ -69,6 +69,8 @@ from pdbq.inference.moves.domains import (
     domain_blocks,
     exact_sweeps,
     slow_variables,
+    split_patch_warning,
+    split_patches,
     sweeps_per_cycle,
     whole_domain_blocks,
 )
@@ -381,6 +383,10 @@ def _domain_run(graph, targets, rest: GibbsConfig, moves: MoveDecision, pilot: G
     rest = _less_time(rest, t0)
     mixing = MixingConfig(blocks="auto", block_table=moves.block_table, query_passes=0)
     r = _with_moves(graph, targets, rest, mixing, blocks, deadline, kw, chains, sweeps)
+    # an ordered model's patch flips as one: part of it in a block leaves the rest holding its state
+    split = split_patch_warning(*split_patches(graph, slow, blocks)) if moves.ordered else None
+    if split is not None:
+        r = dataclasses.replace(r, warnings=tuple(r.warnings) + (split,))
     return r, describe_domains(blocks, int(slow.size), cut, sweeps)
 
 
@@ -605,6 +611,14 @@ def run_auto(
         rest = dataclasses.replace(rest, time_limit=max(config.time_limit - pilot_seconds, 1e-3))
     if config.steps is not None or not timed:
         rest = dataclasses.replace(rest, steps=max(1, total - pilot_cfg.steps))
+    if pilot is not None and deadline is not None and time.perf_counter() >= deadline:
+        # the query's time is spent (on a crowded machine the steps before the pilot can take it
+        # all): setting up moves (blocks, cutsets, feasible starts: seconds at a few per cent of a
+        # core, none of them sampling) would only run past the deadline; the pilot is the answer
+        note = ("the time limit ended the query with the plain pilot, before any mixing move was set up "
+                f"({pilot.steps:,} updates per chain); raise time_limit")
+        return (dataclasses.replace(pilot, warnings=(note,) + tuple(pilot.warnings)),
+                f"{moves.reason}; the time limit ended the query with the plain pilot")
     if pilot is None:
         rhat = float("inf")
         # the plain chains never reached a world the zero entries allow: the moves' chains start
