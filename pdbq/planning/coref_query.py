@@ -39,7 +39,7 @@ from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
 from pdbq.inference.coreference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
-from pdbq.planning.duck_errors import query_error
+from pdbq.planning.duck_errors import check_list_types, query_error
 from pdbq.planning.coref_pairs import VID, check_pair_relations, lookup_pairs, pair_estimates, pair_rows
 from pdbq.planning.plan import QueryAnswer
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
@@ -277,6 +277,7 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
         try:
             out = con.sql(sql_text(substitute(tree, sources))).to_arrow_table()
         except duckdb.Error as exc:
+            check_list_types(exc, stmt)
             raise query_error(exc, {a: (r, variables[r].columns) for a, r in relations.items()}) from None
     finally:
         for name in names:
