@@ -303,3 +303,51 @@ def test_a_run_of_asked_steps_cut_by_the_clock_says_so(stopped_by, warned):
                    np.array([1e6]), np.array([False]), 5000, GibbsConfig(steps=10**9, tolerance=0.01, chains=2),
                    stopped_by, 100, 100, np.array([2]))
     assert any("ended the run before the 1,000,000,000 updates per chain asked" in w for w in out) is warned, out
+
+
+def _sql_grid(db, side: int, tie: float = 0.4) -> None:
+    db.execute(f"CREATE TABLE cell AS SELECT i FROM range({side * side}) r(i)")
+    db.execute(f"CREATE TABLE nb AS SELECT i AS a, i + 1 AS b FROM cell WHERE i % {side} < {side - 1} "
+               f"UNION ALL SELECT i, i + {side} FROM cell WHERE i + {side} < {side * side}")
+    db.execute("CREATE VARIABLE s(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM cell)")
+    db.execute(f"CREATE RULE tie WEIGHT {tie} FUNCTION EQUAL AS s(a) = s(b) :- nb(a, b)")
+    db.execute("CREATE RULE field WEIGHT 0.1 FUNCTION ISTRUE AS s(i) :- cell(i)")
+
+
+@pytest.mark.parametrize("options, said", [
+    ("cutset = true", "stopped choosing the cutset"),  # minutes of order searches on a 60 x 60 grid
+    ("", "stopped the search for a small cutset"),  # AUTO's moves on strong ties
+])
+def test_explains_searches_stop_where_the_querys_would(options, said):
+    from pdbq.language.parser import parse_statement
+    from pdbq.planning.explain import explain_rows
+    from pdbq.planning.plan import plan_query
+
+    with pdbq.connect() as db:
+        _sql_grid(db, 60, tie=0.4) if options else _sql_grid(db, 40, tie=3.0)  # AUTO scans 2,000 at most
+        stmt = parse_statement(f"EXPLAIN SELECT PROB(x) FROM s x WHERE x.i = 0 USING "
+                               f"{'GIBBS' if options else 'AUTO'} WITH (time_limit = 1{', ' if options else ''}{options})")
+        plan = plan_query(db, stmt)
+        # the statement began long ago: its time limit has passed when the searches start
+        rows = dict(explain_rows(db, plan, stmt.method, started=time.perf_counter() - 100))
+        assert said in rows["moves"], rows["moves"]
+
+
+def test_explain_reads_the_cancel_in_the_cutset_search():
+    import traceback
+
+    from pdbq.progress import CancelToken, Cancelled
+
+    class InCutset(CancelToken):
+        """Cancelled once it is read inside the cutset choice (minutes on this grid)."""
+
+        def check(self) -> None:
+            if any(f.name == "choose_cutset" for f in traceback.extract_stack()):
+                self.cancel()
+            super().check()
+
+    with pdbq.connect() as db:
+        _sql_grid(db, 60)
+        with pytest.raises(Cancelled):
+            db.execute("EXPLAIN SELECT PROB(x) FROM s x WHERE x.i = 0 USING GIBBS WITH (cutset = true, steps = 10)",
+                       cancel=InCutset())

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdbq.arrays import unique
+from pdbq.answers.decide import decision_stop
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.hedge import CALIBRATION, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
@@ -100,8 +101,6 @@ def resolve_seed(seed: int | None) -> int:
 # Graphs up to this many free variables always get an elimination order (milliseconds), so a
 # sampled answer can name the exact_budget that would give the exact one.
 _ORDER_ALWAYS = 2_000
-# AUTO's elimination-order search may take this share of the time left; sampling gets the rest
-_DECIDE_SHARE = 0.5
 
 
 def auto_decision(
@@ -301,15 +300,16 @@ def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | Non
                    time_left: float | None = None, poll: Callable[[], None] | None = None
                    ) -> tuple[Method, Decision | None, str]:
     """(the method to run, AUTO's decision or None, the reason shown to the user).
-    AUTO's order search may take `_DECIDE_SHARE` of ``time_left`` (it can take seconds on tens of
-    thousands of variables); cut short, AUTO samples in the rest (a decision not kept)."""
+    AUTO's order search may take `DECIDE_SHARE` of ``time_left`` (`pdbq.answers.decide`: seconds on
+    tens of thousands of variables); cut short, AUTO samples in the rest (a decision not kept)."""
     if method is Method.AUTO:
         budget = options.exact_budget
         key = ("auto", options.max_table, budget)
         decision = memo.get(key) if memo is not None else None
         if decision is None:
-            until = None if time_left is None else time.perf_counter() + _DECIDE_SHARE * max(time_left, 0.0)
-            decision = auto_decision(graph, options.max_table, max_seconds=budget, should_stop=_past(until, poll))
+            deadline = None if time_left is None else time.perf_counter() + time_left
+            decision = auto_decision(graph, options.max_table, max_seconds=budget,
+                                     should_stop=decision_stop(deadline, poll))
             if memo is not None and not decision.cut:
                 memo.put(key, decision)
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
@@ -465,30 +465,14 @@ def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, 
                **where)
 
 
-def _past(until: float | None, poll: Callable[[], None] | None) -> Callable[[], bool] | None:
-    """``should_stop`` for an order search (`min_fill_order`): ``poll()`` (a cancel raises), then
-    whether ``until`` (a `time.perf_counter` instant) passed; None when neither is set."""
-    if until is None and poll is None:
-        return None
-
-    def should_stop() -> bool:
-        if poll is not None:
-            poll()
-        return until is not None and time.perf_counter() >= until
-
-    return should_stop
-
-
 def _moves(graph: FactorGraph, options, memo: Memo | None, deadline: float | None, poll: Callable[[], None] | None):
-    """AUTO's moves (`choose_moves`), its search for a small cutset given `_DECIDE_SHARE` of the
-    time left; a decision the clock cut is not kept."""
+    """AUTO's moves (`choose_moves`), its search for a small cutset given `DECIDE_SHARE` of the time
+    left (`pdbq.answers.decide`); a decision the clock cut is not kept."""
     key = ("moves", options.block_table)
     kept = memo.get(key) if memo is not None else None
     if kept is not None:
         return kept
-    now = time.perf_counter()
-    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
-    made = choose_moves(graph, block_table=options.block_table, should_stop=_past(until, poll))
+    made = choose_moves(graph, block_table=options.block_table, should_stop=decision_stop(deadline, poll))
     if memo is not None and not made.cut:
         memo.put(key, made)
     return made
@@ -497,16 +481,14 @@ def _moves(graph: FactorGraph, options, memo: Memo | None, deadline: float | Non
 def _cutset(graph: FactorGraph, options, memo: Memo | None, deadline: float | None,
             poll: Callable[[], None] | None) -> tuple[object | None, str]:
     """(the ``cutset`` option's cutset, "") or, when the time limit stopped its choice (its
-    order searches may take `_DECIDE_SHARE` of the time left: minutes on a large grid), (None,
-    the warning: single-site Gibbs samples in the rest). A cut choice is not kept."""
+    order searches may take `DECIDE_SHARE` of the time left, `pdbq.answers.decide`: minutes on a
+    large grid), (None, the warning: single-site Gibbs samples in the rest). A cut choice is not kept."""
     key = ("cutset", options.cutset, options.cutset_table)
     kept = memo.get(key) if memo is not None else None
     if kept is not None:
         return kept, ""
-    now = time.perf_counter()
-    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
     try:
-        cs = cutset_for(graph, options.cutset, options.cutset_table, should_stop=_past(until, poll))
+        cs = cutset_for(graph, options.cutset, options.cutset_table, should_stop=decision_stop(deadline, poll))
     except TimeLimitError as e:
         return None, (f"cutset: {e}; single-site Gibbs sampled in the time left instead, without the cutset's "
                       "exact remainder: raise time_limit for cutset sampling")
