@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["DECIDE_SHARE", "stop_after", "decision_stop"]
+__all__ = ["DECIDE_SHARE", "decision_stop", "stop_after"]
 
 # a search before sampling may take this share of the time left; sampling gets the rest
 DECIDE_SHARE = 0.5
