@@ -351,3 +351,36 @@ def test_explain_reads_the_cancel_in_the_cutset_search():
         with pytest.raises(Cancelled):
             db.execute("EXPLAIN SELECT PROB(x) FROM s x WHERE x.i = 0 USING GIBBS WITH (cutset = true, steps = 10)",
                        cancel=InCutset())
+
+
+@pytest.mark.parametrize("tempering", [1, 4])
+def test_the_chains_set_up_stops_at_the_deadline_and_says_so(tempering, monkeypatch):
+    # 1,024 chains x 4 copies over 90,000 variables took 11 s of set-up under time_limit = 1
+    import sys
+
+    from pdbq.inference.mcmc import gibbs
+    from pdbq.inference.mcmc.config import GibbsConfig
+    from pdbq.inference.moves import mixing
+
+    g = _grid(20, 20)
+    real = time.perf_counter
+    t_end = real() + 3600.0
+    where = "chain starts drawn" if tempering == 1 else "tempered copies made"
+
+    def clock():  # the deadline passes inside the set-up step under test, never before
+        f = sys._getframe(1)
+        while f is not None:
+            if (f.f_code.co_name == "initial_states" and f.f_locals.get("c", 0) >= 7 and tempering == 1) or \
+                    isinstance(f.f_locals.get("self"), mixing._Cycle):
+                return t_end + 1.0
+            f = f.f_back
+        return real()
+
+    monkeypatch.setattr(gibbs.time, "perf_counter", clock)
+    cfg = GibbsConfig(chains=64, steps=10**9, seed=1)
+    if tempering == 1:
+        r = gibbs.run_gibbs(g, [0], cfg, deadline=t_end)
+    else:
+        r = mixing.run_mixing(g, [0], cfg, mixing.MixingConfig(tempering=tempering), deadline=t_end)
+    assert np.isnan(r.marginals).all()
+    assert any("while it set up 64 chains" in w and where in w for w in r.warnings), r.warnings

@@ -57,6 +57,7 @@ from pdbq.inference.mcmc.gibbs import (
     MoveContext,
     Moves,
     RoundInfo,
+    SetupCut,
     check_targets,
     run_gibbs,
 )
@@ -151,6 +152,8 @@ class _Cycle:
         extra_rng = group_states(ctx.seed + 1_000_003, ctx.first, chains, K - 1)
         self.copies: list[list[ChainState]] = []
         for c in range(chains):
+            if K > 1 and ctx.stop is not None and ctx.stop():  # the run's deadline (or a cancel) during the copies' set-up
+                raise SetupCut(f"tempered copies made for {c:,} of {chains:,} chains")
             row = [states[c]]
             for k in range(1, K):
                 j = c * (K - 1) + k - 1
