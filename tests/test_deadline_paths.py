@@ -384,3 +384,26 @@ def test_the_chains_set_up_stops_at_the_deadline_and_says_so(tempering, monkeypa
         r = mixing.run_mixing(g, [0], cfg, mixing.MixingConfig(tempering=tempering), deadline=t_end)
     assert np.isnan(r.marginals).all()
     assert any("while it set up 64 chains" in w and where in w for w in r.warnings), r.warnings
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_dask_coreference_rounds_get_what_the_querys_deadline_leaves(pairs, sharded, monkeypatch):
+    # the rounds counted their time_limit from their own start: grounding's share came on top
+    import pdbq.distributed as distributed
+    from pdbq.inference.coreference.resolve import CorefConfig
+    from pdbq.language.parser import parse_statement
+    from pdbq.planning import coref_query
+
+    seen = []
+
+    def capture(graph, cfg, *a, **k):
+        seen.append(cfg.time_limit)
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(coref_query, "_shardable", lambda graph, workers: sharded)
+    monkeypatch.setattr(coref_query, "_resolve_sharded", capture)
+    monkeypatch.setattr(distributed, "resolve_distributed", capture)
+    stmt = parse_statement("SELECT e.id, MAP(e) FROM e WHERE e.id < 3 USING GIBBS WITH (workers = 2, time_limit = 5)")
+    with pytest.raises(RuntimeError, match="captured"):
+        coref_query._resolve_map(pairs, CorefConfig(time_limit=5.0), stmt, deadline=time.perf_counter() + 0.5)
+    assert 0 < seen[0] <= 0.5

@@ -155,7 +155,7 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None, deadlin
         workers=workers, rounds=rounds, greedy_rounds=greedy,
         steps_per_round=max(1, config.sweeps * n // (rounds + greedy) // workers),
         temperature=config.temperature, min_temperature=config.min_temperature, p_new=config.p_new,
-        p_split_merge=config.p_split_merge, seed=config.seed, time_limit=config.time_limit,
+        p_split_merge=config.p_split_merge, seed=config.seed, time_limit=_time_left(config.time_limit, deadline),
     ).check()
     init = initial_labels(graph, config)
     if _shardable(graph, workers):
@@ -166,6 +166,14 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None, deadlin
     summary = {"mode": "dealt", **res.summary()}
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
                           res.accepted, res.seconds, warnings), summary
+
+
+def _time_left(limit: float | None, deadline: float | None) -> float | None:
+    """The rounds' time limit: what the query's deadline leaves of it (its grounding spent the
+    rest), at least a millisecond (the rounds then stop at once and keep the starting labels)."""
+    if deadline is None:
+        return limit
+    return max(deadline - time.perf_counter(), 1e-3)
 
 
 def _time_warnings(res, time_limit: float, planned: int, kind: str, kept: str) -> tuple[str, ...]:
