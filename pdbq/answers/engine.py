@@ -49,6 +49,7 @@ from pdbq.inference.exact.stopping import PRIOR_SECONDS_PER_ENTRY
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
+from pdbq.inference.moves.hard_ties import hard_tie_blocks
 from pdbq.inference.moves.cutset import cutset_for, cutset_plan, cutset_result, describe_cutset, run_cutset
 from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
 from pdbq.inference.moves.move_choice import choose_moves, run_auto
@@ -393,10 +394,11 @@ def _qam_selection(graph: FactorGraph, free_q: np.ndarray, sites: np.ndarray, op
 
 def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: Method, options, config: GibbsConfig,
             explicit: frozenset[str], memo: Memo | None, deadline: float | None, run_kw: dict,
-            on_dask: bool = False) -> tuple[object, str, dict | None]:
+            on_dask: bool = False, hard_ties: bool = False) -> tuple[object, str, dict | None]:
     """The sampling run the options and AUTO ask for: chains on Dask, cutset conditioning, AUTO's
-    moves, the mixing moves written in the query, or plain chains. Returns the result, what it
-    did and the Dask run's record (None in this process)."""
+    moves, the mixing moves written in the query, exact blocks over what hard constraints tie
+    (``hard_ties``), or plain chains. Returns the result, what it did and the Dask run's record
+    (None in this process)."""
     graph_kernel = run_kw["kernel"]
     mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
                           clusters=options.clusters, jumps=options.jumps).check()
@@ -433,7 +435,20 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
         r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None,
                        deadline=deadline, **run_kw)
         return r, describe_moves(r), None
+    if hard_ties:
+        key = ("hard ties", options.block_table)
+        made, left = (memo.get(key) if memo is not None else None) or hard_tie_blocks(
+            graph, max_table=options.block_table, deadline=deadline)
+        if memo is not None and not made.cut:  # a choice the clock cut is not kept
+            memo.put(key, (made, left), keep=_KEEP_SELECTIONS)
+        if len(made):
+            r = run_mixing(graph, query, config, MixingConfig(blocks="auto", block_table=options.block_table).check(),
+                           blocks=list(made), deadline=deadline, **run_kw)
+            return r, HARD_TIES + describe_moves(r) + (f"; {left} tied variable(s) in no block" if left else ""), None
     return run_gibbs(graph, query, config, deadline=deadline, **run_kw), "", None
+
+
+HARD_TIES = "exact blocks over what hard constraints tie: "
 
 
 def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, explicit: frozenset[str],
@@ -570,10 +585,11 @@ def answer(
         out.seconds = time.perf_counter() - t0
         out.cpu_seconds = time.process_time() - cpu0
         if kw.get("method") != "EVIDENCE":
-            out.warnings.extend(hard_warnings(hard, "EXACT" if certified else kw.get("method")))
+            out.warnings.extend(hard_warnings(hard, "EXACT" if certified else kw.get("method"), crossed))
         return out
 
     certified = False  # an ANNEAL world checked against the exact MAP
+    crossed = False  # exact blocks hold every variable hard constraints tie (chains cross them)
     if free_q.size == 0:
         marg = np.zeros((query.size, kmax))
         marg[np.arange(query.size), graph.evidence[query]] = 1.0
@@ -633,7 +649,8 @@ def answer(
     t_sample, cpu_sample = time.perf_counter(), time.process_time()
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel, poll=poll)
     r, what, dask_run = _sample(graph, query, free_q, method, options, config, explicit, memo, deadline, run_kw,
-                                on_dask)
+                                on_dask, hard.coupled > 0)
+    crossed = what.startswith(HARD_TIES) and "in no block" not in what
     sampled_wall, sampled_cpu = time.perf_counter() - t_sample, time.process_time() - cpu_sample
     if what:
         reason += "; " + what
@@ -832,12 +849,13 @@ def _certify_map(graph: FactorGraph, values: np.ndarray, options, memo: Memo | N
     return values if score_difference(graph, values, exact_values) >= 0.0 else exact_values
 
 
-def hard_warnings(hard: HardSplit, method: str | None) -> list[str]:
+def hard_warnings(hard: HardSplit, method: str | None, crossed: bool = False) -> list[str]:
     """What a method cannot vouch for under hard constraints: precision (every method), and for
     the samplers and annealing, hard factors over two or more free variables, which single-variable
-    moves cannot cross (a chain, or an annealing run, stays among the worlds it started near)."""
+    moves cannot cross (a chain, or an annealing run, stays among the worlds it started near),
+    unless exact blocks held every variable they tie (``crossed``)."""
     out = list(hard.warnings)
-    if hard.coupled and method in ("GIBBS", "QAM", "ANNEAL"):
+    if hard.coupled and method in ("GIBBS", "QAM", "ANNEAL") and not (crossed and method != "ANNEAL"):
         what = ("its MAP is not certified: it may be a world that is not the most probable"
                 if method == "ANNEAL" else "chains cannot move between the worlds they allow, so the estimates "
                 "may miss some of them and be wrong beyond their standard errors")
