@@ -189,6 +189,9 @@ def test_pair_probabilities_with_no_pass_kept_are_nan_not_zero(pairs):
 def test_a_cluster_query_past_its_limit_answers_with_the_cut_named():
     db = _cluster_db(3000)
     try:
+        # grounded once without a limit and kept: the limited query only samples (grounding 3,000
+        # mentions took over 1 s on a loaded machine, and the limit then ended the grounding)
+        db.execute("SELECT e.id, DIST(e) FROM e WHERE e.id < 5 USING GIBBS WITH (sweeps = 1)")
         r = db.execute("SELECT e.id, DIST(e) FROM e WHERE e.id < 5 USING GIBBS WITH (sweeps = 1000000000, "
                        "time_limit = 1)")
         rows = r.fetchall()
@@ -407,3 +410,28 @@ def test_dask_coreference_rounds_get_what_the_querys_deadline_leaves(pairs, shar
     with pytest.raises(RuntimeError, match="captured"):
         coref_query._resolve_map(pairs, CorefConfig(time_limit=5.0), stmt, deadline=time.perf_counter() + 0.5)
     assert 0 < seen[0] <= 0.5
+
+
+def test_a_cluster_relations_grounding_is_kept_while_its_inputs_are_unchanged(monkeypatch):
+    from pdbq.planning import coref_query
+
+    real_kept = coref_query.kept_design
+    calls = []
+    real = coref_query.design
+    monkeypatch.setattr(coref_query, "design", lambda *a, **k: calls.append(1) or real(*a, **k))
+    db = _cluster_db(300)
+    q = "SELECT e.id, MAP(e) FROM e WHERE e.id < 300 USING ANNEAL WITH (seed = 3, sweeps = 50)"
+    try:
+        first = db.execute(q).fetchall()
+        assert db.execute(q).fetchall() == first and len(calls) == 1  # kept: the same answer, not grounded again
+        db.execute("INSERT INTO p VALUES (0, 299, 0.99)")  # a new candidate pair: ground again
+        changed = db.execute(q).fetchall()
+        assert len(calls) == 2
+        monkeypatch.setattr(coref_query, "kept_design", lambda *a: None)  # what a fresh grounding answers
+        assert db.execute(q).fetchall() == changed
+        db.execute("CREATE OR REPLACE RULE aff WEIGHT = 10 * (sim - 0.5) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim)")
+        monkeypatch.setattr(coref_query, "kept_design", real_kept)
+        db.execute(q)
+        assert len(calls) == 4  # a changed rule: ground again
+    finally:
+        db.close()

@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
-from pdbq.coref.ground import design, drop_map, map_table
+from pdbq.coref.ground import design, drop_map, map_table, mention_map
 from pdbq.distributed.config import MAX_PARTITIONS, MAX_ROUNDS
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.deadline import PlanningDeadline
@@ -39,6 +39,7 @@ from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
 from pdbq.inference.coreference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
+from pdbq.planning.cluster_cache import input_key, keep_design, kept_design
 from pdbq.planning.duck_errors import check_list_types, query_error
 from pdbq.planning.coref_pairs import VID, check_pair_relations, lookup_pairs, pair_estimates, pair_rows
 from pdbq.planning.plan import QueryAnswer
@@ -262,7 +263,7 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
             v = variables[relation]
             if relation not in grounded:  # two aliases of one relation share its grounding
                 t0 = time.perf_counter()
-                d = _ground(con, v, variables, rules, max_pairs, started, config.time_limit)
+                d = _ground(db, v, variables, rules, max_pairs, started, config.time_limit)
                 grounded[relation] = (np.asarray(d.keys), d.graph())
                 diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
                 if d.models:  # which stored pair model (name@version) answered each WEIGHT MODEL rule
@@ -300,14 +301,26 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
     return QueryAnswer(out, diag)
 
 
-def _ground(con, v, variables, rules, max_pairs: int, started: float, limit: float | None):
+def _ground(db, v, variables, rules, max_pairs: int, started: float, limit: float | None):
     """`design` under the query's time limit: its DuckDB statements are interrupted at the
     deadline (`pdbq.grounding.deadline.PlanningDeadline`: a `TimeLimitError` naming the stage,
-    nothing kept)."""
+    nothing kept); the grounding of an earlier query when its inputs are unchanged
+    (`pdbq.planning.cluster_cache`)."""
+    con = db.duckdb
+
+    def ground():
+        key = input_key(con, v, variables, rules, max_pairs)
+        kept = kept_design(db, v.name, key)
+        if kept is not None and np.array_equal(mention_map(con, v), kept.keys):  # the map table again
+            return kept
+        made = design(con, v, variables, rules, max_pairs)
+        keep_design(db, v.name, key, made)
+        return made
+
     if limit is None:
-        return design(con, v, variables, rules, max_pairs)
+        return ground()
     with PlanningDeadline(con, started=started, limit=limit, stage=f"grounding cluster relation '{v.name}'"):
-        return design(con, v, variables, rules, max_pairs)
+        return ground()
 
 
 def _source(v, name: str, placeholders: list[str]):
