@@ -409,7 +409,8 @@ class _Chains:
 
     def __init__(self, graph: FactorGraph, kg: KernelGraph, sched: Schedule, live: np.ndarray, kmax: int,
                  config: GibbsConfig, plan: RunPlan, moves: Moves, t0: float,
-                 on_round: Callable[[RoundInfo], None] | None, poll: Callable[[], None] | None = None):
+                 on_round: Callable[[RoundInfo], None] | None, poll: Callable[[], None] | None = None,
+                 cut_setup: bool = True):
         self.graph, self.kg, self.config, self.plan, self.t0, self.on_round = graph, kg, config, plan, t0, on_round
         self.poll = poll
         self._round_stop: float | None = None  # the deadline of the round under way
@@ -426,7 +427,7 @@ class _Chains:
         until = None if plan.stop_at is None else time.perf_counter() + 0.25 * max(plan.stop_at - time.perf_counter(), 0.0)
         self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init != "random",
                                                     config.first_chain, feasible=config.init == "feasible",
-                                                    until=until, deadline=plan.stop_at)
+                                                    until=until, deadline=plan.stop_at if cut_setup else None)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
         # the per-chain estimate sums and the batch store (`BatchStore`: at least 4 batch pairs)
@@ -439,7 +440,7 @@ class _Chains:
         self.rcounts = np.zeros((chains, n_live), dtype=np.int64)
         self.accs = [Accum(tix, self.rsums[c], self.rcounts[c]) for c in range(chains)]
         # the moves' set-up (tempered copies of every chain) reads the deadline through stop_now
-        self._round_stop = plan.stop_at
+        self._round_stop = plan.stop_at if cut_setup else None
         self.step = (moves.start or _single_site)(
             MoveContext(graph, kg, sched, self.states, self.accs, config.seed, self.stop_now, config.first_chain))
         self._round_stop, self._stopped_early = None, False
@@ -663,10 +664,11 @@ class StartedRun(NamedTuple):
 
 def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None, selection=None, on_round=None,
                  kernel: KernelGraph | None = None, deadline: float | None = None, moves: Moves = Moves(),
-                 poll: Callable[[], None] | None = None) -> StartedRun:
+                 poll: Callable[[], None] | None = None, cut_setup: bool = True) -> StartedRun:
     """The checks and set-up of `run_gibbs` (same arguments): the chains made, started from
     their initial states, nothing run yet. Chain groups on Dask workers drive theirs round by
-    round (`pdbq.distributed.chain_rounds`)."""
+    round (`pdbq.distributed.chain_rounds`); their client keeps the deadline, so their set-up
+    is not cut at it (``cut_setup`` False)."""
     config = config.check()
     if kernel is None:
         validate(graph)
@@ -681,7 +683,7 @@ def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None
     if n_sites and live.shape[0]:
         kg = kernel if kernel is not None else prepare_kernel_graph(graph)
         try:
-            chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round, poll)
+            chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round, poll, cut_setup)
         except SetupCut as e:
             note = (f"the time limit ended the run while it set up {config.chains:,} chains over {graph.n_vars:,} "
                     f"variables ({e}, {time.perf_counter() - t0:.2f} s): its {live.shape[0]:,} target(s) got too few "
