@@ -26,7 +26,7 @@ from pdbq.grounding.fingerprint import combine, definition_hash, fingerprint_man
 from pdbq.grounding.store import var_table
 from pdbq.language.nodes import CreateRule, CreateVariable, WeightKind
 
-__all__ = ["input_key", "kept_design", "keep_design"]
+__all__ = ["input_key", "keep_design", "kept_design"]
 
 _KEPT: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, Any]]] = weakref.WeakKeyDictionary()
 _PER_DATABASE = 4  # relations kept per database (the latest used)
