@@ -189,8 +189,9 @@ def test_pair_probabilities_with_no_pass_kept_are_nan_not_zero(pairs):
 def test_a_cluster_query_past_its_limit_answers_with_the_cut_named():
     db = _cluster_db(3000)
     try:
-        # 5 s: grounding 3,000 records' pairs fits in it even on a busy machine (with 1 s it ran
-        # out while grounding there), and a billion sweeps do not
+        # grounded once without a limit and kept: the limited query only samples (grounding 3,000
+        # mentions took over 1 s on a loaded machine, and the limit then ended the grounding)
+        db.execute("SELECT e.id, DIST(e) FROM e WHERE e.id < 5 USING GIBBS WITH (sweeps = 1)")
         r = db.execute("SELECT e.id, DIST(e) FROM e WHERE e.id < 5 USING GIBBS WITH (sweeps = 1000000000, "
                        "time_limit = 5)")
         rows = r.fetchall()
@@ -259,7 +260,8 @@ def test_a_long_statement_reads_the_cancel_while_it_parses():
         calls.append(1)
         raise Stop
 
-    text = "SELECT PROB(x) FROM v x WHERE x.i IN (" + ", ".join(str(i) for i in range(20000)) + ")"
+    # decimals: a long list of integers or strings is read as one constant (test_long_in_lists.py)
+    text = "SELECT PROB(x) FROM v x WHERE x.i IN (" + ", ".join(f"{i}.5" for i in range(20000)) + ")"
     with pytest.raises(Stop), parse_checked(check):
         parse_statement(text)
     assert calls == [1]
@@ -271,7 +273,7 @@ def test_a_cancelled_long_in_list_is_cancelled_during_the_parse():
 
     token = CancelToken()
     token.cancel()  # cancelled before it starts: the first check ends the parse
-    text = "SELECT PROB(x) FROM v x WHERE x.i IN (" + ", ".join(str(i) for i in range(20001)) + ")"
+    text = "SELECT PROB(x) FROM v x WHERE x.i IN (" + ", ".join(f"{i}.5" for i in range(20001)) + ")"
     with pdbq.connect() as db, pytest.raises(Cancelled):
         db.execute(text, cancel=token)
 
@@ -304,3 +306,132 @@ def test_a_run_of_asked_steps_cut_by_the_clock_says_so(stopped_by, warned):
                    np.array([1e6]), np.array([False]), 5000, GibbsConfig(steps=10**9, tolerance=0.01, chains=2),
                    stopped_by, 100, 100, np.array([2]))
     assert any("ended the run before the 1,000,000,000 updates per chain asked" in w for w in out) is warned, out
+
+
+def _sql_grid(db, side: int, tie: float = 0.4) -> None:
+    db.execute(f"CREATE TABLE cell AS SELECT i FROM range({side * side}) r(i)")
+    db.execute(f"CREATE TABLE nb AS SELECT i AS a, i + 1 AS b FROM cell WHERE i % {side} < {side - 1} "
+               f"UNION ALL SELECT i, i + {side} FROM cell WHERE i + {side} < {side * side}")
+    db.execute("CREATE VARIABLE s(i BIGINT) DOMAIN BOOLEAN FROM (SELECT i FROM cell)")
+    db.execute(f"CREATE RULE tie WEIGHT {tie} FUNCTION EQUAL AS s(a) = s(b) :- nb(a, b)")
+    db.execute("CREATE RULE field WEIGHT 0.1 FUNCTION ISTRUE AS s(i) :- cell(i)")
+
+
+@pytest.mark.parametrize("options, said", [
+    ("cutset = true", "stopped choosing the cutset"),  # minutes of order searches on a 60 x 60 grid
+    ("", "stopped the search for a small cutset"),  # AUTO's moves on strong ties
+])
+def test_explains_searches_stop_where_the_querys_would(options, said):
+    from pdbq.language.parser import parse_statement
+    from pdbq.planning.explain import explain_rows
+    from pdbq.planning.plan import plan_query
+
+    with pdbq.connect() as db:
+        _sql_grid(db, 60, tie=0.4) if options else _sql_grid(db, 40, tie=3.0)  # AUTO scans 2,000 at most
+        stmt = parse_statement(f"EXPLAIN SELECT PROB(x) FROM s x WHERE x.i = 0 USING "
+                               f"{'GIBBS' if options else 'AUTO'} WITH (time_limit = 1{', ' if options else ''}{options})")
+        plan = plan_query(db, stmt)
+        # the statement began long ago: its time limit has passed when the searches start
+        rows = dict(explain_rows(db, plan, stmt.method, started=time.perf_counter() - 100))
+        assert said in rows["moves"], rows["moves"]
+
+
+def test_explain_reads_the_cancel_in_the_cutset_search():
+    import traceback
+
+    from pdbq.progress import CancelToken, Cancelled
+
+    class InCutset(CancelToken):
+        """Cancelled once it is read inside the cutset choice (minutes on this grid)."""
+
+        def check(self) -> None:
+            if any(f.name == "choose_cutset" for f in traceback.extract_stack()):
+                self.cancel()
+            super().check()
+
+    with pdbq.connect() as db:
+        _sql_grid(db, 60)
+        with pytest.raises(Cancelled):
+            db.execute("EXPLAIN SELECT PROB(x) FROM s x WHERE x.i = 0 USING GIBBS WITH (cutset = true, steps = 10)",
+                       cancel=InCutset())
+
+
+@pytest.mark.parametrize("tempering", [1, 4])
+def test_the_chains_set_up_stops_at_the_deadline_and_says_so(tempering, monkeypatch):
+    # 1,024 chains x 4 copies over 90,000 variables took 11 s of set-up under time_limit = 1
+    import sys
+
+    from pdbq.inference.mcmc import gibbs
+    from pdbq.inference.mcmc.config import GibbsConfig
+    from pdbq.inference.moves import mixing
+
+    g = _grid(20, 20)
+    real = time.perf_counter
+    t_end = real() + 3600.0
+    where = "chain starts drawn" if tempering == 1 else "tempered copies made"
+
+    def clock():  # the deadline passes inside the set-up step under test, never before
+        f = sys._getframe(1)
+        while f is not None:
+            if (f.f_code.co_name == "initial_states" and f.f_locals.get("c", 0) >= 7 and tempering == 1) or \
+                    isinstance(f.f_locals.get("self"), mixing._Cycle):
+                return t_end + 1.0
+            f = f.f_back
+        return real()
+
+    monkeypatch.setattr(gibbs.time, "perf_counter", clock)
+    cfg = GibbsConfig(chains=64, steps=10**9, seed=1)
+    if tempering == 1:
+        r = gibbs.run_gibbs(g, [0], cfg, deadline=t_end)
+    else:
+        r = mixing.run_mixing(g, [0], cfg, mixing.MixingConfig(tempering=tempering), deadline=t_end)
+    assert np.isnan(r.marginals).all()
+    assert any("while it set up 64 chains" in w and where in w for w in r.warnings), r.warnings
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_dask_coreference_rounds_get_what_the_querys_deadline_leaves(pairs, sharded, monkeypatch):
+    # the rounds counted their time_limit from their own start: grounding's share came on top
+    import pdbq.distributed as distributed
+    from pdbq.inference.coreference.resolve import CorefConfig
+    from pdbq.language.parser import parse_statement
+    from pdbq.planning import coref_query
+
+    seen = []
+
+    def capture(graph, cfg, *a, **k):
+        seen.append(cfg.time_limit)
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(coref_query, "_shardable", lambda graph, workers: sharded)
+    monkeypatch.setattr(coref_query, "_resolve_sharded", capture)
+    monkeypatch.setattr(distributed, "resolve_distributed", capture)
+    stmt = parse_statement("SELECT e.id, MAP(e) FROM e WHERE e.id < 3 USING GIBBS WITH (workers = 2, time_limit = 5)")
+    with pytest.raises(RuntimeError, match="captured"):
+        coref_query._resolve_map(pairs, CorefConfig(time_limit=5.0), stmt, deadline=time.perf_counter() + 0.5)
+    assert 0 < seen[0] <= 0.5
+
+
+def test_a_cluster_relations_grounding_is_kept_while_its_inputs_are_unchanged(monkeypatch):
+    from pdbq.planning import coref_query
+
+    real_kept = coref_query.kept_design
+    calls = []
+    real = coref_query.design
+    monkeypatch.setattr(coref_query, "design", lambda *a, **k: calls.append(1) or real(*a, **k))
+    db = _cluster_db(300)
+    q = "SELECT e.id, MAP(e) FROM e WHERE e.id < 300 USING ANNEAL WITH (seed = 3, sweeps = 50)"
+    try:
+        first = db.execute(q).fetchall()
+        assert db.execute(q).fetchall() == first and len(calls) == 1  # kept: the same answer, not grounded again
+        db.execute("INSERT INTO p VALUES (0, 299, 0.99)")  # a new candidate pair: ground again
+        changed = db.execute(q).fetchall()
+        assert len(calls) == 2
+        monkeypatch.setattr(coref_query, "kept_design", lambda *a: None)  # what a fresh grounding answers
+        assert db.execute(q).fetchall() == changed
+        db.execute("CREATE OR REPLACE RULE aff WEIGHT = 10 * (sim - 0.5) FUNCTION EQUAL AS e(a) = e(b) :- p(a, b, sim)")
+        monkeypatch.setattr(coref_query, "kept_design", real_kept)
+        db.execute(q)
+        assert len(calls) == 4  # a changed rule: ground again
+    finally:
+        db.close()

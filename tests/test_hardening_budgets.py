@@ -295,3 +295,19 @@ def test_choosing_blocks_on_a_large_grid_ends_at_the_time_limit_and_on_cancel():
         finally:
             timer.cancel()
         assert time.perf_counter() - t0 < 1 + SLACK
+
+
+@pytest.mark.parametrize("options, available, pattern", [
+    # the remainder's 2^12-entry tables fit once (32 KiB) but not once per chain for 64 chains
+    ("cutset = true, cutset_table = 4096, chains = 64", 1 << 20, "cutset sampling for 64 chains.*cutset_table"),
+    # a cluster pass keeps per-chain scratch over every variable and factor
+    ("clusters = true, chains = 1024", 8 << 20, "cluster moves for 1,024 chains.*lower chains"),
+])
+def test_per_chain_scratch_beyond_the_memory_left_is_refused(monkeypatch, options, available, pattern):
+    import pdbq.memory
+
+    monkeypatch.setattr(pdbq.memory, "available_bytes", lambda: available)
+    with pdbq.connect() as db:
+        _grid(db, 14)
+        with pytest.raises(InferenceError, match=pattern):
+            db.execute(f"SELECT PROB(x) FROM v x WHERE x.i < 2 USING GIBBS WITH (steps = 100, {options})")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdbq.arrays import unique
+from pdbq.answers.decide import decision_stop
 from pdbq.answers.estimates import Marginals
 from pdbq.answers.hedge import CALIBRATION, HedgeRecord, plan_exact
 from pdbq.answers.option_scope import refuse_inert
@@ -48,6 +49,7 @@ from pdbq.inference.exact.stopping import PRIOR_SECONDS_PER_ENTRY
 from pdbq.inference.mcmc.gibbs import RoundInfo, run_gibbs
 from pdbq.inference.query_aware.influence import edge_influence
 from pdbq.inference.mcmc.kernels import prepare_kernel_graph
+from pdbq.inference.moves.hard_ties import hard_tie_blocks
 from pdbq.inference.moves.cutset import cutset_for, cutset_plan, cutset_result, describe_cutset, run_cutset
 from pdbq.inference.moves.mixing import block_set, describe_moves, run_mixing
 from pdbq.inference.moves.move_choice import choose_moves, run_auto
@@ -100,8 +102,6 @@ def resolve_seed(seed: int | None) -> int:
 # Graphs up to this many free variables always get an elimination order (milliseconds), so a
 # sampled answer can name the exact_budget that would give the exact one.
 _ORDER_ALWAYS = 2_000
-# AUTO's elimination-order search may take this share of the time left; sampling gets the rest
-_DECIDE_SHARE = 0.5
 
 
 def auto_decision(
@@ -301,15 +301,16 @@ def _method_choice(graph: FactorGraph, method: Method, options, memo: Memo | Non
                    time_left: float | None = None, poll: Callable[[], None] | None = None
                    ) -> tuple[Method, Decision | None, str]:
     """(the method to run, AUTO's decision or None, the reason shown to the user).
-    AUTO's order search may take `_DECIDE_SHARE` of ``time_left`` (it can take seconds on tens of
-    thousands of variables); cut short, AUTO samples in the rest (a decision not kept)."""
+    AUTO's order search may take `DECIDE_SHARE` of ``time_left`` (`pdbq.answers.decide`: seconds on
+    tens of thousands of variables); cut short, AUTO samples in the rest (a decision not kept)."""
     if method is Method.AUTO:
         budget = options.exact_budget
         key = ("auto", options.max_table, budget)
         decision = memo.get(key) if memo is not None else None
         if decision is None:
-            until = None if time_left is None else time.perf_counter() + _DECIDE_SHARE * max(time_left, 0.0)
-            decision = auto_decision(graph, options.max_table, max_seconds=budget, should_stop=_past(until, poll))
+            deadline = None if time_left is None else time.perf_counter() + time_left
+            decision = auto_decision(graph, options.max_table, max_seconds=budget,
+                                     should_stop=decision_stop(deadline, poll))
             if memo is not None and not decision.cut:
                 memo.put(key, decision)
         chosen = Method.EXACT if decision.method == "EXACT" else Method.QAM
@@ -393,10 +394,11 @@ def _qam_selection(graph: FactorGraph, free_q: np.ndarray, sites: np.ndarray, op
 
 def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: Method, options, config: GibbsConfig,
             explicit: frozenset[str], memo: Memo | None, deadline: float | None, run_kw: dict,
-            on_dask: bool = False) -> tuple[object, str, dict | None]:
+            on_dask: bool = False, hard_ties: bool = False) -> tuple[object, str, dict | None]:
     """The sampling run the options and AUTO ask for: chains on Dask, cutset conditioning, AUTO's
-    moves, the mixing moves written in the query, or plain chains. Returns the result, what it
-    did and the Dask run's record (None in this process)."""
+    moves, the mixing moves written in the query, exact blocks over what hard constraints tie
+    (``hard_ties``), or plain chains. Returns the result, what it did and the Dask run's record
+    (None in this process)."""
     graph_kernel = run_kw["kernel"]
     mixing = MixingConfig(tempering=options.tempering, blocks=options.blocks, block_table=options.block_table,
                           clusters=options.clusters, jumps=options.jumps).check()
@@ -433,7 +435,20 @@ def _sample(graph: FactorGraph, query: np.ndarray, free_q: np.ndarray, method: M
         r = run_mixing(graph, query, config, mixing, blocks=blocks_for(mixing) if mixing.uses_blocks else None,
                        deadline=deadline, **run_kw)
         return r, describe_moves(r), None
+    if hard_ties:
+        key = ("hard ties", options.block_table)
+        made, left = (memo.get(key) if memo is not None else None) or hard_tie_blocks(
+            graph, max_table=options.block_table, deadline=deadline)
+        if memo is not None and not made.cut:  # a choice the clock cut is not kept
+            memo.put(key, (made, left), keep=_KEEP_SELECTIONS)
+        if len(made):
+            r = run_mixing(graph, query, config, MixingConfig(blocks="auto", block_table=options.block_table).check(),
+                           blocks=list(made), deadline=deadline, **run_kw)
+            return r, HARD_TIES + describe_moves(r) + (f"; {left} tied variable(s) in no block" if left else ""), None
     return run_gibbs(graph, query, config, deadline=deadline, **run_kw), "", None
+
+
+HARD_TIES = "exact blocks over what hard constraints tie: "
 
 
 def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, explicit: frozenset[str],
@@ -465,30 +480,14 @@ def _sample_on_dask(graph, query, method: Method, options, config: GibbsConfig, 
                **where)
 
 
-def _past(until: float | None, poll: Callable[[], None] | None) -> Callable[[], bool] | None:
-    """``should_stop`` for an order search (`min_fill_order`): ``poll()`` (a cancel raises), then
-    whether ``until`` (a `time.perf_counter` instant) passed; None when neither is set."""
-    if until is None and poll is None:
-        return None
-
-    def should_stop() -> bool:
-        if poll is not None:
-            poll()
-        return until is not None and time.perf_counter() >= until
-
-    return should_stop
-
-
 def _moves(graph: FactorGraph, options, memo: Memo | None, deadline: float | None, poll: Callable[[], None] | None):
-    """AUTO's moves (`choose_moves`), its search for a small cutset given `_DECIDE_SHARE` of the
-    time left; a decision the clock cut is not kept."""
+    """AUTO's moves (`choose_moves`), its search for a small cutset given `DECIDE_SHARE` of the time
+    left (`pdbq.answers.decide`); a decision the clock cut is not kept."""
     key = ("moves", options.block_table)
     kept = memo.get(key) if memo is not None else None
     if kept is not None:
         return kept
-    now = time.perf_counter()
-    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
-    made = choose_moves(graph, block_table=options.block_table, should_stop=_past(until, poll))
+    made = choose_moves(graph, block_table=options.block_table, should_stop=decision_stop(deadline, poll))
     if memo is not None and not made.cut:
         memo.put(key, made)
     return made
@@ -497,16 +496,14 @@ def _moves(graph: FactorGraph, options, memo: Memo | None, deadline: float | Non
 def _cutset(graph: FactorGraph, options, memo: Memo | None, deadline: float | None,
             poll: Callable[[], None] | None) -> tuple[object | None, str]:
     """(the ``cutset`` option's cutset, "") or, when the time limit stopped its choice (its
-    order searches may take `_DECIDE_SHARE` of the time left: minutes on a large grid), (None,
-    the warning: single-site Gibbs samples in the rest). A cut choice is not kept."""
+    order searches may take `DECIDE_SHARE` of the time left, `pdbq.answers.decide`: minutes on a
+    large grid), (None, the warning: single-site Gibbs samples in the rest). A cut choice is not kept."""
     key = ("cutset", options.cutset, options.cutset_table)
     kept = memo.get(key) if memo is not None else None
     if kept is not None:
         return kept, ""
-    now = time.perf_counter()
-    until = None if deadline is None else now + _DECIDE_SHARE * max(deadline - now, 0.0)
     try:
-        cs = cutset_for(graph, options.cutset, options.cutset_table, should_stop=_past(until, poll))
+        cs = cutset_for(graph, options.cutset, options.cutset_table, should_stop=decision_stop(deadline, poll))
     except TimeLimitError as e:
         return None, (f"cutset: {e}; single-site Gibbs sampled in the time left instead, without the cutset's "
                       "exact remainder: raise time_limit for cutset sampling")
@@ -588,10 +585,11 @@ def answer(
         out.seconds = time.perf_counter() - t0
         out.cpu_seconds = time.process_time() - cpu0
         if kw.get("method") != "EVIDENCE":
-            out.warnings.extend(hard_warnings(hard, "EXACT" if certified else kw.get("method")))
+            out.warnings.extend(hard_warnings(hard, "EXACT" if certified else kw.get("method"), crossed))
         return out
 
     certified = False  # an ANNEAL world checked against the exact MAP
+    crossed = False  # exact blocks hold every variable hard constraints tie (chains cross them)
     if free_q.size == 0:
         marg = np.zeros((query.size, kmax))
         marg[np.arange(query.size), graph.evidence[query]] = 1.0
@@ -651,7 +649,8 @@ def answer(
     t_sample, cpu_sample = time.perf_counter(), time.process_time()
     run_kw = dict(sites=sites, selection=sel, on_round=round_cb, kernel=kernel, poll=poll)
     r, what, dask_run = _sample(graph, query, free_q, method, options, config, explicit, memo, deadline, run_kw,
-                                on_dask)
+                                on_dask, hard.coupled > 0)
+    crossed = what.startswith(HARD_TIES) and "in no block" not in what
     sampled_wall, sampled_cpu = time.perf_counter() - t_sample, time.process_time() - cpu_sample
     if what:
         reason += "; " + what
@@ -851,12 +850,13 @@ def _certify_map(graph: FactorGraph, values: np.ndarray, options, memo: Memo | N
     return values if score_difference(graph, values, exact_values) >= 0.0 else exact_values
 
 
-def hard_warnings(hard: HardSplit, method: str | None) -> list[str]:
+def hard_warnings(hard: HardSplit, method: str | None, crossed: bool = False) -> list[str]:
     """What a method cannot vouch for under hard constraints: precision (every method), and for
     the samplers and annealing, hard factors over two or more free variables, which single-variable
-    moves cannot cross (a chain, or an annealing run, stays among the worlds it started near)."""
+    moves cannot cross (a chain, or an annealing run, stays among the worlds it started near),
+    unless exact blocks held every variable they tie (``crossed``)."""
     out = list(hard.warnings)
-    if hard.coupled and method in ("GIBBS", "QAM", "ANNEAL"):
+    if hard.coupled and method in ("GIBBS", "QAM", "ANNEAL") and not (crossed and method != "ANNEAL"):
         what = ("its MAP is not certified: it may be a world that is not the most probable"
                 if method == "ANNEAL" else "chains cannot move between the worlds they allow, so the estimates "
                 "may miss some of them and be wrong beyond their standard errors")

@@ -18,13 +18,13 @@ from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
 from pdbq.catalog.names import normalize
-from pdbq.coref.design import ClusterDesign, cluster_design
+from pdbq.coref.design import ClusterDesign, _mention_map, cluster_design
 from pdbq.coref.layout import PairGraph
 from pdbq.errors import GroundingError
 from pdbq.grounding.store import ident, sql_text
 from pdbq.language.nodes import CreateRule, CreateVariable
 
-__all__ = ["cluster_rules", "ground_cluster", "design", "map_table", "drop_map"]
+__all__ = ["cluster_rules", "ground_cluster", "design", "map_table", "drop_map", "mention_map"]
 
 
 def map_table(relation: str) -> str:
@@ -48,6 +48,12 @@ def ground_cluster(
     learnable weight scores with its latest learned value (`pdbq.coref.design`)."""
     d = design(con, v, variables, rules, max_pairs)
     return np.asarray(d.keys), d.graph(), d.count
+
+
+def mention_map(con, v: CreateVariable) -> np.ndarray:
+    """The mention map of cluster relation `v` made again in `map_table` (a kept grounding's
+    query needs it); its keys in mention order."""
+    return np.asarray(_mention_map(con, v, map_table(v.name)))
 
 
 def design(con, v: CreateVariable, variables: Mapping[str, CreateVariable], rules: Mapping[str, CreateRule],

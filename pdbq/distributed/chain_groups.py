@@ -141,7 +141,7 @@ def _open(job: ChainJob, task: SegmentTask) -> _Group:
     # a fixed-length run's rounds are sized as one process sizes them (no deadline)
     run = start_chains(job.graph, targets, cfg, sites=sites, selection=job.selection if job.cutset is None else None,
                        kernel=kernel, deadline=None if job.fixed else float("inf"), moves=moves,
-                       poll=stop_poll(task.stop_event))
+                       poll=stop_poll(task.stop_event), cut_setup=False)
     if run.chains is None:
         raise InferenceError("a chain group on Dask has nothing to sample (no sites or no live target)")
     return _Group(run, setup)

@@ -270,6 +270,10 @@ class ProbQuery:
     explain: bool = False
     text: str = ""
     tree: exp.Expression | None = field(default=None, compare=False, hash=False, repr=False)
+    #: The same query with its long IN lists as literals (`pdbq.language.long_lists`), when
+    #: ``tree`` reads any of them from one bound constant: asked when DuckDB refuses to compare
+    #: the bound members' type with the other side's.
+    as_written: ProbQuery | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ sqlglot's parser (DuckDB gets exactly what the user wrote).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from pdbq.language.dialect import (
     looks_probabilistic,
 )
 from pdbq.language.explain_match import find_explain_match
+from pdbq.language.long_lists import bind_long_lists
 from pdbq.language.nodes import (
     ANSWER_SOURCE,
     AlterRelation,
@@ -225,6 +227,14 @@ def _parse_one(text: str, chunk: Chunk, params: Params | None = None) -> Stateme
                 or PassThrough(sql=chunk.sql, line=chunk.line, col=chunk.col))
     _check_numbers(text, chunk)
     tree = _run_parser(text, chunk)
+    if chunk.lists and isinstance(tree, px.PdbqQuery):
+        written = _finish(bind_long_lists(tree.copy(), chunk.lists, bound=False), text, chunk, params)
+        stmt = _finish(bind_long_lists(tree, chunk.lists, bound=True), text, chunk, params)
+        return dataclasses.replace(stmt, as_written=written)
+    return _finish(bind_long_lists(tree, chunk.lists, bound=False), text, chunk, params)
+
+
+def _finish(tree: exp.Expr, text: str, chunk: Chunk, params: Params | None) -> Statement:
     if params is not None:
         tree = bind_parameters(tree, params, where=chunk.sql.split(None, 1)[0].upper())
     elif isinstance(tree, (px.PdbqQuery, px.PdbqLearn)):
@@ -257,7 +267,7 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
         raise ParseError(VIEW_ADVICE, line=chunk.line, col=chunk.col, text=text, width=max(1, first.start - chunk.start))
     inner_text = text[first.start : last.end + 1]
     line, col = position(text, first.start)
-    inner = Chunk(inner_text, first.start, line, col, tokens=tuple(tokens[wrapper.start : wrapper.end]))
+    inner = Chunk(inner_text, first.start, line, col, tokens=tuple(tokens[wrapper.start : wrapper.end]), lists=chunk.lists)
     match = find_explain_match(inner.tokens, inner_text)
     if isinstance(match, tuple):
         raise _error_at(match[0], text, match[1].start, max(1, match[1].end - match[1].start + 1))
@@ -270,11 +280,19 @@ def _save_answer(wrapper, text: str, chunk: Chunk, params: Params | None) -> Sav
         tree = _run_parser(text, inner)
         if not isinstance(tree, px.PdbqQuery) or tree.args.get("explain"):
             raise ParseError("expected a probabilistic SELECT here", line=line, col=col, text=text)
-        if params is not None:
-            tree = bind_parameters(tree, params, where=wrapper.kind)
+
+        def finish(tree: exp.Expr) -> ProbQuery:
+            if params is not None:
+                tree = bind_parameters(tree, params, where=wrapper.kind)
+            else:
+                _check_unbound(tree, text, inner)
+            return _prob_query(tree, text, inner)
+
+        if inner.lists:
+            written = finish(bind_long_lists(tree.copy(), inner.lists, bound=False))
+            query = dataclasses.replace(finish(bind_long_lists(tree, inner.lists, bound=True)), as_written=written)
         else:
-            _check_unbound(tree, text, inner)
-        query = _prob_query(tree, text, inner)
+            query = finish(tree)
     chunk_end = tokens[-1].end + 1
     # The statement as written with the query swapped for a constant stand-in (no user values are
     # pasted); sqlglot then parses it into the tree the answer is substituted into.

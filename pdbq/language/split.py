@@ -7,6 +7,7 @@ original text: DuckDB receives exactly what the user wrote.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqlglot.errors import TokenError
@@ -14,6 +15,7 @@ from sqlglot.tokens import Token, TokenType
 
 from pdbq.errors import ParseError
 from pdbq.language.dialect import PdbqDialect
+from pdbq.language.long_lists import LongList, mask_long_lists, restore_offsets, verified
 
 __all__ = ["Chunk", "split_script", "statement_complete", "tokenize_script", "position"]
 
@@ -34,6 +36,8 @@ class Chunk:
     line: int
     col: int
     tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
+    #: long IN lists covered by placeholder names in ``tokens`` (`pdbq.language.long_lists`)
+    lists: Mapping[str, LongList] = field(default_factory=dict, compare=False, repr=False)
 
 
 def position(text: str, offset: int) -> tuple[int, int]:
@@ -85,7 +89,19 @@ def split_script(text: str) -> list[Chunk]:
     """
     chunks: list[Chunk] = []
     current: list[Token] = []
-    for tok in tokenize_script(text) + [Token(TokenType.SEMICOLON, ";")]:
+    # long IN lists are cut out before tokenizing (offsets mapped back); chunks keep the text as written
+    masked = mask_long_lists(text)
+    tokens, lists = None, masked.lists
+    if lists:
+        try:
+            tokens = tokenize_script(masked.text)
+        except ParseError:  # said again, at its place, by the tokenizing of the text as written
+            tokens = None
+    if tokens is not None and verified(tokens, lists):
+        restore_offsets(tokens, masked, text)
+    else:
+        tokens, lists = tokenize_script(text), {}
+    for tok in tokens + [Token(TokenType.SEMICOLON, ";")]:
         if tok.token_type != TokenType.SEMICOLON:
             current.append(tok)
             continue
@@ -93,7 +109,7 @@ def split_script(text: str) -> list[Chunk]:
             start = current[0].start
             end = current[-1].end + 1
             line, col = position(text, start)
-            chunks.append(Chunk(text[start:end], start, line, col, tuple(current)))
+            chunks.append(Chunk(text[start:end], start, line, col, tuple(current), lists))
         current = []
     return chunks
 

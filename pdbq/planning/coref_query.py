@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 
 from pdbq.catalog.cluster import is_cluster
-from pdbq.coref.ground import design, drop_map, map_table
+from pdbq.coref.ground import design, drop_map, map_table, mention_map
 from pdbq.distributed.config import MAX_PARTITIONS, MAX_ROUNDS
 from pdbq.errors import InferenceError, OptionError, suggest
 from pdbq.grounding.deadline import PlanningDeadline
@@ -39,7 +39,8 @@ from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.coreference.resolve import CorefConfig, CorefMapResult, initial_labels, resolve_map, sample_pairs
 from pdbq.inference.coreference.subsample import SubsampleConfig
 from pdbq.language.nodes import EstimateKind, Method, ProbQuery
-from pdbq.planning.duck_errors import query_error
+from pdbq.planning.cluster_cache import input_key, keep_design, kept_design
+from pdbq.planning.duck_errors import check_list_types, query_error
 from pdbq.planning.coref_pairs import VID, check_pair_relations, lookup_pairs, pair_estimates, pair_rows
 from pdbq.planning.plan import QueryAnswer
 from pdbq.planning.rewrite import PLACEHOLDER_PREFIX, check_aliases, substitute
@@ -155,7 +156,7 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None, deadlin
         workers=workers, rounds=rounds, greedy_rounds=greedy,
         steps_per_round=max(1, config.sweeps * n // (rounds + greedy) // workers),
         temperature=config.temperature, min_temperature=config.min_temperature, p_new=config.p_new,
-        p_split_merge=config.p_split_merge, seed=config.seed, time_limit=config.time_limit,
+        p_split_merge=config.p_split_merge, seed=config.seed, time_limit=_time_left(config.time_limit, deadline),
     ).check()
     init = initial_labels(graph, config)
     if _shardable(graph, workers):
@@ -166,6 +167,14 @@ def _resolve_map(graph, config: CorefConfig, stmt: ProbQuery, poll=None, deadlin
     summary = {"mode": "dealt", **res.summary()}
     return CorefMapResult(res.labels, res.log_score, np.array([res.log_score]), res.factor_evaluations, res.proposals,
                           res.accepted, res.seconds, warnings), summary
+
+
+def _time_left(limit: float | None, deadline: float | None) -> float | None:
+    """The rounds' time limit: what the query's deadline leaves of it (its grounding spent the
+    rest), at least a millisecond (the rounds then stop at once and keep the starting labels)."""
+    if deadline is None:
+        return limit
+    return max(deadline - time.perf_counter(), 1e-3)
 
 
 def _time_warnings(res, time_limit: float, planned: int, kind: str, kept: str) -> tuple[str, ...]:
@@ -254,7 +263,7 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
             v = variables[relation]
             if relation not in grounded:  # two aliases of one relation share its grounding
                 t0 = time.perf_counter()
-                d = _ground(con, v, variables, rules, max_pairs, started, config.time_limit)
+                d = _ground(db, v, variables, rules, max_pairs, started, config.time_limit)
                 grounded[relation] = (np.asarray(d.keys), d.graph())
                 diag[f"{alias}.grounding_seconds"] = time.perf_counter() - t0
                 if d.models:  # which stored pair model (name@version) answered each WEIGHT MODEL rule
@@ -277,6 +286,7 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
         try:
             out = con.sql(sql_text(substitute(tree, sources))).to_arrow_table()
         except duckdb.Error as exc:
+            check_list_types(exc, stmt)
             raise query_error(exc, {a: (r, variables[r].columns) for a, r in relations.items()}) from None
     finally:
         for name in names:
@@ -291,14 +301,26 @@ def execute_cluster_query(db, stmt: ProbQuery, cancel=None) -> QueryAnswer:
     return QueryAnswer(out, diag)
 
 
-def _ground(con, v, variables, rules, max_pairs: int, started: float, limit: float | None):
+def _ground(db, v, variables, rules, max_pairs: int, started: float, limit: float | None):
     """`design` under the query's time limit: its DuckDB statements are interrupted at the
     deadline (`pdbq.grounding.deadline.PlanningDeadline`: a `TimeLimitError` naming the stage,
-    nothing kept)."""
+    nothing kept); the grounding of an earlier query when its inputs are unchanged
+    (`pdbq.planning.cluster_cache`)."""
+    con = db.duckdb
+
+    def ground():
+        key = input_key(con, v, variables, rules, max_pairs)
+        kept = kept_design(db, v.name, key)
+        if kept is not None and np.array_equal(mention_map(con, v), kept.keys):  # the map table again
+            return kept
+        made = design(con, v, variables, rules, max_pairs)
+        keep_design(db, v.name, key, made)
+        return made
+
     if limit is None:
-        return design(con, v, variables, rules, max_pairs)
+        return ground()
     with PlanningDeadline(con, started=started, limit=limit, stage=f"grounding cluster relation '{v.name}'"):
-        return design(con, v, variables, rules, max_pairs)
+        return ground()
 
 
 def _source(v, name: str, placeholders: list[str]):

@@ -12,11 +12,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
 
 from pdbq.errors import CatalogError, InferenceError, PdbqError, suggest
 from pdbq.language.nodes import Column
 
-__all__ = ["query_error"]
+__all__ = ["query_error", "ListTypesRefused", "check_list_types"]
+
+
+class ListTypesRefused(Exception):
+    """DuckDB's binder refused a query that reads a long IN list from one bound constant (its
+    members typed BIGINT or VARCHAR, where literals take the other side's type): the caller
+    answers the query as written instead (`ProbQuery.as_written`)."""
+
+
+def check_list_types(exc: Exception, stmt: Any) -> None:
+    """Raise `ListTypesRefused` when ``exc`` may come from ``stmt``'s bound lists."""
+    if getattr(stmt, "as_written", None) is not None and isinstance(exc, duckdb.BinderException):
+        raise ListTypesRefused(str(exc)) from exc
 
 _NO_COLUMN = (
     re.compile(r'Values list "(?P<alias>[^"]+)" does not have a column named "(?P<col>[^"]+)"'),

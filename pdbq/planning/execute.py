@@ -24,7 +24,7 @@ from pdbq.errors import InferenceError
 from pdbq.grounding.store import col, ident, sql_text, table_ref
 from pdbq.inference.mcmc.gibbs import RoundInfo
 from pdbq.language.nodes import CreateVariable, EstimateKind, Method, ProbQuery
-from pdbq.planning.duck_errors import query_error
+from pdbq.planning.duck_errors import ListTypesRefused, check_list_types, query_error
 from pdbq.planning.explain import explain
 from pdbq.planning.plan import (
     Plan,
@@ -186,7 +186,10 @@ def execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None =
     before the wait); ``cancel``: a `pdbq.progress.CancelToken` polled between rounds.
     """
     with watch_compiles(progress):
-        return _execute_query(db, stmt, progress=progress, cancel=cancel)
+        try:
+            return _execute_query(db, stmt, progress=progress, cancel=cancel)
+        except ListTypesRefused:  # a long IN list compared with another type: its literals as written
+            return _execute_query(db, stmt.as_written, progress=progress, cancel=cancel)
 
 
 def _execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None, cancel: Any) -> QueryAnswer:
@@ -233,6 +236,7 @@ def _execute_query(db: Session, stmt: ProbQuery, *, progress: ProgressFn | None,
         try:
             out = con.sql(sql_text(tree)).to_arrow_table()
         except duckdb.Error as exc:
+            check_list_types(exc, stmt)
             raise query_error(exc, {a: (r, plan.variables[r].columns) for a, r in plan.relations.items()}) from None
     keep = [c for c in out.column_names if not (c.startswith(PLACEHOLDER_PREFIX) or c == VID_COLUMN)]
     if len(keep) != len(out.column_names):

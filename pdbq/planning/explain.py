@@ -14,16 +14,19 @@ warnings.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from pdbq.arrays import unique
-from pdbq.answers.engine import auto_decision, dask_plan, run_horizon, run_length_text
+from pdbq.answers.decide import decision_stop
+from pdbq.answers.engine import DEFAULT_TIME_LIMIT, auto_decision, dask_plan, run_horizon, run_length_text
 from pdbq.answers.option_scope import refuse_inert
 from pdbq.planning.plan import Plan, QueryAnswer, Session, plan_query, semantics_warnings_of, vid_labels
-from pdbq.errors import InferenceError, PdbqError
+from pdbq.errors import InferenceError, PdbqError, TimeLimitError
 from pdbq.inference.query_aware.influence import trail_scores
 from pdbq.inference.moves.cutset import cutset_for, describe_cutset
 from pdbq.inference.moves.move_choice import choose_moves
@@ -42,8 +45,12 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
-    """The (property, value) rows of EXPLAIN for a planned query."""
+def explain_rows(db, plan: Plan, method: Method, *, started: float | None = None,
+                 poll: Callable[[], None] | None = None) -> list[tuple[str, str]]:
+    """The (property, value) rows of EXPLAIN for a planned query. ``started``
+    (`time.perf_counter`): when the statement began; with it, AUTO's order search, its moves and
+    the cutset choice stop where the query's would (`pdbq.answers.decide`), and say so.
+    ``poll``: a cancel check (raises)."""
     rows: list[tuple[str, str]] = []
     c = plan.counts()
     ev = plan.evidence
@@ -70,11 +77,15 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
     opts = plan.options
     refuse_inert(method, plan.explicit)
     if graph is None:
-        rows.append(("method", "none: the query selects no variables"))
+        rows.append(("method", f"none: time_limit ran out while {plan.timed_out}" if plan.timed_out
+                     else "none: the query selects no variables"))
+        rows.extend(("note", note) for note in plan.notes)
         return rows
+    decide_by, moves_by = _deadlines(opts, started)
     local = plan.local
     free_q = unique(local[graph.evidence[local] < 0])
-    decision = auto_decision(graph, opts.max_table, max_seconds=opts.exact_budget) if free_q.size else None
+    decision = auto_decision(graph, opts.max_table, max_seconds=opts.exact_budget,
+                             should_stop=decision_stop(decide_by, poll)) if free_q.size else None
     if not free_q.size:
         rows.append(("method", "EVIDENCE: every query variable is evidence (point masses, nothing sampled)"))
     elif method is Method.AUTO:
@@ -88,7 +99,8 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
         rows.append(("largest exact table", "n/a" if decision.table_size < 0 else f"{decision.table_size:,} entries"))
         rows.append(("estimated exact seconds", _fmt(decision.estimated_seconds)))
     if free_q.size and method is not Method.EXACT and method is not Method.ANNEAL:
-        rows.append(("moves", _moves_row(graph, method, opts, plan.explicit, decision)))
+        rows.append(("moves", _moves_row(graph, method, opts, plan.explicit, decision,
+                                         decision_stop(moves_by, poll))))
     sites = np.flatnonzero(graph.evidence < 0).astype(np.int32)
     samples = free_q.size and (method in (Method.GIBBS, Method.QAM) or (method is Method.AUTO and decision.method != "EXACT"))
     if samples:
@@ -130,17 +142,31 @@ def explain_rows(db, plan: Plan, method: Method) -> list[tuple[str, str]]:
     return rows
 
 
-def _moves_row(graph, method: Method, opts, explicit, decision) -> str:
-    """Which MCMC moves the chains would use and why (issue 18)."""
+def _deadlines(opts, started: float | None) -> tuple[float | None, float | None]:
+    """(the deadline of AUTO's order search, that of the moves' and the cutset's searches), as the
+    query's engine sets them: the time limit; for the moves, the default limit of a run that
+    its steps do not fix."""
+    if started is None:
+        return None, None
+    if opts.time_limit is not None:
+        return started + opts.time_limit, started + opts.time_limit
+    return None, None if opts.fixed_length else started + DEFAULT_TIME_LIMIT
+
+
+def _moves_row(graph, method: Method, opts, explicit, decision, should_stop=None) -> str:
+    """Which MCMC moves the chains would use and why. ``should_stop``: read by the cutset searches."""
     if method is Method.AUTO and decision is not None and decision.method == "EXACT":
         return "none: exact elimination"
     if opts.cutset is not False and not (method is Method.AUTO and "cutset" not in explicit):
         try:
-            return describe_cutset(cutset_for(graph, opts.cutset, opts.cutset_table))
+            return describe_cutset(cutset_for(graph, opts.cutset, opts.cutset_table, should_stop=should_stop))
+        except TimeLimitError as e:
+            return (f"cutset: {e}; the query would sample single-site Gibbs in the time left instead: raise "
+                    "time_limit for cutset sampling")
         except InferenceError as e:
             return f"cutset sampling impossible: {e}"
     if method is Method.AUTO and not ({"tempering", "blocks", "clusters", "jumps"} & explicit):
-        d = choose_moves(graph, block_table=opts.block_table)
+        d = choose_moves(graph, block_table=opts.block_table, should_stop=should_stop)
         return "AUTO: " + (d.without_cutset() if "cutset" in explicit else d).reason
     parts = []
     if opts.blocks != "off":
@@ -194,8 +220,9 @@ def _analysis_rows(db, plan: Plan, *, mixing: bool = True,
 
 def explain(db: Session, stmt: ProbQuery, *, progress: Any = None, cancel: Any = None) -> QueryAnswer:
     """EXPLAIN as a table with columns ``property`` and ``value`` (both VARCHAR)."""
-    plan = plan_query(db, stmt, progress=progress, cancel=cancel)
-    rows = explain_rows(db, plan, stmt.method)
+    started = time.perf_counter()  # the plan and the searches after it keep the query's time limit
+    plan = plan_query(db, stmt, progress=progress, cancel=cancel, started=started)
+    rows = explain_rows(db, plan, stmt.method, started=started, poll=None if cancel is None else cancel.check)
     table = pa.table({"property": pa.array([r[0] for r in rows], pa.string()),
                       "value": pa.array([r[1] for r in rows], pa.string())})
     diag = {"method": "EXPLAIN", **plan.counts(), "grounding_seconds": plan.grounding_seconds}

@@ -40,6 +40,7 @@ from pdbq.grounding.store import col, ident, schema_known, sql_text, table_ref, 
 from pdbq.grounding.variables import relation_info, stored_evidence, sync_variables, vids_to_keys
 from pdbq.language.nodes import CreateVariable, Estimate, ProbQuery
 from pdbq.grounding.deadline import PREPARE_GRACE, PlanningDeadline
+from pdbq.planning.duck_errors import check_list_types
 from pdbq.planning.evidence import EvidenceSet, resolve_evidence
 from pdbq.planning.options import QueryOptions
 from pdbq.planning.rewrite import VID_COLUMN, check_aliases, xq_selects
@@ -180,6 +181,7 @@ def _select_xq(con, stmt: ProbQuery, variables, relations: Mapping[str, str], no
                 d = con.execute(text).fetchnumpy()
                 parts.append(np.asarray(d[VID_COLUMN], dtype=np.int64))
             except duckdb.Error as e:
+                check_list_types(e, stmt)
                 # A scope that cannot run on its own (e.g. correlated with an outer query): every
                 # variable of the relation is a query variable (a superset is always correct).
                 notes.append(f"x_q for '{alias}' could not be narrowed by its WHERE ({type(e).__name__}); "

@@ -322,6 +322,11 @@ def _check_hard(graph: FactorGraph, states) -> None:
             )
 
 
+class SetupCut(Exception):
+    """The run's deadline passed while its chains were set up (their states allocated and
+    started, tempered copies made): the run samples nothing and says so."""
+
+
 def state_bytes(graph: FactorGraph, dtype: np.dtype) -> int:
     """Bytes of one chain state: a value per variable and a sum per factor group."""
     return int(graph.n_vars) * np.dtype(dtype).itemsize + int(graph.n_groups) * 8
@@ -329,7 +334,7 @@ def state_bytes(graph: FactorGraph, dtype: np.dtype) -> int:
 
 def initial_states(
     graph: FactorGraph, kg: KernelGraph, chains: int, seed: int, dispersed: bool, first: int = 0,
-    feasible: bool = False, until: float | None = None,
+    feasible: bool = False, until: float | None = None, deadline: float | None = None,
 ) -> tuple[list[ChainState], np.ndarray, np.ndarray]:
     """Per-chain states (values, group sums, rng, sweep position) and the backing 2-d arrays.
 
@@ -339,6 +344,8 @@ def initial_states(
     index only). ``feasible``: each chain starts from its own world that every zero entry allows
     (`feasible_world`, seeded by the run's seed and the chain's index), where one is found
     before ``until`` (a `time.perf_counter()` instant; the others keep their dispersed starts).
+    ``deadline``: `SetupCut` when it passes before every chain has its start (a thousand chains
+    over a hundred thousand variables take seconds).
     """
     card = graph.cardinality
     dtype = value_dtype(kg.max_card)
@@ -347,6 +354,8 @@ def initial_states(
     values = np.empty((chains, graph.n_vars), dtype=dtype)
     gens = chain_generators(seed, first + chains)[first:]
     for c in range(chains):
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise SetupCut(f"{c:,} of {chains:,} chain starts drawn")
         if dispersed and first + c == 0:
             values[c] = 0
         elif dispersed and first + c == 1:
@@ -400,7 +409,8 @@ class _Chains:
 
     def __init__(self, graph: FactorGraph, kg: KernelGraph, sched: Schedule, live: np.ndarray, kmax: int,
                  config: GibbsConfig, plan: RunPlan, moves: Moves, t0: float,
-                 on_round: Callable[[RoundInfo], None] | None, poll: Callable[[], None] | None = None):
+                 on_round: Callable[[RoundInfo], None] | None, poll: Callable[[], None] | None = None,
+                 cut_setup: bool = True):
         self.graph, self.kg, self.config, self.plan, self.t0, self.on_round = graph, kg, config, plan, t0, on_round
         self.poll = poll
         self._round_stop: float | None = None  # the deadline of the round under way
@@ -417,7 +427,7 @@ class _Chains:
         until = None if plan.stop_at is None else time.perf_counter() + 0.25 * max(plan.stop_at - time.perf_counter(), 0.0)
         self.states, _, self.gsums = initial_states(graph, kg, chains, config.seed, config.init != "random",
                                                     config.first_chain, feasible=config.init == "feasible",
-                                                    until=until)
+                                                    until=until, deadline=plan.stop_at if cut_setup else None)
         tix = np.full(graph.n_vars, -1, dtype=np.int32)
         tix[live] = np.arange(n_live, dtype=np.int32)
         # the per-chain estimate sums and the batch store (`BatchStore`: at least 4 batch pairs)
@@ -429,8 +439,11 @@ class _Chains:
         self.rsums = np.zeros((chains, n_live, kmax))
         self.rcounts = np.zeros((chains, n_live), dtype=np.int64)
         self.accs = [Accum(tix, self.rsums[c], self.rcounts[c]) for c in range(chains)]
+        # the moves' set-up (tempered copies of every chain) reads the deadline through stop_now
+        self._round_stop = plan.stop_at if cut_setup else None
         self.step = (moves.start or _single_site)(
             MoveContext(graph, kg, sched, self.states, self.accs, config.seed, self.stop_now, config.first_chain))
+        self._round_stop, self._stopped_early = None, False
         # sized as the whole run's store (a group of its chains batches as the whole run does)
         store = BatchStore(chains, n_live, kmax, max_bytes=STORE_BYTES * chains // config.all_chains)
         self.pool = _Pool(_threads(config.threads, chains))
@@ -646,14 +659,16 @@ class StartedRun(NamedTuple):
     plan: RunPlan
     chains: _Chains | None
     t0: float  # time.perf_counter() at the start
+    note: str = ""  # why there are no chains when the deadline cut their set-up
 
 
 def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None, selection=None, on_round=None,
                  kernel: KernelGraph | None = None, deadline: float | None = None, moves: Moves = Moves(),
-                 poll: Callable[[], None] | None = None) -> StartedRun:
+                 poll: Callable[[], None] | None = None, cut_setup: bool = True) -> StartedRun:
     """The checks and set-up of `run_gibbs` (same arguments): the chains made, started from
     their initial states, nothing run yet. Chain groups on Dask workers drive theirs round by
-    round (`pdbq.distributed.chain_rounds`)."""
+    round (`pdbq.distributed.chain_rounds`); their client keeps the deadline, so their set-up
+    is not cut at it (``cut_setup`` False)."""
     config = config.check()
     if kernel is None:
         validate(graph)
@@ -664,11 +679,17 @@ def start_chains(graph: FactorGraph, targets, config: GibbsConfig, *, sites=None
     kmax_t = int(graph.cardinality[uniq].max()) if uniq.size else 2
     n_sites = sites_arr.shape[0]
     plan = plan_run(config, moves, n_sites, live.shape[0], t0, deadline)
-    chains = None
+    chains, note = None, ""
     if n_sites and live.shape[0]:
         kg = kernel if kernel is not None else prepare_kernel_graph(graph)
-        chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round, poll)
-    return StartedRun(config, checked, kmax_t, plan, chains, t0)
+        try:
+            chains = _Chains(graph, kg, sched, live, kmax_t, config, plan, moves, t0, on_round, poll, cut_setup)
+        except SetupCut as e:
+            note = (f"the time limit ended the run while it set up {config.chains:,} chains over {graph.n_vars:,} "
+                    f"variables ({e}, {time.perf_counter() - t0:.2f} s): its {live.shape[0]:,} target(s) got too few "
+                    "updates for an estimate (none): their estimates are NULL (NaN); lower chains (or tempering), "
+                    "or raise time_limit")
+    return StartedRun(config, checked, kmax_t, plan, chains, t0, note)
 
 
 def result_from_book(graph: FactorGraph, started: StartedRun, book: RunBook | None,
@@ -678,6 +699,8 @@ def result_from_book(graph: FactorGraph, started: StartedRun, book: RunBook | No
     checked, kmax_t, config = started.checked, started.kmax, started.config
     live_est, dropped, warnings, batches = (estimates if estimates is not None
                                             else (no_estimates(checked.live.shape[0], kmax_t), 0, [], None))
+    if started.note:
+        warnings = [started.note, *warnings]
     done = book.done if book is not None else 0
     burned = book.burned if book is not None else 0
     trace = (book.trace_steps, book.trace_est, book.trace_se) if book is not None else ([], [], [])

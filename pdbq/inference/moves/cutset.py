@@ -71,6 +71,7 @@ from pdbq.inference.mcmc.kernels import (
     run_chain,
 )
 from pdbq.inference.exact.potentials import Hyperedge
+from pdbq.memory import check_fits
 from pdbq.inference.mcmc.rng import group_states
 from pdbq.inference.mcmc.transition import Kernel, state_table
 
@@ -363,7 +364,12 @@ class _Sweeps:
         self.unused = Best(np.zeros(2), np.zeros(0, dtype=ctx.states[0].values.dtype), np.ones(1))
         self.no_order = np.zeros(0, dtype=np.int64)
         pk = cs.packed
-        self.psi = np.zeros((chains, max(int(pk.blk_psi.max()) if pk.blk_psi.size else 1, 1)))
+        widest_table = max(int(pk.blk_psi.max()) if pk.blk_psi.size else 1, 1)
+        # each chain fills its own copy of the remainder's largest table: one that fits once may
+        # not fit once per chain
+        check_fits(widest_table, f"cutset sampling for {chains} chains (one largest remainder table each)",
+                   copies=chains, option="cutset_table")
+        self.psi = np.zeros((chains, widest_table))
         widest = int(np.diff(pk.ax_off).max()) if pk.ax_off.shape[0] > 1 else 1
         self.coords = np.zeros((chains, max(widest, 1)), dtype=np.int64)
         msg = max((int(pk.c_size[c] // pk.ax_card[pk.ax_off[c]]) for c in range(pk.c_var.shape[0])), default=1)

@@ -57,6 +57,7 @@ from pdbq.inference.mcmc.gibbs import (
     MoveContext,
     Moves,
     RoundInfo,
+    SetupCut,
     check_targets,
     run_gibbs,
 )
@@ -151,6 +152,8 @@ class _Cycle:
         extra_rng = group_states(ctx.seed + 1_000_003, ctx.first, chains, K - 1)
         self.copies: list[list[ChainState]] = []
         for c in range(chains):
+            if K > 1 and ctx.stop is not None and ctx.stop():  # the run's deadline (or a cancel) during the copies' set-up
+                raise SetupCut(f"tempered copies made for {c:,} of {chains:,} chains")
             row = [states[c]]
             for k in range(1, K):
                 j = c * (K - 1) + k - 1
@@ -189,6 +192,10 @@ class _Cycle:
         self.block_rng = group_states(self.ctx.seed + 2_000_029, self.ctx.first, chains)
 
     def _cluster_scratch(self, chains: int, cg: ClusterGraph, states: list) -> None:
+        nv, nf, ng = cg.cardinality.shape[0], cg.function.shape[0], cg.semantics.shape[0]
+        # per chain: the scratch of one cluster pass (`make_scratch`) and a flag per bond
+        check_bytes(chains * (16 * nv + 24 * nf + 32 * ng + max(cg.bond_u.shape[0], 1)),
+                    f"cluster moves for {chains:,} chains over {nv:,} variables and {nf:,} factors", option="chains")
         self.cl_scratch = [make_scratch(cg) for _ in range(chains)]
         self.cl_on = np.zeros((chains, max(cg.bond_u.shape[0], 1)), dtype=np.uint8)
         self.cl_rng = group_states(self.ctx.seed + 3_000_017, self.ctx.first, chains)
