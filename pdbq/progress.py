@@ -148,7 +148,8 @@ def _count(n: int) -> str:
 
 
 def format_progress(info: Progress, width: int = 80, bar_width: int = 20) -> str:
-    """The one-line text of a progress report, at most ``width`` characters.
+    """The one-line text of a progress report, at most ``width`` characters (a long step count
+    is left out before the time and the ETA are cut).
 
     >>> format_progress(Progress("sampling", 500, 1000, 0.02, 0.01, 2.0), width=100)
     'sampling   [##########..........]  50%  500/1,000  stderr 0.0200/0.0100  2s  ETA 2s'
@@ -158,7 +159,8 @@ def format_progress(info: Progress, width: int = 80, bar_width: int = 20) -> str
     if frac is not None:
         filled = int(frac * bar_width)
         parts.append(f"[{'#' * filled}{'.' * (bar_width - filled)}] {int(frac * 100):3d}%")
-    parts.append(f"{_count(info.done)}/{_count(info.total)}" if info.total is not None else _count(info.done))
+    count = f"{_count(info.done)}/{_count(info.total)}" if info.total is not None else _count(info.done)
+    parts.append(count)
     if info.max_stderr is not None:
         se = f"stderr {info.max_stderr:.4f}"
         if info.tolerance is not None:
@@ -169,6 +171,8 @@ def format_progress(info: Progress, width: int = 80, bar_width: int = 20) -> str
     if eta is not None and frac is not None and frac < 1:
         parts.append(f"ETA {_duration(eta)}")
     text = "  ".join(parts)
+    if len(text) > width and frac is not None:  # the bar already says how far: the count goes first
+        text = "  ".join(p for p in parts if p is not count)
     return text[: max(0, width)]
 
 

@@ -233,8 +233,7 @@ _STORE = "float64[:, :, :, :], int64[:, :, :], int64"
 _OUT = "float64[:, ::1]"
 
 
-@njit(f"void({_STORE}, {_OUT}, {_OUT}, {_OUT}, {_OUT}, boolean)", cache=True)
-def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
+def _batch_stats(sums, counts, nh, mean, se, rhat_v, top, student):
     """Streaming passes over a [chains, batches, targets, card] store (memory order, no
     temporaries the size of the store, which can be hundreds of MB): the pooled mean, the
     widest batch-means se over batch lengths (each as `batch_stderr`), the split R-hat per value (as `split_rhat` before the
@@ -363,8 +362,7 @@ def _batch_stats_kernel(sums, counts, nh, mean, se, rhat_v, top, student):
                 rhat_v[t, k] = np.inf
 
 
-@njit(f"void({_STORE}, {_OUT}, {_OUT})", cache=True)
-def _geyer_kernel(sums, counts, nh, se, ess):
+def _geyer(sums, counts, nh, se, ess):
     """Multi-chain effective sample size of the batch-mean series and the standard error it
     implies, per target and value (Vehtari et al. 2021, as Stan computes it): the last ``2·nh``
     batches of each chain are cut into two sequences of ``nh`` batch means; autocorrelations
@@ -446,6 +444,26 @@ def _geyer_kernel(sums, counts, nh, se, ess):
             se[t, k] = np.sqrt(var_plus / e)
 
 
+# An explicit signature compiles (or loads from the cache) when the decorator runs: applied at the
+# first use, so importing this module (an EXACT query does) loads no sampling kernel.
+_LAZY = {"_batch_stats_kernel": (_batch_stats, f"void({_STORE}, {_OUT}, {_OUT}, {_OUT}, {_OUT}, boolean)"),
+         "_geyer_kernel": (_geyer, f"void({_STORE}, {_OUT}, {_OUT})")}
+
+
+def _kernel(name: str):
+    k = globals().get(name)
+    if k is None:
+        fn, sig = _LAZY[name]
+        k = globals()[name] = njit(sig, cache=True)(fn)
+    return k
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _kernel(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def batch_statistics(
     sums: np.ndarray, counts: np.ndarray, constant: np.ndarray | None = None, *, student: bool = True,
     floor: bool = True, frozen: bool = True,
@@ -480,11 +498,11 @@ def batch_statistics(
     rv = np.empty((T, K))
     top = np.empty((T, K))
     nh = B // 2
-    _batch_stats_kernel(sums, counts, nh, mean, se, rv, top, student)
+    _kernel("_batch_stats_kernel")(sums, counts, nh, mean, se, rv, top, student)
     if nh >= 4:  # the ESS estimate needs a few lags per sequence
         gse = np.full((T, K), np.nan)
         gess = np.full((T, K), np.nan)
-        _geyer_kernel(sums, counts, nh, gse, gess)
+        _kernel("_geyer_kernel")(sums, counts, nh, gse, gess)
         if student:
             gse = gse * _t_factors(gess - 1.0)
         se = np.where(gse > se, gse, se)  # NaN (not estimable) keeps the batch-means value
