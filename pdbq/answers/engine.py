@@ -785,8 +785,8 @@ def _sampled_warnings(out: EngineAnswer, graph: FactorGraph, query: np.ndarray, 
     if decision is not None and out.warnings:  # a flagged sampling answer: say how to get the exact one
         out.warnings.append(exact_hint(decision, options.exact_budget) if hedge is None else hedge.hint())
     if belief is not None:
-        crossed = cross_check_warning(query, r.marginals, r.stderr, belief,
-                                      tol if tol is not None else DEFAULT_TOLERANCE)
+        crossed = cross_check_warning(query, r.marginals, r.stderr, belief, tol if tol is not None else DEFAULT_TOLERANCE,
+                                      exempt=lambda rows: forced_within(graph, query[rows])[1] <= FORCED_DELTA)
         if crossed is not None:
             out.warnings.append(crossed)
     lead = lead_warning(out.warnings)

@@ -77,12 +77,14 @@ UNSEEN_RATIO = 4.0
 
 
 def cross_check_warning(query: np.ndarray, estimates: np.ndarray, stderr: np.ndarray, belief: np.ndarray,
-                        tolerance: float) -> str | None:
+                        tolerance: float, exempt=None) -> str | None:
     """The warning when sampled answers (rows follow ``query``, graph ids) give some value almost
     no probability (under ``tolerance``) that loopy belief propagation's ``belief[n_vars, k]``
     gives clearly more: more than ``tolerance`` more, beyond the answer's 95% interval, and over
     `UNSEEN_RATIO` times the answer, where BP's belief for that variable is spread over values
-    (its largest under 1 − ``tolerance``)."""
+    (its largest under 1 − ``tolerance``). ``exempt(rows)``: a bool per flagged row that is no
+    witness (a target its own factors force: answered exactly whatever BP says, which near
+    deterministic factors can mislead)."""
     k = min(estimates.shape[1], belief.shape[1])
     bp = belief[query][:, :k]
     est, se = estimates[:, :k], np.nan_to_num(stderr[:, :k], nan=np.inf)
@@ -94,6 +96,9 @@ def cross_check_warning(query: np.ndarray, estimates: np.ndarray, stderr: np.nda
         gap = bp - est
         off = (np.isfinite(est) & np.isfinite(bp) & spread & (est < tolerance) & (gap > tolerance)
                & (gap > 1.96 * se) & (est * UNSEEN_RATIO < bp))
+    if off.any() and exempt is not None:
+        flagged = np.flatnonzero(off.any(axis=1))
+        off[flagged[np.asarray(exempt(flagged), dtype=bool)]] = False
     if not off.any():
         return None
     rows, vals = np.nonzero(off)
