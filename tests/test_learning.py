@@ -499,3 +499,21 @@ def test_learn_categorical_weights():
         for rule, mle in (("pa", np.log(n_a / n_c)), ("pb", np.log(n_b / n_c))):
             value, se = got[rule]
             assert abs(value - mle) < 0.5 * se, (rule, value, mle, se)
+
+
+@pytest.mark.timeout(240)
+def test_a_cancel_inside_a_long_epoch_is_honoured(units):
+    """An epoch of a billion sweeps once read the cancel only at its end (a fuzzed LEARN held the
+    suite for many minutes): the cancel is read between chunks of updates."""
+    import threading
+
+    with _db(units, n=300) as db:
+        token = CancelToken()
+        timer = threading.Timer(1.0, token.cancel)
+        timer.start()
+        try:
+            r = db.execute("LEARN WEIGHTS WITH (sweeps = 1000000000, epochs = 3, seed = 1)", cancel=token)
+        finally:
+            timer.cancel()
+        row = dict(zip(r.columns, r.fetchall()[0]))
+        assert row["interrupted"] and row["epochs"] == 0

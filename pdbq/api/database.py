@@ -356,7 +356,8 @@ class Database:
                 progress(Progress("learning", info.epoch, info.epochs, elapsed=info.elapsed))
             return cancel is not None and cancel.cancelled
 
-        table, diagnostics = run_statement(self._con, self._catalog, stmt, on_epoch=on_epoch)
+        table, diagnostics = run_statement(self._con, self._catalog, stmt, on_epoch=on_epoch,
+                                           should_stop=None if cancel is None else (lambda: cancel.cancelled))
         return Result(table, diagnostics, connection=self._con, database=self)
 
     def scratch(self) -> Any:

@@ -97,6 +97,7 @@ def learn_sgd(
     learn: np.ndarray | None = None,
     on_epoch: Callable[[EpochInfo], bool | None] | None = None,
     deadline: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SGDResult:
     """Learn ``graph``'s learnable weights from its evidence (every evidence variable is a
     training label). ``learn``: bool[n_weights] mask of the weights to learn (default
@@ -109,6 +110,7 @@ def learn_sgd(
     run = sgd_setup(graph, config, learn)
     if deadline is not None:
         run.deadline = deadline
+    run.should_stop = should_stop
     sgd_epochs(run, on_epoch)
     return sgd_result(run)
 
@@ -152,6 +154,7 @@ class SGDRun:
     history: list = field(default_factory=list)
     last_good: np.ndarray | None = None
     interrupted: bool = False
+    should_stop: Callable[[], bool] | None = None  # a cancel, read between chunks of an epoch's updates
     stopped_by_time: bool = False
     done: int = 0
     deadline: float | None = None  # time.perf_counter() value at which sampling stops
@@ -260,17 +263,23 @@ def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None 
         raise OptionError(f"option 'sweeps' is {shown(sweeps)}: times the {widest:,} variables sampled that is "
                           f"over {MAX_COUNT:,} updates per epoch (64-bit counts); lower 'sweeps'")
 
+    should_stop = run.should_stop
+    cancelled = [False]
+
     def sample(g, kgw, st, sched):
         n = sched.sites.shape[0]
-        if deadline is None:
+        if deadline is None and should_stop is None:
             run_chain(g, kgw, st, sched, run.acc, run.unused, n * sweeps, False)
             return
-        # a deadline is checked between chunks of about a million updates, so that a huge
-        # ``sweeps`` cannot hold the statement beyond its time limit
+        # a deadline and a cancel are checked between chunks of about a million updates, so that
+        # a huge ``sweeps`` cannot hold the statement beyond its time limit or its cancel
         chunk = max(1, _CHUNK_UPDATES // max(n, 1))
         left = sweeps
         while left > 0:
-            if late[0] or time.perf_counter() >= deadline:
+            if cancelled[0] or (should_stop is not None and should_stop()):
+                cancelled[0] = True
+                return
+            if deadline is not None and (late[0] or time.perf_counter() >= deadline):
                 late[0] = True
                 return
             k = min(chunk, left)
@@ -291,6 +300,9 @@ def sgd_epochs(run: SGDRun, on_epoch: Callable[[EpochInfo], bool | None] | None 
             except KeyboardInterrupt:
                 for f in futures:
                     f.cancel()
+                run.interrupted = True
+                break
+            if cancelled[0]:  # a cancel cut this epoch short: the last full epoch's weights stand
                 run.interrupted = True
                 break
             if late[0]:  # the deadline cut this epoch's sweeps short: its counts are not used

@@ -114,13 +114,14 @@ def run_statement(
     stmt: LearnWeights | Show,
     *,
     on_epoch: Callable[[EpochInfo], bool | None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> tuple[pa.Table, dict]:
     """LEARN WEIGHTS, SHOW WEIGHTS or SHOW CALIBRATION: ``(table, diagnostics)``."""
     if isinstance(stmt, Show):
         if stmt.kind.upper() == "WEIGHTS":
             return show_learned_weights(con, catalog), {}
         return show_learning_calibration(con), {}
-    out = execute_learn(con, catalog, stmt, on_epoch=on_epoch)
+    out = execute_learn(con, catalog, stmt, on_epoch=on_epoch, should_stop=should_stop)
     diagnostics = {"warnings": list(out.warnings), "version": out.version, "epochs": out.result.epochs,
                    "weight_history": out.result.history}
     if out.holdout is not None:
@@ -136,9 +137,11 @@ def execute_learn(
     stmt: LearnWeights,
     *,
     on_epoch: Callable[[EpochInfo], bool | None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> LearnOutcome:
     """Run LEARN WEIGHTS. ``on_epoch(info)`` is called after every epoch; returning True stops
-    learning there (the weights of the last full epoch are stored, marked interrupted).
+    learning there (the weights of the last full epoch are stored, marked interrupted);
+    ``should_stop()`` (a cancel) is also read inside an epoch, between chunks of updates.
     ``time_limit`` counts from here: grounding, learning and the holdout evaluation share it."""
     started = time.perf_counter()
     config = LearnConfig.from_options(stmt.options)
@@ -175,7 +178,7 @@ def execute_learn(
     if stmt.method is LearnMethod.SAMPLERANK:
         result = _learn_samplerank(g_train, config, mask, on_epoch)
     else:
-        result = learn_sgd(g_train, config, learn=mask, on_epoch=on_epoch, deadline=deadline)
+        result = learn_sgd(g_train, config, learn=mask, on_epoch=on_epoch, deadline=deadline, should_stop=should_stop)
     if result.epochs == 0 and result.stopped_by_time:
         raise LearningError(
             f"time_limit {config.time_limit:g} s ran out before the first epoch finished "
