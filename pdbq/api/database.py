@@ -347,7 +347,7 @@ class Database:
 
     def _learning(self, stmt: LearnWeights | Show, *, progress: Any = None, cancel: Any = None) -> Result:
         """LEARN WEIGHTS / SHOW WEIGHTS / SHOW CALIBRATION (pdbq.learning): a progress report
-        per epoch; a cancel stops learning after the current epoch and keeps its weights."""
+        per epoch; a cancel stops learning (inside an epoch too) and keeps the last complete epoch's weights."""
         from pdbq.learning.statement import run_statement
         from pdbq.progress import Progress
 
