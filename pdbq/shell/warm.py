@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import sys
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from pdbq.progress import Progress, ProgressBar
@@ -55,8 +56,12 @@ def _run(task: str) -> tuple[str, float, int]:
         from pdbq.answers.warmup import _misses  # noqa: PLC0415
         from pdbq.linkage.warmup import warm_up_dedupe  # noqa: PLC0415
 
+        from pdbq.progress import CompileNotice  # noqa: PLC0415
+
         before = _misses()
-        warm_up_dedupe()
+        with warnings.catch_warnings():  # this command's own lines say what compiles, not a Python warning
+            warnings.simplefilter("ignore", CompileNotice)
+            warm_up_dedupe()
         return task, time.perf_counter() - t0, _misses() - before
     from pdbq.answers.warmup import warm_up  # noqa: PLC0415
 
