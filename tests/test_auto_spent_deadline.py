@@ -13,27 +13,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_hard_families import grid
 
-from pdbq.graph.builder import GraphBuilder
 from pdbq.inference.mcmc.config import GibbsConfig
 from pdbq.inference.moves import move_choice
-from pdbq.language.nodes import FactorFunction as F
 
 _SET_UP = ("_static_run", "_domain_run", "_with_moves", "run_cutset", "run_mixing", "_tied_instead")
 
 
 def _grid(rng, side: int):
-    b = GraphBuilder()
-    xs = b.add_variables(side * side)
-    for r in range(side):
-        for c in range(side):
-            v = xs[r * side + c]
-            b.add_factor(F.ISTRUE, [v], weight=b.add_weight(float(rng.normal(scale=0.2))))
-            for dr, dc in ((0, 1), (1, 0)):
-                if r + dr < side and c + dc < side:
-                    w = float(rng.uniform(0.6, 1.2))
-                    b.add_factor(F.EQUAL, [v, xs[(r + dr) * side + c + dc]], weight=b.add_weight(w))
-    return b.build()
+    return grid(rng, side, lambda r: float(r.uniform(0.6, 1.2)))
 
 
 @pytest.fixture

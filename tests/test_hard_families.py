@@ -58,6 +58,12 @@ def near_det_chain(rng, n: int = 30, card: int = 3, eps: float = 1e-9, determini
 def frustrated_grid(rng, side: int = 5, coupling: float = 1.5):
     """A ``side``×``side`` grid of binary variables with couplings ±``coupling`` of random sign
     (a spin glass: no assignment satisfies every tie) and weak random fields."""
+    return grid(rng, side, lambda r: coupling * (1 if r.random() < 0.5 else -1))
+
+
+def grid(rng, side: int, coupling):
+    """A ``side``×``side`` grid of binary variables with weak random fields and EQUAL couplings
+    of weight ``coupling(rng)``, drawn edge by edge."""
     b = GraphBuilder()
     xs = b.add_variables(side * side)
     for r in range(side):
@@ -66,8 +72,7 @@ def frustrated_grid(rng, side: int = 5, coupling: float = 1.5):
             b.add_factor(F.ISTRUE, [v], weight=b.add_weight(float(rng.normal(scale=0.2))))
             for dr, dc in ((0, 1), (1, 0)):
                 if r + dr < side and c + dc < side:
-                    w = coupling * (1 if rng.random() < 0.5 else -1)
-                    b.add_factor(F.EQUAL, [v, xs[(r + dr) * side + c + dc]], weight=b.add_weight(w))
+                    b.add_factor(F.EQUAL, [v, xs[(r + dr) * side + c + dc]], weight=b.add_weight(coupling(rng)))
     return b.build()
 
 
